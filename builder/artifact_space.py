@@ -1,0 +1,72 @@
+"""Extract an artifact space from a knowledge base and write it (``cultureboard artifacts``)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from cultureboard.atomic import atomic_dir
+from cultureboard.countries import load_countries
+from cultureboard.errors import CultureboardError
+from cultureboard.records import ARTIFACT_SCHEMA, table_from_rows
+
+from .kb_dump import DumpKnowledgeBase
+from .kb_sparql import SparqlKnowledgeBase
+from .traversal import extract_artifacts, load_concepts, select_concepts
+
+
+def open_knowledge_base(dump: str | None, sparql: str | None, country_qids: list[str], max_malformed: float = 0.01):
+    """The dump reader or the SPARQL client; exactly one of the two sources must be given."""
+    if bool(dump) == bool(sparql):
+        raise CultureboardError(
+            "--dump/--sparql", "give exactly one knowledge base",
+            "pass --dump PATH for a Wikidata JSON dump, or --sparql URL for a SPARQL endpoint",
+            exit_code=2,
+        )
+    if dump:
+        return DumpKnowledgeBase(dump, country_qids, max_malformed=max_malformed)
+    return SparqlKnowledgeBase(sparql)
+
+
+def extract(
+    *, dump: str | None = None, sparql: str | None = None, concepts: list[str], countries: list[str],
+    hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01,
+) -> tuple[list[dict], dict]:
+    """Artifact rows plus a report of how they were found (source, counts, malformed lines)."""
+    selected = select_concepts(load_concepts(concepts_file), concepts)
+    wanted = load_countries().resolve(countries)
+    kb = open_knowledge_base(dump, sparql, [c.qid for c in wanted], max_malformed)
+    with contextlib.closing(kb):
+        rows, traversal = extract_artifacts(kb, selected, wanted, hops)
+    report = {
+        "source": {"dump": str(dump)} if dump else {"sparql": sparql},
+        "concepts": {c.name: [r.qid for r in c.roots] for c in selected},
+        "countries": [c.iso2 for c in wanted],
+        "hops": hops,
+        "traversal": dataclasses.asdict(traversal),
+        "artifacts": len(rows),
+    }
+    if dump:
+        report["dump"] = dataclasses.asdict(kb.report)
+    else:
+        report["sparql_queries"] = kb.queries
+    return rows, report
+
+
+def artifacts(
+    *, out: str | Path, dump: str | None = None, sparql: str | None = None, concepts: list[str],
+    countries: list[str], hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01,
+) -> dict:
+    """Write ``out/artifacts.parquet`` and ``out/report.json``; returns the report."""
+    rows, report = extract(
+        dump=dump, sparql=sparql, concepts=concepts, countries=countries, hops=hops,
+        concepts_file=concepts_file, max_malformed=max_malformed,
+    )
+    with atomic_dir(out) as tmp:
+        pq.write_table(table_from_rows(rows, ARTIFACT_SCHEMA), tmp / "artifacts.parquet")
+        (tmp / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,165 @@
+"""``cultureboard build``: knowledge base -> artifact space -> LLM refinement -> curated selection ->
+prompt sets -> a dataset folder in Hub layout, with every step's decisions and provenance recorded.
+
+Options come from keyword arguments, which override a YAML config file (``config=``) with the same
+keys, which overrides the defaults below. The same inputs, seed and LLM cache give the same dataset,
+byte for byte: no timestamps are written and every table is sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import pyarrow as pa
+import yaml
+
+from cultureboard.countries import load_countries
+from cultureboard.errors import CultureboardError
+from cultureboard.provenance import code_provenance, file_sha256
+
+from . import artifact_space
+from .curation import apply_curation, load_curation, stratified_sample
+from .dataset import Config, artifact_config, prompt_config, write_dataset
+from .llm_backends import CachedLLM, backend_from_spec
+from .llm_cache import ResponseCache
+from .prompt_sets import registry
+from .refine import refine
+
+#: The countries of the CUBE paper plus those of CultDiff that the sample dump covers.
+DEFAULT_COUNTRIES = ["BR", "FR", "IN", "IT", "JP", "NG", "TR", "US", "CN", "MX", "KR", "ES", "GB"]
+DEFAULTS = {
+    "dump": None,
+    "sparql": None,
+    "concepts": ["cuisine", "landmarks", "art"],
+    "countries": DEFAULT_COUNTRIES,
+    "hops": 4,
+    "concepts_file": None,
+    "max_malformed": 0.01,
+    "llm": "none",
+    "llm_cache": None,
+    "curation": None,
+    "seed": 0,
+    "prompt_sets": None,  # None: every registered family
+}
+
+DECISION_SCHEMA = pa.schema(
+    [(n, pa.string()) for n in ("stage", "artifact_id", "name", "country", "concept", "decision", "reason", "backend", "model", "cache_key")]
+    + [("cached", pa.bool_()), ("answer", pa.string())]
+)
+
+
+def sample_dump_path() -> Path:
+    """The small Wikidata dump shipped with the package (see builder/data/SAMPLE.md)."""
+    return Path(str(resources.files("cultureboard.builder").joinpath("data/sample_dump.json")))
+
+
+def resolve_options(config: str | Path | None, overrides: dict) -> dict:
+    options = dict(DEFAULTS)
+    if config:
+        try:
+            loaded = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise CultureboardError(config, f"cannot be read as a build config ({exc.__class__.__name__})",
+                                    "write a YAML mapping with keys such as dump, countries, concepts, llm") from None
+        unknown = set(loaded) - set(DEFAULTS) if isinstance(loaded, dict) else {"(not a mapping)"}
+        if unknown:
+            raise CultureboardError(config, f"unknown key(s) {', '.join(sorted(unknown))}", f"use only {', '.join(DEFAULTS)}")
+        options.update(loaded)
+    options.update({k: v for k, v in overrides.items() if v is not None})
+    if not options["dump"] and not options["sparql"]:
+        options["dump"] = str(sample_dump_path())
+    for key in ("concepts", "countries", "prompt_sets"):
+        if isinstance(options[key], str):
+            options[key] = [p.strip() for p in options[key].split(",") if p.strip()]
+    return options
+
+
+def build(out: str | Path, config: str | Path | None = None, **overrides) -> dict:
+    """Build the dataset folder ``out``; returns its provenance record (also written as build.json)."""
+    o = resolve_options(config, overrides)
+    countries = load_countries()
+    families = registry()
+    chosen_sets = o["prompt_sets"] or list(families)
+    unknown = [n for n in chosen_sets if n not in families]
+    if unknown:
+        raise CultureboardError(f"--prompt-sets {','.join(chosen_sets)}", f"unknown prompt set(s) {', '.join(unknown)}",
+                                f"use some of {', '.join(families)}")
+    curation = load_curation(o["curation"]) if o["curation"] else {"include": [], "exclude": [], "rename": []}
+    backend = backend_from_spec(o["llm"])
+
+    space, extraction = artifact_space.extract(
+        dump=o["dump"], sparql=o["sparql"], concepts=o["concepts"], countries=o["countries"], hops=o["hops"],
+        concepts_file=o["concepts_file"], max_malformed=o["max_malformed"],
+    )
+    with tempfile.TemporaryDirectory(prefix="cultureboard-llm-") as scratch:
+        cache_path = Path(scratch) / "cache.jsonl"
+        if o["llm_cache"] and Path(o["llm_cache"]).is_file():
+            shutil.copyfile(o["llm_cache"], cache_path)
+        llm = CachedLLM(backend, ResponseCache(cache_path)) if backend else None
+        refined = refine(space, llm, countries)
+        cache_bytes = cache_path.read_bytes() if cache_path.is_file() else b""
+    space = sorted(refined.artifacts, key=lambda r: (r["concept"], r["country"], r["qid"]))
+    selected = stratified_sample(space, seed=o["seed"])
+    selected, curation_report = apply_curation(selected, space, curation, str(o["curation"]))
+    selected.sort(key=lambda r: (r["concept"], r["country"], r["qid"]))
+
+    prompt_sets = [families[name](selected, countries) for name in chosen_sets]
+    configs: list[Config] = [
+        artifact_config("artifacts", space, "The artifact space (CUBE-CSpace style): every artifact found in the knowledge "
+                        "base for the requested concepts and countries, after the LLM stage.", "CC0-1.0"),
+        artifact_config("artifacts-curated", selected, "The curated selection (CUBE-1K style): popularity-weighted stratified "
+                        "sample per country x concept, then the curation file.", "CC0-1.0"),
+        *(prompt_config(ps) for ps in prompt_sets),
+        Config("llm-decisions", pa.Table.from_pylist(refined.decisions, schema=DECISION_SCHEMA),
+               "Every decision of the LLM stage: which backend and model kept, dropped or added which artifact.", "CC0-1.0"),
+    ]
+    source = ({"dump": {"file": Path(o["dump"]).name, "sha256": file_sha256(o["dump"]), "bytes": Path(o["dump"]).stat().st_size}}
+              if o["dump"] else {"sparql": o["sparql"]})
+    provenance = {
+        "code": code_provenance(("pyarrow", "msgspec", "numpy", "pyyaml", "transformers")),
+        "source": source,
+        "options": {k: o[k] for k in ("concepts", "countries", "hops", "llm", "seed", "max_malformed")}
+        | {"concepts_file": Path(o["concepts_file"]).name if o["concepts_file"] else None,
+           "curation": Path(o["curation"]).name if o["curation"] else None,
+           "curation_sha256": file_sha256(o["curation"]) if o["curation"] else None},
+        "extraction": {k: v for k, v in extraction.items() if k != "source"} | {"dump": _portable(extraction.get("dump"))},
+        "llm": refined.report,
+        "curation": curation_report,
+        "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)} for ps in prompt_sets},
+        "rows": {c.name: c.table.num_rows for c in configs},
+    }
+    write_dataset(out, configs, provenance, {"llm/cache.jsonl": cache_bytes} if cache_bytes else None)
+    return provenance
+
+
+def _portable(dump_report: dict | None) -> dict | None:
+    """The dump report without the machine-specific absolute path."""
+    if dump_report is None:
+        return None
+    return {k: (Path(v).name if k == "path" else v) for k, v in dump_report.items()}
+
+
+def import_dataset(kind: str, source: str, out: str | Path) -> dict:
+    """Write a dataset folder from a paper's official release: ``cube-1k`` or ``cure``."""
+    from .importers import import_cube_1k, import_cure
+
+    importer = {"cube-1k": import_cube_1k, "cure": import_cure}[kind]
+    rows, prompt_set = importer(source)
+    configs = [
+        artifact_config("artifacts", rows, f"The artifacts of the official {kind} release, normalised.", prompt_set.license),
+        prompt_config(prompt_set),
+    ]
+    local = Path(source)
+    provenance = {
+        "code": code_provenance(("pyarrow", "pyyaml")),
+        "source": {"import": kind, "file": local.name, "sha256": file_sha256(local)} if local.is_file()
+        else {"import": kind, "location": local.name if local.is_dir() else source},
+        "prompt_sets": {prompt_set.name: {"version": prompt_set.version, "family": prompt_set.family, "rows": len(prompt_set.rows)}},
+        "rows": {c.name: c.table.num_rows for c in configs},
+    }
+    write_dataset(out, configs, provenance)
+    return provenance

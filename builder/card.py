@@ -1,0 +1,105 @@
+"""The dataset card (README.md of a dataset folder): configs, features, licences, provenance, citations."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .dataset import Config
+
+CITATIONS = {
+    "cube": """@inproceedings{kannen2024beyond,
+  title = {Beyond Aesthetics: Cultural Competence in Text-to-Image Models},
+  author = {Kannen, Nithish and Ahmad, Arif and Andreetto, Marco and Prabhakaran, Vinodkumar and Prabhu, Utsav and Dieng, Adji Bousso and Bhattacharyya, Pushpak and Dave, Shachi},
+  booktitle = {NeurIPS Datasets and Benchmarks Track},
+  year = {2024}
+}""",
+    "cure": """@inproceedings{rege2025cure,
+  title = {CuRe: Cultural Gaps in the Long Tail of Text-to-Image Systems},
+  author = {Rege, Aniket and Nie, Zinnia and Ramesh, Mahesh and Raskar, Unmesh and Yu, Zhuoran and Kusupati, Aditya and Lee, Yong Jae and Korlakai Vinayak, Ramya},
+  booktitle = {ICCV},
+  year = {2025}
+}""",
+    "cultdiff": """@inproceedings{bayramli2025diffusion,
+  title = {Diffusion Models Through a Global Lens: Are They Culturally Inclusive?},
+  author = {Bayramli, Zahra and Suleymanzade, Ayhan and An, Na Min and Ahmad, Huzama and Kim, Eunsu and Park, Junyeong and Thorne, James and Oh, Alice},
+  booktitle = {ACL},
+  year = {2025}
+}""",
+    "cultivate": """@inproceedings{malakouti2026culture,
+  title = {Culture in Action: Evaluating Text-to-Image Models through Social Activities},
+  author = {Malakouti, Sina and Gong, Boqing and Kovashka, Adriana},
+  booktitle = {ICLR},
+  year = {2026}
+}""",
+    "ecb": """@inproceedings{seo2026exposing,
+  title = {Exposing Blindspots: Cultural Bias Evaluation in Generative Image Models},
+  author = {Seo and Choi and Hong and Zhou and Kim and Ismaila and Etori and Agarwal and Liu and Kim and Oh},
+  booktitle = {IASEAI},
+  year = {2026}
+}""",
+}
+
+FEATURES = {
+    "prompt_id": "stable id, derived from what the prompt means (never its position)",
+    "text": "the prompt given to the model", "negative_prompt": "the negative prompt, empty if none",
+    "artifact_id": "Wikidata QID or an llm:/manual:/cube-1k:/cure:/activity: slug",
+    "country": "ISO 3166-1 alpha-2", "region_group": "GN / GS (UNCTAD developed / developing)",
+    "category": "top level: CUBE concept, CuRe axis, CultDiff category, CULTIVate activity category, ECB category",
+    "subcategory": "the level below: art sub-type, CuRe category, CULTIVate activity, ECB subcategory",
+    "era": "null where it does not apply", "level": "CuRe ladder level, ECB chain stage, CUBE diversity scope",
+    "edit_step": "I2I chains: step 1-5, null for text-to-image", "source_prompt_id": "I2I chains: the prompt whose image is edited",
+    "images_per_prompt": "images a submission generates per prompt", "seeds": "one seed per image, in order",
+}
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_card(configs: list["Config"], provenance: dict, yaml_header: str) -> str:
+    families = sorted({c.family for c in configs if c.family})
+    parts = [
+        f"---\n{yaml_header}---\n",
+        "# cultureboard benchmark dataset\n",
+        "Prompt sets and artifact spaces for measuring the cultural competence of text-to-image models, built by "
+        "cultureboard from a knowledge base, prompt templates and a "
+        "recorded LLM stage. Load a config with `datasets.load_dataset(PATH_OR_REPO, CONFIG, revision=...)`; "
+        "submissions pin the revision they were generated from.\n",
+        "## Configs\n",
+        _table(
+            ["config", "family", "version", "rows", "licence", "description"],
+            [[c.name, c.family or "-", c.version or "-", c.table.num_rows, c.license, c.description] for c in configs],
+        ),
+        "\n## Features\n",
+        _table(
+            ["config", "columns"],
+            [[c.name, ", ".join(f"`{f.name}` ({f.type})" for f in c.table.schema)] for c in configs],
+        ),
+        "\nMeaning of the prompt columns:\n",
+        _table(["column", "meaning"], [[f"`{k}`", v] for k, v in FEATURES.items()]),
+        "\n## Licences\n",
+        "Each config has its own licence (table above). Artifacts extracted from Wikidata are CC0; prompt sets rendered by "
+        "cultureboard from them are CC0. Imported CUBE-1K prompts are CC BY-NC-SA 4.0 (Kannen et al.: attribution, "
+        "non-commercial use only, share alike); imported CuRe data is MIT (Copyright (c) 2025 Aniket Rege). Reference "
+        "images named in `image` are Wikimedia Commons files, each under the licence on its Commons page.\n",
+        "## Notes and deviations\n",
+    ]
+    for c in configs:
+        for note in c.notes:
+            parts.append(f"- **{c.name}**: {note}")
+    parts += [
+        "\n## Build provenance\n",
+        "```json",
+        json.dumps(provenance, indent=2, ensure_ascii=False, sort_keys=True),
+        "```\n",
+        "## Citation\n",
+        "Cite the paper behind each family you use:\n",
+    ]
+    for fam in families or sorted(CITATIONS):
+        if fam in CITATIONS:
+            parts += [f"```bibtex\n{CITATIONS[fam]}\n```"]
+    return "\n".join(parts) + "\n"

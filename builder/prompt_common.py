@@ -1,0 +1,37 @@
+"""What every prompt-set family shares: stable prompt ids, country slice fields and seed schemes."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from cultureboard.countries import Country
+
+
+def slug(text: str) -> str:
+    """Lower-case ASCII slug: accents dropped, every run of other characters turned into one ``-``."""
+    text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def make_prompt_id(prompt_set: str, *parts: Any) -> str:
+    """A prompt id built from what the prompt means (set, artifact, level, ...), never from row order,
+    so it is stable across rebuilds: ``cure-ladder/q5449200/n-c-r``. Artifact ids keep their case-free
+    slug; parts that are None are skipped."""
+    return "/".join([prompt_set, *(slug(p) for p in parts if p is not None and p != "")])
+
+
+def country_fields(country: Country) -> dict[str, str]:
+    """The slice fields every prompt row carries for its country."""
+    return {
+        "country": country.iso2,
+        "country_name": country.name,
+        "continent": country.continent,
+        "region_group": country.region_group,
+    }
+
+
+def consecutive_seeds(base: int, n: int) -> list[int]:
+    """Seed scheme ``consecutive``: image k of a prompt uses seed ``base + k`` (CUBE J.1 starts at 0)."""
+    return list(range(base, base + n))

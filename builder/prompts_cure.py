@@ -1,0 +1,164 @@
+"""The ``cure-ladder`` prompt set: CuRe's attribute ladder (Rege et al., arXiv 2506.08071, Table 5).
+
+For every artifact (name n, category c, region r) four prompts, quoted exactly from Table 5 (no final
+period): P(n), P(n,c), P(n,r) and P(n,c,r); and once per category the prompt P(c), whose 80 images are
+the reference set of CuRe's perceptual-similarity scorers. ``level`` holds the ladder level: ``n``,
+``n,c``, ``n,r``, ``n,c,r`` or ``c``.
+
+Where the slots come from:
+
+- n: the artifact's name.
+- c: for artifacts imported from the CuRe CSVs (source ``cure``) their CSV category, already normalised
+  by the importer into ``subcategory`` ("rice dish"); for knowledge-base artifacts the class through
+  which the traversal reached them (``parent_name``: "bread" for Filone), else a name for the concept
+  (``FALLBACK_CATEGORY``) or the art sub-type.
+- r: the country table's ``name`` ("China", "South Korea", "United States": no article, as CuRe writes
+  its regions).
+
+P(n,c) writes "a type of {c}" while P(c) writes the category with its indefinite article ("An image of
+a dumpling"); mass nouns take none ("An image of jewellery").
+
+Rows carry the artifact's country slice fields at every artifact level (CuRe aggregates per region over
+artifacts, whichever attributes the prompt names); P(c) rows have no country. ``category`` is the
+CuRe axis (architecture, art, celebrations, fashion, food, people) or, for knowledge-base artifacts,
+the CUBE concept; ``subcategory`` is c.
+
+Images per prompt: 4 for the artifact levels (seeds 0..3: CuRe's setting for FLUX.1 [dev], SD 3.5
+Large, Ideogram 2.0 and DALL-E 3; it used 20 for SDXL and SD 1.5) and 80 for P(c) (seeds 0..79).
+"""
+
+from __future__ import annotations
+
+from cultureboard.countries import CountryTable
+
+from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
+from .prompt_sets import PromptSet
+
+PROMPT_SET = "cure-ladder"
+SEED_SCHEME = "consecutive"
+
+#: level -> Table 5 template. P(c) fills {c} with the category and its article.
+LADDER = {
+    "n": "An image of {n}",
+    "n,c": "An image of {n}, a type of {c}",
+    "n,r": "An image of {n}, from {r}",
+    "n,c,r": "An image of {n}, a type of {c} from {r}",
+}
+CATEGORY_LEVEL = "c"
+CATEGORY_TEMPLATE = "An image of {c}"
+
+#: c for a knowledge-base artifact without ``parent_name``; art falls back to its sub-type.
+FALLBACK_CATEGORY = {"cuisine": "dish", "landmarks": "landmark", "art": "art"}
+
+#: Nouns that take no indefinite article (checked on a phrase's last word: "traditional clothing").
+MASS_NOUNS = frozenset(
+    {"art", "bread", "clothing", "cuisine", "dough", "embroidery", "food", "jewellery", "jewelry", "music", "pottery"}
+)
+
+#: Words kept capitalised when a CuRe category is written in lower case.
+_PROPER_WORDS = {"christmas": "Christmas", "new year": "New Year"}
+
+
+def indefinite_article(phrase: str) -> str:
+    """"a" or "an" for the word that starts ``phrase`` (by its spelling, with the common exceptions:
+    "a uniform", "a European", "an hour"); "" for a mass noun ("jewellery", "traditional clothing")."""
+    words = phrase.strip().casefold().split()
+    if not words or words[-1] in MASS_NOUNS:
+        return ""
+    word = words[0]
+    if word.startswith(("hour", "honest", "honou", "honor", "heir")):
+        return "an"
+    if word.startswith(("uni", "use", "usu", "uti", "eu", "one", "once")):
+        return "a"
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def with_article(phrase: str) -> str:
+    """``phrase`` preceded by its indefinite article, if it takes one: "a dumpling", "an oil painting"."""
+    article = indefinite_article(phrase)
+    return f"{article} {phrase}" if article else phrase
+
+
+def category_phrase(raw: str) -> str:
+    """A CuRe CSV category as written in a prompt: underscores become spaces, lower case except proper
+    nouns ("Rice_Dish" -> "rice dish", "Christmas_food" -> "Christmas food")."""
+    phrase = " ".join(raw.replace("_", " ").split()).lower()
+    for lower, proper in _PROPER_WORDS.items():
+        phrase = phrase.replace(lower, proper)
+    return phrase
+
+
+def category_of(artifact: dict) -> str:
+    """The c slot of an artifact (see the module docstring)."""
+    if artifact.get("source") == "cure":
+        return artifact["subcategory"]
+    if artifact.get("parent_name"):
+        return artifact["parent_name"]
+    if artifact.get("concept") == "art" and artifact.get("subcategory"):
+        return artifact["subcategory"]
+    return FALLBACK_CATEGORY.get(artifact.get("concept"), artifact.get("concept") or "object")
+
+
+def render(level: str, n: str | None = None, c: str | None = None, r: str | None = None) -> str:
+    """The prompt of one ladder level: ``render("n,c,r", "jiaozi", "dumpling", "China")`` ->
+    "An image of jiaozi, a type of dumpling from China"; ``render("c", c="dumpling")`` -> "An image of a
+    dumpling"."""
+    if level == CATEGORY_LEVEL:
+        return CATEGORY_TEMPLATE.format(c=with_article(c))
+    return LADDER[level].format(n=n, c=c, r=r)
+
+
+def _row(prompt_id, text, template, level, images, *, artifact=None, country=None, category, subcategory):
+    return {
+        "prompt_id": prompt_id, "prompt_set": PROMPT_SET, "text": text, "negative_prompt": "",
+        "artifact_id": artifact["qid"] if artifact else None,
+        "artifact_name": artifact["name"] if artifact else None,
+        **(country_fields(country) if country else {}),
+        "category": category, "subcategory": subcategory, "era": artifact.get("era") if artifact else None,
+        "level": level, "kind": "t2i", "template": template,
+        "images_per_prompt": images, "seeds": consecutive_seeds(0, images), "seed_scheme": SEED_SCHEME,
+    }
+
+
+def build_ladder(
+    artifacts: list[dict], countries: CountryTable, *, images_per_prompt: int = 4, category_images: int = 80
+) -> PromptSet:
+    """Build ``cure-ladder``: four ladder prompts per artifact, then one P(c) per (category, c), sorted."""
+    rows: list[dict] = []
+    categories: set[tuple[str, str]] = set()
+    for artifact in artifacts:
+        country = countries.by_iso(artifact["country"])
+        c, category = category_of(artifact), artifact["concept"]
+        categories.add((category, c))
+        for level, template in LADDER.items():
+            rows.append(_row(
+                make_prompt_id(PROMPT_SET, artifact["qid"], country.iso2, level),
+                render(level, artifact["name"], c, country.name), template, level, images_per_prompt,
+                artifact=artifact, country=country, category=category, subcategory=c,
+            ))
+    for category, c in sorted(categories):
+        rows.append(_row(
+            make_prompt_id(PROMPT_SET, CATEGORY_LEVEL, category, c), render(CATEGORY_LEVEL, c=c),
+            CATEGORY_TEMPLATE, CATEGORY_LEVEL, category_images, category=category, subcategory=c,
+        ))
+    return PromptSet(
+        name=PROMPT_SET, version="1.0", family="cure",
+        description=(
+            "CuRe (Rege et al., arXiv 2506.08071): the attribute ladder P(n), P(n,c), P(n,r), P(n,c,r) per "
+            "artifact and P(c) per category, for marginal information attribution (PS, ITA, DIV)."
+        ),
+        rows=rows,
+        notes=[
+            "Templates are CuRe Table 5 verbatim (no final period). P(c) writes the category with its indefinite "
+            "article ('An image of a dumpling'); the article rule (a/an by spelling, none for mass nouns such as "
+            "jewellery or traditional clothing) is ours: the paper gives only the one example.",
+            "r is the country table's name (no article: 'from United States', as CuRe writes its regions).",
+            "c for knowledge-base artifacts is the Wikidata class the traversal reached them through "
+            "(parent_name), falling back to the art sub-type or to 'dish' / 'landmark'; CuRe's own categories "
+            "are hand-picked Wikimedia Commons categories.",
+            f"{images_per_prompt} images per artifact prompt (seeds 0..{images_per_prompt - 1}; CuRe used 4 for "
+            f"FLUX.1 [dev], SD 3.5 Large, Ideogram 2.0 and DALL-E 3 and 20 for SDXL and SD 1.5) and "
+            f"{category_images} per P(c) (seeds 0..{category_images - 1}).",
+            "P(r) ('An image from {r}') is in Table 5 but unused in CuRe's experiments and is not built.",
+        ],
+    )

@@ -1,0 +1,4 @@
+"""The evaluator: scores submitted image folders (submission I/O, scorers, metrics, aggregation).
+
+Not built yet: see the evaluator and submissions issues.
+"""

@@ -1,0 +1,1 @@
+"""The static leaderboard site renderer (Jinja). Not built yet: see the leaderboard site issue."""
