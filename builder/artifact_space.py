@@ -19,7 +19,8 @@ from .kb_sparql import SparqlKnowledgeBase
 from .traversal import extract_artifacts, load_concepts, select_concepts
 
 
-def open_knowledge_base(dump: str | None, sparql: str | None, country_qids: list[str], max_malformed: float = 0.01):
+def open_knowledge_base(dump: str | None, sparql: str | None, country_qids: list[str], max_malformed: float = 0.01,
+                        root_qids: tuple[str, ...] = ()):
     """The dump reader or the SPARQL client; exactly one of the two sources must be given."""
     if bool(dump) == bool(sparql):
         raise CultureboardError(
@@ -28,7 +29,7 @@ def open_knowledge_base(dump: str | None, sparql: str | None, country_qids: list
             exit_code=2,
         )
     if dump:
-        return DumpKnowledgeBase(dump, country_qids, max_malformed=max_malformed)
+        return DumpKnowledgeBase(dump, country_qids, max_malformed=max_malformed, label_qids=root_qids)
     return SparqlKnowledgeBase(sparql)
 
 
@@ -39,7 +40,8 @@ def extract(
     """Artifact rows plus a report of how they were found (source, counts, malformed lines)."""
     selected = select_concepts(load_concepts(concepts_file), concepts)
     wanted = load_countries().resolve(countries)
-    kb = open_knowledge_base(dump, sparql, [c.qid for c in wanted], max_malformed)
+    roots = tuple(r.qid for c in selected for r in c.roots)
+    kb = open_knowledge_base(dump, sparql, [c.qid for c in wanted], max_malformed, roots)
     with contextlib.closing(kb):
         rows, traversal = extract_artifacts(kb, selected, wanted, hops)
     report = {

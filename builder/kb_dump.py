@@ -216,15 +216,18 @@ class DumpReport:
 class DumpKnowledgeBase:
     """Index a dump once; answer the traversal's questions from the index.
 
-    ``country_qids`` limits which entities' details are kept (the requested countries).
+    ``country_qids`` limits which entities' details are kept (the requested countries); the labels of
+    ``label_qids`` (the concept roots) are kept whatever they are, so checking them needs no second pass.
     ``max_malformed`` is the largest fraction of unparsable lines tolerated before the build fails.
     """
 
-    def __init__(self, path: str | os.PathLike, country_qids: Iterable[str], max_malformed: float = 0.01):
+    def __init__(self, path: str | os.PathLike, country_qids: Iterable[str], max_malformed: float = 0.01,
+                 label_qids: Iterable[str] = ()):
         self.path = Path(path)
         if not self.path.is_file():
             raise CultureboardError(self.path, "no such dump file", "pass the path of a Wikidata JSON dump (.json, .json.gz or .json.bz2)")
         self._wanted = {qid_number(q) for q in country_qids}
+        self._always_label = {qid_number(q) for q in label_qids}
         self.report = DumpReport(path=str(self.path))
         self._spill = tempfile.TemporaryFile(prefix="cultureboard-kb-")
         self._offsets: dict[int, tuple[int, int]] = {}
@@ -259,7 +262,7 @@ class DumpKnowledgeBase:
                     child.append(num)
                     parent.append(qid_number(p))
                     prop.append(code)
-            if parents279 and e.labels.en is not None:
+            if e.labels.en is not None and (parents279 or num in self._always_label):
                 label_ids.append(num)
                 label_text.append(e.labels.en.value)
             if c.P580:

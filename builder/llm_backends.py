@@ -86,7 +86,8 @@ class OpenAIChatBackend:
             detail = f"HTTP {exc.code} from {request.full_url}: {_snippet(exc.read())}"
             raise LLMCallError("http_error", detail, retryable=exc.code == 429 or exc.code >= 500) from None
         except TimeoutError:
-            raise LLMCallError("timeout", f"no answer from {request.full_url} in {self.timeout} s", True) from None
+            raise LLMCallError("timeout", f"no answer from {request.full_url} in {self.timeout} s",
+                                retryable=True) from None
         except urllib.error.URLError as exc:
             kind = "timeout" if isinstance(exc.reason, TimeoutError) else "refused_connection"
             raise LLMCallError(kind, f"{request.full_url}: {exc.reason}", retryable=True) from None

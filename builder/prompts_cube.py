@@ -31,6 +31,7 @@ from .prompts_cure import indefinite_article
 
 TEMPLATES_PATH = Path(__file__).parent / "data" / "cube_prompts.yaml"
 SEED_SCHEME = "consecutive"
+_NO_COUNTRY = dict.fromkeys(("country", "country_name", "continent", "region_group"))  # prompts naming no country
 CONCEPTS = ("cuisine", "landmarks", "art")
 
 
@@ -72,7 +73,7 @@ def _row(prompt_set, prompt_id, text, template, images, *, country=None, artifac
         "negative_prompt": load_templates()["negative_prompt"],
         "artifact_id": artifact["qid"] if artifact else None,
         "artifact_name": artifact["name"] if artifact else None,
-        **(country_fields(country) if country else {}),
+        **(country_fields(country) if country else _NO_COUNTRY),
         "category": category, "subcategory": subcategory, "era": artifact.get("era") if artifact else None,
         "level": level, "kind": "t2i", "template": template,
         "images_per_prompt": images, "seeds": consecutive_seeds(0, images), "seed_scheme": SEED_SCHEME,
@@ -130,12 +131,14 @@ def build_diversity(
     """Build ``cube-diversity``: 5 global rephrasings per concept, and 5 within-culture rephrasings per
     (country, concept).
 
-    Countries: ``country_codes`` if given, else those of ``artifacts``, else CUBE's eight.
+    Countries: ``country_codes`` if given, else those of the cuisine, landmarks and art ``artifacts``, else
+    CUBE's eight.
     ``images_per_prompt`` defaults to 8 (seeds 0..7), one batch of CUBE J.1; CUBE's full protocol is ten
     such batches, 80 seeds (0..79) per prompt and 400 images per concept: pass ``images_per_prompt=80``.
     """
     data = load_templates()
-    codes = country_codes or sorted({a["country"] for a in artifacts if a.get("country")}) or data["countries"]
+    present = sorted({a["country"] for a in artifacts if a.get("country") and a.get("concept") in CONCEPTS})
+    codes = country_codes or present or data["countries"]
     chosen = countries.resolve(list(codes))
     rows = []
     for concept, variants in data["diversity"]["global"].items():

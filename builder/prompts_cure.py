@@ -36,6 +36,7 @@ from .prompt_sets import PromptSet
 
 PROMPT_SET = "cure-ladder"
 SEED_SCHEME = "consecutive"
+_NO_COUNTRY = dict.fromkeys(("country", "country_name", "continent", "region_group"))  # prompts naming no country
 
 #: level -> Table 5 template. P(c) fills {c} with the category and its article.
 LADDER = {
@@ -113,7 +114,7 @@ def _row(prompt_id, text, template, level, images, *, artifact=None, country=Non
         "prompt_id": prompt_id, "prompt_set": PROMPT_SET, "text": text, "negative_prompt": "",
         "artifact_id": artifact["qid"] if artifact else None,
         "artifact_name": artifact["name"] if artifact else None,
-        **(country_fields(country) if country else {}),
+        **(country_fields(country) if country else _NO_COUNTRY),
         "category": category, "subcategory": subcategory, "era": artifact.get("era") if artifact else None,
         "level": level, "kind": "t2i", "template": template,
         "images_per_prompt": images, "seeds": consecutive_seeds(0, images), "seed_scheme": SEED_SCHEME,

@@ -41,7 +41,7 @@ FILTER_REASONS = ("yes", "no", "refusal", "garbage", *ERROR_KINDS)
 NO_ADDITION_REASONS = ("no-new-names", "refusal", "garbage", *ERROR_KINDS)
 
 _REFUSAL = re.compile(r"\b(i'?m sorry|i am sorry|i can'?t|i cannot|i'?m unable|i am unable|i'?m not able|as an ai)\b")
-_BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d+[.):]|#+)\s*")
+_BULLET = re.compile(r"^\s*(?:[-*•·]+|\(?\d+[.):])\s*")
 _DESCRIPTION = re.compile(r"\s+[-–—]\s+|:\s")  # "Pizza - a flatbread ..." or "Pizza: a flatbread ..."
 _MAX_NAME_WORDS = 12  # a longer line is prose, not a name
 
@@ -83,8 +83,8 @@ def _is_refusal(text: str) -> bool:
 def parse_names(text: str) -> list[str]:
     """The artifact names in a rewritten list: a JSON array of strings, or one name per line.
 
-    Bullets, numbering, markdown emphasis and trailing `` - description`` parts are stripped; header
-    lines (ending in ``:``), prose lines and lines without a letter are skipped; repeats are dropped.
+    Bullets, numbering, markdown emphasis and trailing `` - description`` parts are stripped; headers
+    (``# ...`` or ending in ``:``), prose lines and lines without a letter are skipped; repeats are dropped.
     """
     lines = _json_array(text)
     if lines is None:
@@ -92,7 +92,7 @@ def parse_names(text: str) -> list[str]:
     names, seen = [], set()
     for line in lines:
         name = _BULLET.sub("", line).strip().strip("*_`\"'").strip()
-        if name.endswith(":"):
+        if name.startswith("#") or name.endswith(":"):
             continue
         name = _DESCRIPTION.split(name, maxsplit=1)[0].strip().strip("*_`\"'").strip()
         if not any(ch.isalpha() for ch in name) or len(name.split()) > _MAX_NAME_WORDS:

@@ -114,12 +114,27 @@ def walk(kb: KnowledgeBase, concept: Concept, hops: int) -> tuple[dict[str, Foun
     return artifacts, claims
 
 
+def check_roots(kb: KnowledgeBase, concepts: list[Concept]) -> None:
+    """A root that the knowledge base does not know (no label, no child) is an error in the concept file."""
+    roots = {r.qid: (c.name, r.name) for c in concepts for r in c.roots}
+    labelled = kb.labels(roots)
+    with_children = {e.parent for e in kb.children(set(roots) - set(labelled))}
+    missing = [q for q in roots if q not in labelled and q not in with_children]
+    if missing:
+        named = ", ".join(f"{q} ({roots[q][1]}, concept {roots[q][0]})" for q in missing)
+        raise CultureboardError(
+            f"root {named}", "is not in the knowledge base (no English label and no child)",
+            "check the QID in the concepts file, or use a dump or endpoint that contains it",
+        )
+
+
 def extract_artifacts(
     kb: KnowledgeBase, concepts: list[Concept], countries: list[Country], hops: int = 4
 ) -> tuple[list[dict], TraversalReport]:
     """Artifact rows (``ARTIFACT_SCHEMA`` columns) for the requested concepts and countries."""
     if hops < 1:
         raise CultureboardError(f"--hops {hops}", "must be at least 1", "use the CUBE default of 4")
+    check_roots(kb, concepts)
     by_qid = {c.qid: c for c in countries}
     report = TraversalReport()
     found_rows: list[tuple[Concept, str, Found, str, Country]] = []

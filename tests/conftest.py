@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Model hubs are unreachable here: fail fast instead of waiting on each hub call.
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 from llm_server import ScriptedLLMServer
 

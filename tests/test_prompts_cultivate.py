@@ -57,8 +57,9 @@ def test_category_types_match_the_paper():
 
 
 def test_exact_text(prompt_set):
-    assert _row(prompt_set.rows, "BR", "dancing", "dancing")["text"] == "A photorealistic photo of people dancing in Brazil."
-    assert _row(prompt_set.rows, "US", "wedding", "wedding")["text"] == "A photorealistic photo of a wedding in the United States."
+    text = {(r["country"], r["subcategory"]): r["text"] for r in prompt_set.rows}
+    assert text["BR", "dancing"] == "A photorealistic photo of people dancing in Brazil."
+    assert text["US", "wedding"] == "A photorealistic photo of a wedding in the United States."
     assert _row(prompt_set.rows, "PH", "eating", "home")["text"] == (
         "A photorealistic photo of a family eating a meal at home in the Philippines.")
     samba = _row(prompt_set.rows, "BR", "dancing", "samba")
