@@ -39,6 +39,11 @@ def artifact_config(name: str, rows: list[dict], description: str, license: str)
 
 
 def prompt_config(ps: PromptSet) -> Config:
+    """A prompt set as a config; its prompt ids must be unique, since submissions refer to them."""
+    ids = [r["prompt_id"] for r in ps.rows]
+    if len(set(ids)) != len(ids):
+        dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        raise ValueError(f"prompt set {ps.name} repeats prompt ids {dupes}: its builder must derive ids from more fields")
     return Config(ps.name, table_from_rows(ps.rows, PROMPT_SCHEMA), ps.description, ps.license, ps.family, ps.version, tuple(ps.notes))
 
 

@@ -53,8 +53,9 @@ def _is_url(source) -> bool:
     return str(source).startswith(("http://", "https://"))
 
 
-def fetch(source: str | Path, what: str) -> bytes:
-    """The bytes of a local file or an http(s) URL; a clear error when it cannot be read."""
+def fetch(source: str | Path, what: str, fix: str = "") -> bytes:
+    """The bytes of a local file or an http(s) URL; a clear error (with ``fix``, if given) when it cannot
+    be read."""
     if _is_url(source):
         try:
             request = urllib.request.Request(str(source), headers={"User-Agent": "cultureboard"})
@@ -67,7 +68,7 @@ def fetch(source: str | Path, what: str) -> bytes:
             ) from None
     path = Path(source)
     if not path.is_file():
-        raise CultureboardError(path, f"{what} is missing", f"pass the path of {what} or the official URL")
+        raise CultureboardError(path, f"{what} is missing", fix or f"pass the path of {what} or the official URL")
     return path.read_bytes()
 
 
@@ -240,7 +241,8 @@ def _cure_rows(source, axis: str) -> tuple[str, list[dict]]:
                                     f"pass the folder holding {', '.join(a + '.csv' for a in CURE_AXES)}, or {CURE_URL}")
         where = str(folder / f"{axis}.csv")
     try:
-        text = fetch(where, f"the CuRe {axis} CSV").decode("utf-8-sig")
+        text = fetch(where, f"the CuRe {axis} CSV", f"the CuRe folder must hold {', '.join(a + '.csv' for a in CURE_AXES)} "
+                     f"(prepare_data/cure_dataset_csv/ of aniketrege/cure-bench); or pass {CURE_URL}").decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CultureboardError(where, f"is not UTF-8 ({exc})", "pass the unmodified CuRe CSV") from None
     reader = csv.DictReader(io.StringIO(text))

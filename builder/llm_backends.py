@@ -83,6 +83,11 @@ class OpenAIChatBackend:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):  # every later call would fail the same way: stop the build
+                raise CultureboardError(
+                    f"--llm openai:{self.model} at {self.base_url}", f"refused the credentials (HTTP {exc.code})",
+                    "set CULTUREBOARD_LLM_API_KEY (or OPENAI_API_KEY) to a key that may use this model",
+                ) from None
             detail = f"HTTP {exc.code} from {request.full_url}: {_snippet(exc.read())}"
             raise LLMCallError("http_error", detail, retryable=exc.code == 429 or exc.code >= 500) from None
         except TimeoutError:

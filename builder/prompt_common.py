@@ -35,3 +35,23 @@ def country_fields(country: Country) -> dict[str, str]:
 def consecutive_seeds(base: int, n: int) -> list[int]:
     """Seed scheme ``consecutive``: image k of a prompt uses seed ``base + k`` (CUBE J.1 starts at 0)."""
     return list(range(base, base + n))
+
+
+#: Nouns that take no indefinite article (checked on a phrase's last word: "traditional clothing").
+MASS_NOUNS = frozenset(
+    {"art", "bread", "clothing", "cuisine", "dough", "embroidery", "food", "jewellery", "jewelry", "music", "pottery"}
+)
+
+
+def indefinite_article(phrase: str) -> str:
+    """"a" or "an" for the word that starts ``phrase`` (by its spelling, with the common exceptions:
+    "a uniform", "a European", "an hour"); "" for a mass noun ("jewellery", "traditional clothing")."""
+    words = phrase.strip().casefold().split()
+    if not words or words[-1] in MASS_NOUNS:
+        return ""
+    word = words[0]
+    if word.startswith(("hour", "honest", "honou", "honor", "heir")):
+        return "an"
+    if word.startswith(("uni", "use", "usu", "uti", "eu", "one", "once")):
+        return "a"
+    return "an" if word[:1] in "aeiou" else "a"

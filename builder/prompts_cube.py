@@ -25,9 +25,8 @@ import yaml
 
 from cultureboard.countries import Country, CountryTable
 
-from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
+from .prompt_common import consecutive_seeds, country_fields, indefinite_article, make_prompt_id
 from .prompt_sets import PromptSet
-from .prompts_cure import indefinite_article
 
 TEMPLATES_PATH = Path(__file__).parent / "data" / "cube_prompts.yaml"
 SEED_SCHEME = "consecutive"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from cultureboard.countries import CountryTable
 
-from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
+from .prompt_common import consecutive_seeds, country_fields, indefinite_article, make_prompt_id
 from .prompt_sets import PromptSet
 
 PROMPT_SET = "cure-ladder"
@@ -51,27 +51,8 @@ CATEGORY_TEMPLATE = "An image of {c}"
 #: c for a knowledge-base artifact without ``parent_name``; art falls back to its sub-type.
 FALLBACK_CATEGORY = {"cuisine": "dish", "landmarks": "landmark", "art": "art"}
 
-#: Nouns that take no indefinite article (checked on a phrase's last word: "traditional clothing").
-MASS_NOUNS = frozenset(
-    {"art", "bread", "clothing", "cuisine", "dough", "embroidery", "food", "jewellery", "jewelry", "music", "pottery"}
-)
-
 #: Words kept capitalised when a CuRe category is written in lower case.
 _PROPER_WORDS = {"christmas": "Christmas", "new year": "New Year"}
-
-
-def indefinite_article(phrase: str) -> str:
-    """"a" or "an" for the word that starts ``phrase`` (by its spelling, with the common exceptions:
-    "a uniform", "a European", "an hour"); "" for a mass noun ("jewellery", "traditional clothing")."""
-    words = phrase.strip().casefold().split()
-    if not words or words[-1] in MASS_NOUNS:
-        return ""
-    word = words[0]
-    if word.startswith(("hour", "honest", "honou", "honor", "heir")):
-        return "an"
-    if word.startswith(("uni", "use", "usu", "uti", "eu", "one", "once")):
-        return "a"
-    return "an" if word[:1] in "aeiou" else "a"
 
 
 def with_article(phrase: str) -> str:

@@ -79,7 +79,10 @@ def _handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with server._lock:
                 server.requests.append(body)
-            status, text = server.respond(body["messages"][-1]["content"])
+            if self.headers.get("Authorization") == "Bearer revoked-key":
+                status, text = 401, json.dumps({"error": {"message": "Incorrect API key provided"}})
+            else:
+                status, text = server.respond(body["messages"][-1]["content"])
             payload = text.encode("utf-8")
             try:
                 self.send_response(status)

@@ -314,3 +314,10 @@ def test_transformers_backend_prompt(tiny_lm):
     assert backend.render(messages) == "User: Is it?\nAssistant:"
     backend._tokenizer.chat_template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>"
     assert backend.render(messages) == "<user>Is it?<assistant>"
+
+
+def test_rejected_credentials_stop_the_build(llm_server, tmp_path):
+    backend = OpenAIChatBackend(llm_server.base_url, "test-model", "revoked-key", timeout=1, max_retries=1, backoff=0)
+    llm = CachedLLM(backend, ResponseCache(tmp_path / "cache.jsonl"))
+    with pytest.raises(CultureboardError, match="refused the credentials"):
+        refine([artifact("Filone")], llm, COUNTRIES)
