@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import bz2
 import gzip
+import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -42,16 +43,15 @@ COUNTRIES = ["IT", "JP", "FR", "US"]
 
 # ------------------------------------------------------------------------------- synthetic dump
 
-# The real CUBE roots (builder/data/concepts.yaml), by concept.
-CUBE_ROOTS = {
-    "Q746549": "dish", "Q2095": "food", "Q19861951": "type of food or dish",
-    "Q210272": "cultural heritage", "Q41176": "building", "Q33506": "museum", "Q16560": "palace",
-    "Q23413": "castle", "Q22698": "park", "Q1107656": "garden", "Q24398318": "religious building",
-    "Q4989906": "monument", "Q2416723": "theme park", "Q16999091": "landmark",
-    "Q11460": "clothing", "Q9053464": "costume", "Q3172759": "traditional costume",
-    "Q17599019": "style of painting", "Q107357104": "type of dance", "Q1153484": "folk art",
-    "Q45971958": "performing arts genre",
-}
+
+
+def cube_roots() -> dict[str, str]:
+    """The real CUBE roots, qid -> name, as the concept file (builder/data/concepts.yaml) lists them."""
+    from cultureboard.builder.traversal import load_concepts
+
+    return {r.qid: r.name for c in load_concepts().values() for r in c.roots}
+
+
 # Classes outside CUBE that most of a real dump hangs from.
 GENERIC = {
     "Q35120": "entity", "Q488383": "object", "Q5": "human", "Q13442814": "scholarly article",
@@ -87,20 +87,42 @@ SCRIPT_RANGES = {
 WIKIS = [f"{lang}wiki" for lang in ["en", "de", "fr", "it", "es", "ja", "ru", "pl", "nl", "pt", "sv", "zh", "uk",
                                     "ar", "ca", "fa", "he", "ko", "cs", "fi", "hu", "id", "no", "ro", "tr", "vi"]]
 WIKIS += ["commonswiki", "enwikivoyage", "dewikivoyage", "enwikiquote", "specieswiki"]
+LANGS_MEAN = 7  # mean number of languages besides English with a label
 CLASS_EVERY = 50  # one generated entity in 50 is a class (P279 or, for some, P31 only)
 SERIES_EVERY = 211  # instance nodes without a country that other instances hang from (P31)
 BASE = 120_000_000  # generated entities are Q{BASE + i}
 
 
 class _Vocab:
+    """Pools of prebuilt words, names and descriptions, so that generating a line is mostly concatenation."""
+
     def __init__(self):
         r = random.Random(SEED)
         syl = [a + b for a in "bcdfghklmnprstvz" for b in "aeiou"] + ["qu", "tr", "st", "an", "el", "or", "in"]
         self.latin = ["".join(r.choices(syl, k=r.randint(1, 4))) for _ in range(6000)]
-        self.script = {s: ["".join(chr(r.randint(lo, hi)) for _ in range(r.randint(2, 7))) for _ in range(1500)]
-                       for s, (lo, hi) in SCRIPT_RANGES.items()}
+        words = {s: ["".join(chr(r.randint(lo, hi)) for _ in range(r.randint(2, 7))) for _ in range(1500)]
+                 for s, (lo, hi) in SCRIPT_RANGES.items()}
+        self.names = [" ".join(r.choices(self.latin, k=r.randint(1, 3))).capitalize() for _ in range(50_000)]
+        self.long_names = [" ".join(r.choices(self.latin, k=r.randint(4, 10))).capitalize() for _ in range(20_000)]
         self.lang_script = {lang: s for s, langs in SCRIPT_LANGS.items() for lang in langs}
         self.all_langs = LATIN_LANGS + [lang for langs in SCRIPT_LANGS.values() for lang in langs]
+        order = self.all_langs[:]
+        r.shuffle(order)
+        self.lang_ring = order + order  # a slice at a random offset: a cheap random subset of languages
+        # per language: label values (for non-Latin scripts) and descriptions, some templated as bots write them
+        self.script_names = {lang: [" ".join(r.choices(words[s], k=r.randint(1, 3))) for _ in range(800)]
+                             for lang, s in self.lang_script.items()}
+        self.descs = {}
+        for lang in self.all_langs:
+            pool = words[self.lang_script[lang]] if lang in self.lang_script else self.latin
+            self.descs[lang] = [" ".join(r.choices(pool, k=r.randint(2, 7))) for _ in range(400)]
+        self.templated = {
+            kind: {lang: [" ".join(r.choices(words[self.lang_script[lang]] if lang in self.lang_script else self.latin,
+                                              k=3)) + f" {y}" for y in range(1950, 2025)] for lang in self.all_langs}
+            for kind in ("article", "human", "taxon", "category", "settlement")
+        }
+        self.label_prefix = {lang: f'"{lang}":{{"language":"{lang}","value":"' for lang in self.all_langs + ["en"]}
+        self.roots = cube_roots()
         self.countries = list(COUNTRY_WEIGHTS)
         self.country_cum = []
         total = 0
@@ -181,46 +203,55 @@ def _claims(r: random.Random, qid: str, props: list[tuple[str, list[tuple[str | 
     parts = []
     for prop, stmts in props:
         body = ",".join(
-            _statement(r, qid, prop, v, rank, refs=r.random() < 0.35, quals=r.random() < 0.08, snaktype=st)
+            _statement(r, qid, prop, v, rank, refs=r.random() < 0.3, quals=r.random() < 0.06, snaktype=st)
             for v, rank, st in stmts
         )
         parts.append(f'"{prop}":[{body}]')
     return "{" + ",".join(parts) + "}"
 
 
-def _name(r: random.Random, v: _Vocab, k: tuple[int, int] = (1, 3)) -> str:
-    return " ".join(r.choices(v.latin, k=r.randint(*k))).capitalize()
+def _name(r: random.Random, v: _Vocab, long: bool = False) -> str:
+    pool = v.long_names if long else v.names
+    return pool[int(r.random() * len(pool))]
 
 
-def _terms(r: random.Random, v: _Vocab, en_label: str, en_desc: str | None, n_langs: int, n_alias_langs: int) -> str:
-    langs = r.sample(v.all_langs, n_langs)
-    labels = [f'"en":{{"language":"en","value":"{en_label}"}}']
-    descs = [f'"en":{{"language":"en","value":"{en_desc}"}}'] if en_desc else []
+def _terms(r: random.Random, v: _Vocab, kind: str, en_label: str, en_desc: str | None, n_langs: int,
+           n_alias_langs: int) -> str:
+    off = int(r.random() * len(v.all_langs))
+    langs = v.lang_ring[off:off + n_langs]
+    pre = v.label_prefix
+    rnd = r.random
+    labels = [pre["en"], en_label, '"}']
+    descs = [pre["en"], en_desc, '"}'] if en_desc else []
+    templated = v.templated.get(kind)
+    year = int(rnd() * 75)
     for lang in langs:
-        script = v.lang_script.get(lang)
-        if script is None:
-            text = en_label if r.random() < 0.6 else _name(r, v)
-            desc = " ".join(r.choices(v.latin, k=r.randint(3, 8)))
+        if lang in v.lang_script:
+            pool = v.script_names[lang]
+            text = pool[int(rnd() * len(pool))]
         else:
-            words = v.script[script]
-            text = " ".join(r.choices(words, k=r.randint(1, 3)))
-            desc = " ".join(r.choices(words, k=r.randint(2, 6)))
-        labels.append(f'"{lang}":{{"language":"{lang}","value":"{text}"}}')
-        if r.random() < 0.7:
-            descs.append(f'"{lang}":{{"language":"{lang}","value":"{desc}"}}')
+            text = en_label if rnd() < 0.8 else _name(r, v)
+        labels += [",", pre[lang], text, '"}']
+        if rnd() < 0.7:
+            if templated is not None:
+                desc = templated[lang][year]
+            else:
+                pool = v.descs[lang]
+                desc = pool[int(rnd() * len(pool))]
+            descs += [",", pre[lang], desc, '"}'] if descs else [pre[lang], desc, '"}']
     aliases = []
     for lang in ["en"] + langs[: max(0, n_alias_langs - 1)]:
-        if r.random() < 0.6:
-            vals = ",".join(f'{{"language":"{lang}","value":"{_name(r, v)}"}}' for _ in range(r.randint(1, 3)))
+        if rnd() < 0.5:
+            vals = ",".join(f'{{"language":"{lang}","value":"{_name(r, v)}"}}' for _ in range(1 + int(rnd() * 2.5)))
             aliases.append(f'"{lang}":[{vals}]')
-    return (f'"labels":{{{",".join(labels)}}},"descriptions":{{{",".join(descs)}}},'
-            f'"aliases":{{{",".join(aliases)}}}')
+    return f'"labels":{{{"".join(labels)}}},"descriptions":{{{"".join(descs)}}},"aliases":{{{",".join(aliases)}}}'
 
 
 def _sitelinks(r: random.Random, title: str, n: int) -> str:
     if n == 0:
         return '"sitelinks":{}'
-    sites = r.sample(WIKIS, min(n, len(WIKIS)))
+    off = int(r.random() * len(WIKIS))
+    sites = (WIKIS + WIKIS)[off:off + min(n, len(WIKIS))]
     return '"sitelinks":{' + ",".join(f'"{s}":{{"site":"{s}","title":"{title}","badges":[]}}' for s in sites) + "}"
 
 
@@ -228,11 +259,11 @@ def _country(r: random.Random, v: _Vocab) -> str:
     return r.choices(v.countries, cum_weights=v.country_cum)[0]
 
 
-def _entity_line(r: random.Random, v: _Vocab, qid: str, label: str, desc: str | None,
+def _entity_line(r: random.Random, v: _Vocab, qid: str, kind: str, label: str, desc: str | None,
                  claims: list[tuple[str, list]], n_sitelinks: int, n_langs: int | None = None) -> str:
     if n_langs is None:
-        n_langs = min(len(v.all_langs), int(r.expovariate(1 / 14)) + 3)
-    terms = _terms(r, v, label, desc, n_langs, r.randint(0, 4))
+        n_langs = min(len(v.all_langs), int(r.expovariate(1 / LANGS_MEAN)) + 2)
+    terms = _terms(r, v, kind, label, desc, n_langs, int(r.random() * 4))
     return (f'{{"type":"item","id":"{qid}",{terms},"claims":{_claims(r, qid, claims)},'
             f'{_sitelinks(r, label, n_sitelinks)},"lastrevid":{r.randint(10**9, 2 * 10**9)}}}')
 
@@ -265,19 +296,19 @@ def _special_lines(v: _Vocab) -> list[str]:
     for q, name in GENERIC.items():
         parent = "Q35120" if q != "Q35120" else None
         claims = [("P279", _ok(_item_value(parent)))] if parent else []
-        lines.append(_entity_line(r, v, q, name, f"class of {name}", claims, 25, 30))
-    for i, (q, name) in enumerate(CUBE_ROOTS.items()):
+        lines.append(_entity_line(r, v, q, "class", name, f"class of {name}", claims, 25, 30))
+    for i, (q, name) in enumerate(_vocab().roots.items()):
         parent = generic[i % 3]  # entity, object, ... : the roots have labels in the class index
-        lines.append(_entity_line(r, v, q, name, f"general class of {name}", [("P279", _ok(_item_value(parent)))], 30, 35))
+        lines.append(_entity_line(r, v, q, "class", name, f"general class of {name}", [("P279", _ok(_item_value(parent)))], 30, 35))
     for q, name in COUNTRY_NAMES.items():
         claims = [("P31", _ok(_item_value("Q6256"))), ("P17", _ok(_item_value(q)))]
-        lines.append(_entity_line(r, v, q, name, "sovereign state", claims, 31, 40))
+        lines.append(_entity_line(r, v, q, "country", name, "sovereign state", claims, 31, 40))
     return lines
 
 
 def _class_claims(r: random.Random, v: _Vocab, i: int) -> list:
     c = i // CLASS_EVERY
-    roots = list(CUBE_ROOTS)
+    roots = list(v.roots)
     if c < 96:
         # top level: two in three under a CUBE root, the rest under generic classes
         parent = roots[c % len(roots)] if c % 3 else list(GENERIC)[c % 5]
@@ -341,7 +372,7 @@ def _instance_claims(r: random.Random, v: _Vocab, i: int, n_classes: int) -> tup
             claims.append(("P106", _ok(_item_value(f"Q{r.randint(1000, 2_000_000)}"))))
         return claims, "human"
     if x < 0.50:
-        claims = [("P31", _ok(_item_value("Q13442814"))), ("P1476", _ok(_mono_value(_name(r, v, (4, 10))))),
+        claims = [("P31", _ok(_item_value("Q13442814"))), ("P1476", _ok(_mono_value(_name(r, v, long=True)))),
                   ("P577", _ok(_time_value(r.randint(1950, 2024)))),
                   ("P356", _ok(_string_value(f"10.{r.randint(1000, 9999)}/{_hex(r, 40)}")))]
         if r.random() < 0.5:
@@ -349,7 +380,7 @@ def _instance_claims(r: random.Random, v: _Vocab, i: int, n_classes: int) -> tup
         return claims, "article"
     if x < 0.60:
         return [("P31", _ok(_item_value("Q16521"))), ("P171", _ok(_item_value(f"Q{r.randint(1000, 9_000_000)}"))),
-                ("P225", _ok(_string_value(_name(r, v, (2, 2)), "string")))], "taxon"
+                ("P225", _ok(_string_value(_name(r, v), "string")))], "taxon"
     if x < 0.68:
         return [("P31", _ok(_item_value("Q4167836"))), ("P301", _ok(_item_value(f"Q{r.randint(1000, 9_000_000)}")))], "category"
     if x < 0.80:
@@ -368,19 +399,20 @@ def _chunk_text(args: tuple[int, int, int]) -> str:
         qid = f"Q{BASE + i}"
         n_classes = i // CLASS_EVERY  # classes before this entity (an entity points at earlier ones only)
         if i % CLASS_EVERY == 0:
-            label = _name(r, v, (1, 3))
+            label = _name(r, v)
+            kind = "class"
             claims = _class_claims(r, v, i)
-            desc = "type of " + " ".join(r.choices(v.latin, k=r.randint(1, 3)))
+            desc = "type of " + _name(r, v).lower()
             sitelinks = r.randint(0, 20)
         else:
             claims, kind = _instance_claims(r, v, i, max(1, n_classes))
-            label = _name(r, v, (2, 6) if kind == "article" else (1, 3))
+            label = _name(r, v, long=kind == "article")
             desc = {"human": "person", "article": "scholarly article published in 2019", "taxon": "species of plant",
                     "category": "Wikimedia category", "settlement": "village in the district"}.get(kind)
-            desc = desc or " ".join(r.choices(v.latin, k=r.randint(2, 6)))
+            desc = desc or v.descs["it"][int(r.random() * 400)]
             sitelinks = int(r.expovariate(1 / 3)) if kind in ("cultural", "series", "settlement", "human") else r.randint(0, 1)
         claims += _common_extra(r, v, label)
-        out.append(_entity_line(r, v, qid, label, desc, claims, sitelinks))
+        out.append(_entity_line(r, v, qid, kind, label, desc, claims, sitelinks))
         out.append(",\n" if i < n_generated - 1 else "\n")
     return "".join(out)
 
@@ -406,12 +438,13 @@ def _chunk_job(args: tuple[int, int, int, str, bool, bool]) -> tuple[bytes, int]
 
 
 def n_specials() -> int:
-    return 4 + len(GENERIC) + len(CUBE_ROOTS) + len(COUNTRY_NAMES)
+    return 4 + len(GENERIC) + len(cube_roots()) + len(COUNTRY_NAMES)
 
 
 def dump_path(workdir: Path, n: int, compression: str) -> Path:
     suffix = {"gz": ".json.gz", "bz2": ".json.bz2", "none": ".json"}[compression]
-    return workdir / f"synthetic-v{GENERATOR_VERSION}-{n}{suffix}"
+    roots = hashlib.sha1(" ".join(sorted(cube_roots())).encode()).hexdigest()[:8]  # regenerate if the roots change
+    return workdir / f"synthetic-v{GENERATOR_VERSION}-{roots}-{n}{suffix}"
 
 
 def generate(path: Path, n: int, compression: str, workers: int) -> dict:

@@ -114,9 +114,11 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         artifact_config("artifacts-curated", selected, "The curated selection (CUBE-1K style): popularity-weighted stratified "
                         "sample per country x concept, then the curation file.", "CC0-1.0"),
         *(prompt_config(ps) for ps in prompt_sets),
-        Config("llm-decisions", pa.Table.from_pylist(refined.decisions, schema=DECISION_SCHEMA),
-               "Every decision of the LLM stage: which backend and model kept, dropped or added which artifact.", "CC0-1.0"),
     ]
+    if refined.decisions:  # with --llm none there are none, and build.json records that the stage was skipped
+        configs.append(Config("llm-decisions", pa.Table.from_pylist(refined.decisions, schema=DECISION_SCHEMA),
+                              "Every decision of the LLM stage: which backend and model kept, dropped or added which "
+                              "artifact.", "CC0-1.0"))
     source = ({"dump": {"file": Path(o["dump"]).name, "sha256": file_sha256(o["dump"]), "bytes": Path(o["dump"]).stat().st_size}}
               if o["dump"] else {"sparql": o["sparql"]})
     provenance = {

@@ -114,11 +114,18 @@ def _values(statements: list[_Statement]) -> list[Any]:
 
 
 def _item_ids(statements: list[_Statement]) -> list[str]:
-    out = []
-    for v in _values(statements):
-        if isinstance(v, dict) and isinstance(v.get("id"), str) and v["id"].startswith("Q"):
-            out.append(v["id"])
-    return sorted(set(out), key=qid_number)
+    if not statements:  # the common case: most entities lack most properties
+        return []
+    out = set()
+    for s in statements:
+        snak = s.mainsnak
+        if s.rank != "deprecated" and snak.snaktype == "value" and snak.datavalue is not None:
+            v = snak.datavalue.value
+            if isinstance(v, dict):
+                q = v.get("id")
+                if isinstance(q, str) and q.startswith("Q"):
+                    out.add(q)
+    return sorted(out, key=qid_number)
 
 
 def _best_string(statements: list[_Statement]) -> str | None:
@@ -149,6 +156,42 @@ def open_dump(path: Path):
 
 
 _CHUNK = 4 << 20
+_GZIP_BLOCK = 1 << 20  # compressed bytes handed to zlib per call
+
+
+def _gunzip(fh) -> Iterator[bytes]:
+    """Decompressed chunks (at most ``_CHUNK`` bytes) of a gzip file, read as ``gzip`` reads it: members
+    concatenated, zero padding after a member allowed, a truncated member an ``EOFError``.
+
+    ``GzipFile`` feeds zlib 8 KiB at a time and needs the GIL back between calls, so while the parser
+    holds the GIL a reader thread using it barely advances. Here each zlib call takes a large block (it
+    releases the GIL for the whole call), so decompression really overlaps parsing. zlib's gzip mode
+    (``wbits=31``) parses the header and checks each member's CRC and length itself.
+    """
+    data = fh.read(_GZIP_BLOCK)
+    first = True
+    while data:
+        if not first:
+            data = data.lstrip(b"\0")
+            if not data:
+                data = fh.read(_GZIP_BLOCK)
+                continue
+        first = False
+        while len(data) < 2 and (more := fh.read(_GZIP_BLOCK)):
+            data += more
+        if data[:2] != b"\037\213":
+            raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
+        member = zlib.decompressobj(wbits=31)
+        while not member.eof:
+            if not data:
+                data = fh.read(_GZIP_BLOCK)
+            out = member.decompress(data, _CHUNK)
+            if out:
+                yield out
+            elif not data:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+            data = member.unconsumed_tail
+        data = member.unused_data or fh.read(_GZIP_BLOCK)
 
 
 def _chunks(path: Path) -> Iterator[bytes]:
@@ -157,9 +200,14 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
     def reader():
         try:
-            with open_dump(path) as fh:
-                while chunk := fh.read(_CHUNK):
-                    q.put(chunk)
+            if path.suffix == ".gz":
+                with open(path, "rb") as raw:
+                    for chunk in _gunzip(raw):
+                        q.put(chunk)
+            else:
+                with open_dump(path) as fh:
+                    while chunk := fh.read(_CHUNK):
+                        q.put(chunk)
             q.put(None)
         except BaseException as exc:  # handed to the consumer, which reports it
             q.put(exc)
@@ -197,6 +245,20 @@ def dump_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     line = rest.strip().rstrip(b",")
     if line and line not in (b"[", b"]"):
         yield lineno + 1, line
+
+
+def _head_has_id(head: bytes, ids: set[bytes]) -> bool:
+    """Whether ``"id":"X"`` occurs in ``head`` for some X in ``ids``: one set lookup per ``"id":"`` found,
+    rather than one substring search per wanted id (ids hold no quote, so the token ends at the next one)."""
+    i = head.find(b'"id":"')
+    while i >= 0:
+        j = head.find(b'"', i + 6)
+        if j < 0:
+            return False
+        if head[i + 6:j] in ids:
+            return True
+        i = head.find(b'"id":"', i + 1)
+    return False
 
 
 # ---------------------------------------------------------------------------- the knowledge base
@@ -257,11 +319,14 @@ class DumpKnowledgeBase:
                 continue  # properties and lexemes are not part of the class hierarchy
             c = e.claims
             parents31, parents279 = _item_ids(c.P31), _item_ids(c.P279)
-            for code, parents in ((0, parents31), (1, parents279)):
-                for p in parents:
-                    child.append(num)
-                    parent.append(qid_number(p))
-                    prop.append(code)
+            for p in parents31:
+                child.append(num)
+                parent.append(qid_number(p))
+                prop.append(0)
+            for p in parents279:
+                child.append(num)
+                parent.append(qid_number(p))
+                prop.append(1)
             if e.labels.en is not None and (parents279 or num in self._always_label):
                 label_ids.append(num)
                 label_text.append(e.labels.en.value)
@@ -270,8 +335,8 @@ class DumpKnowledgeBase:
                 if year is not None:
                     period_ids.append(num)
                     period_years.append(year)
-            if not (parents31 or parents279):
-                continue
+            if not (parents31 or parents279) or not (c.P495 or c.P17):
+                continue  # no edge, or no country statement: nothing more to record
             countries = [(0, q) for q in _item_ids(c.P495)] + [(1, q) for q in _item_ids(c.P17)]
             for code, q in countries:
                 c_ent.append(num)
@@ -358,11 +423,10 @@ class DumpKnowledgeBase:
         """Class labels come from the index; any other label needs one more, filtered pass."""
         qids = set(qids)
         out = {q: self._labels[qid_number(q)] for q in qids if qid_number(q) in self._labels}
-        missing = {f'"id":"{q}"'.encode() for q in qids - set(out)}
+        missing = {q.encode() for q in qids - set(out)}
         if missing:
             for _, line in dump_lines(self.path):
-                head = line[:64]
-                if any(m in head for m in missing):
+                if _head_has_id(line[:64], missing):
                     try:
                         e = _decode_entity(line)
                     except (msgspec.DecodeError, msgspec.ValidationError):

@@ -33,7 +33,7 @@ def card_header(folder: Path) -> dict:
 def test_every_config_loads_with_datasets(built):
     out, provenance = built
     names = [c["config_name"] for c in card_header(out)["configs"]]
-    assert names == ["artifacts", "artifacts-curated", *registry(), "llm-decisions"]
+    assert names == ["artifacts", "artifacts-curated", *registry()]  # no llm-decisions: the stage was skipped
     for name in names:
         ds = datasets.load_dataset(str(out), name, split="test")
         assert ds.num_rows == provenance["rows"][name]
@@ -109,6 +109,23 @@ def test_bad_curation_file(tmp_path, content, message):
     with pytest.raises(CultureboardError, match=message):
         build(tmp_path / "out", curation=str(curation), prompt_sets=["cube-awareness"])
     assert not (tmp_path / "out").exists()
+
+
+def test_llm_stage_decisions_and_cache_are_stored(llm_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("CULTUREBOARD_LLM_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("CULTUREBOARD_LLM_API_KEY", "sk-test")
+    out = tmp_path / "with-llm"
+    prov = build(out, llm="openai:test-model", countries=["IT"], concepts=["cuisine"], prompt_sets=["cube-awareness"])
+    decisions = datasets.load_dataset(str(out), "llm-decisions", split="test")
+    assert decisions.num_rows > 0 and set(decisions["model"]) == {"test-model"}
+    assert prov["llm"]["backend"] == "openai" and prov["llm"]["calls"] > 0
+    assert (out / "llm/cache.jsonl").is_file()
+    calls = llm_server.count
+    again = tmp_path / "replayed"
+    build(again, llm="openai:test-model", llm_cache=str(out / "llm/cache.jsonl"), countries=["IT"], concepts=["cuisine"],
+          prompt_sets=["cube-awareness"])
+    assert llm_server.count == calls  # every answer came from the stored cache
+    assert (again / "data/artifacts/test-00000-of-00001.parquet").read_bytes() == (out / "data/artifacts/test-00000-of-00001.parquet").read_bytes()
 
 
 def test_seed_changes_only_oversized_strata(tmp_path):

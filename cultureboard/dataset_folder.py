@@ -1,0 +1,45 @@
+"""Read a dataset folder written by ``cultureboard build`` (or downloaded from the Hub): its configs,
+a prompt set's rows, and the revision that submissions pin."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from .errors import CultureboardError
+
+
+def configs(folder: str | Path) -> list[str]:
+    data = Path(folder) / "data"
+    return sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
+
+
+def local_revision(folder: str | Path) -> str:
+    """``sha256:<hex>`` over every data file (path and content): the same files give the same revision,
+    so a folder downloaded from the Hub and the folder that was uploaded agree."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for path in sorted((folder / "data").rglob("*.parquet")):
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return "sha256:" + h.hexdigest()
+
+
+def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
+    """The rows of prompt set ``name`` (columns of ``cultureboard.records.PROMPT_SCHEMA``)."""
+    folder = Path(folder)
+    if not (folder / "data").is_dir():
+        raise CultureboardError(folder, "is not a cultureboard dataset folder (no data/ folder)",
+                                "pass the --out folder of `cultureboard build`, or a download of the Hub dataset")
+    shards = sorted((folder / "data" / name).glob("*.parquet"))
+    if not shards:
+        raise CultureboardError(folder, f"has no prompt set {name!r}", f"use one of {', '.join(configs(folder))}")
+    rows: list[dict] = []
+    for shard in shards:
+        rows.extend(pq.read_table(shard).to_pylist())
+    if rows and "prompt_id" not in rows[0]:
+        raise CultureboardError(folder / "data" / name, "is not a prompt set (no prompt_id column)",
+                                "name a prompt-set config, not an artifact table")
+    return rows

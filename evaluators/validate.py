@@ -1,0 +1,941 @@
+"""Validate a submission folder before it is merged (``cultureboard validate``): every problem at once,
+each naming the file (``metadata.jsonl:12``, ``images/x.png``), the problem and the fix.
+
+Checks, in the order they are reported:
+
+* folder and safety: no symbolic or hard links (links are never followed), no special, hidden or
+  system files (``.*``, ``__MACOSX``, ``Thumbs.db``, ``desktop.ini``), no executables (exec bit, ELF,
+  MZ, ``#!``) or archives (magic or extension), and nothing but ``submission.yaml``,
+  ``metadata.jsonl``, an optional ``README.md`` and the images that ``metadata.jsonl`` lists;
+* ``submission.yaml``: safe YAML, the fields of :data:`~.submission.FIELDS` (required, types,
+  choices, null), unknown fields (warning), format version, date, folder name, image location,
+  revision format; with a dataset folder, the prompt set exists and the revision matches it;
+* ``metadata.jsonl``: JSON objects with the fields of :data:`~.submission.METADATA_FIELDS`, no
+  duplicated lines, prompt/sample pairs or files, paths that stay inside the folder;
+* coverage (needs the dataset): every prompt x sample present exactly once with the prompt set's
+  seed, no unknown prompt ids, complete I2I chains with the right edit steps and source files;
+* images (local location): size cap, format matches the extension, dimensions within
+  :class:`Limits` (read from the header, before any pixel is decoded), intact file, sha256 matches,
+  and no image submitted for two prompts with different texts;
+* text: every string in both files is free of control and bidirectional-override characters and
+  within a length limit (the site shows them).
+
+Decoding trade-off. Each image is read once, hashed and opened from memory. Integrity is checked at
+about the cost of hashing: a PNG's CRC-32 over every chunk through IEND, which must end the file
+(catches truncation, appended data and any accidental corruption), a JPEG's end-of-image marker, a
+WebP's RIFF length. Only a deliberately crafted file whose compressed pixel data is invalid under
+valid checksums gets past this; ``full_decode=True`` also decodes every pixel (PNG decoding costs
+about 10x the hash) and the evaluator decodes every image when scoring anyway.
+
+:data:`CODES` lists the problem codes; they are stable (CI, PR comments and tests key on them).
+Validation never writes anything and never raises on a bad submission; a bad ``--dataset`` or a
+missing submission folder is a usage error (:class:`CultureboardError` with exit code 2).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+import json
+import os
+import re
+import stat
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from PIL import Image
+
+from cultureboard.dataset_folder import configs, local_revision, read_prompt_set
+from cultureboard.errors import CultureboardError
+
+from .submission import FIELDS, FORMAT_VERSION, METADATA, METADATA_FIELDS, SUBMISSION_YAML, get, parse_location, submission_id
+
+README = "README.md"
+
+CODES: dict[str, str] = {
+    # the folder and what is in it
+    "folder.missing_file": "submission.yaml or metadata.jsonl is missing",
+    "folder.unlisted_file": "a file that is not submission.yaml, metadata.jsonl, README.md or a listed image",
+    "safety.symlink": "a symbolic link (never followed)",
+    "safety.hardlink": "a file with more than one hard link",
+    "safety.special_file": "a device, pipe or socket",
+    "safety.hidden_file": "a hidden or system file or folder (.*, __MACOSX, Thumbs.db, desktop.ini)",
+    "safety.executable": "an executable: exec bit, or ELF / MZ / #! content",
+    "safety.archive": "an archive (zip, gzip, tar, 7z, rar, bzip2, xz, zstd), by content or extension",
+    "safety.absolute_path": "a file_name that is an absolute path",
+    "safety.path_escape": "a file_name with a '..' component",
+    "safety.bad_path": "a file_name with backslashes, empty or '.' components",
+    "safety.control_char": "a text field with a control character (or a line break where one line is expected)",
+    "safety.bidi_override": "a text field with a bidirectional override or isolate character (U+202A-E, U+2066-9)",
+    "safety.too_long": "a text field longer than its limit",
+    # submission.yaml
+    "schema.yaml_syntax": "submission.yaml is not UTF-8 YAML",
+    "schema.not_mapping": "submission.yaml is not a mapping of fields",
+    "schema.duplicate_key": "a key repeated in one mapping of submission.yaml",
+    "schema.missing_field": "a required field is missing or null",
+    "schema.wrong_type": "a field (or section) has the wrong type",
+    "schema.bad_choice": "a field's value is not one of its choices",
+    "schema.unknown_field": "a field that the format does not define (warning)",
+    "schema.format_version": "format_version is not the current version",
+    "schema.bad_date": "date is not a valid YYYY-MM-DD date",
+    "schema.folder_name": "the folder name is not <org>__<model>[__<tag>] of the yaml",
+    "schema.bad_location": "images.location is neither a relative folder nor hf://datasets/ORG/REPO@REV",
+    "schema.bad_revision": "prompt_set.revision is neither a 40-hex Hub commit nor sha256:<hex>",
+    "schema.unknown_prompt_set": "the dataset has no such prompt set",
+    "schema.wrong_revision": "prompt_set.revision is not the dataset folder's revision",
+    "schema.revision_unchecked": "a Hub commit cannot be compared with a local dataset folder (warning)",
+    # metadata.jsonl
+    "metadata.bad_json": "a line that is not UTF-8 JSON (or too long)",
+    "metadata.not_object": "a line that is not a JSON object",
+    "metadata.duplicate_key": "a key repeated within one line",
+    "metadata.empty": "metadata.jsonl lists no images",
+    "metadata.missing_field": "a required key is missing or null",
+    "metadata.wrong_type": "a key's value has the wrong type",
+    "metadata.unknown_field": "a key that the format does not define (warning, once per key)",
+    "metadata.bad_sha256": "sha256 is not 64 lower-case hex digits",
+    "metadata.duplicate_line": "a line repeating an earlier line",
+    "metadata.duplicate_sample": "a (prompt_id, sample_idx) pair listed twice",
+    "metadata.duplicate_file": "a file_name listed twice",
+    "metadata.outside_location": "a file_name outside the images.location folder",
+    "metadata.sample_out_of_range": "sample_idx is negative or not below the prompt's images_per_prompt",
+    "metadata.wrong_seed": "seed is not the prompt set's seeds[sample_idx]",
+    # coverage (with a dataset)
+    "coverage.skipped": "no dataset was given, so coverage, seeds and chains were not checked (warning)",
+    "coverage.unknown_prompt": "a prompt_id that the prompt set does not have",
+    "coverage.missing_image": "a text-to-image prompt without all its images",
+    "coverage.broken_chain": "an I2I chain (base prompt, sample) missing edit steps",
+    "coverage.wrong_edit_step": "edit_step differs from the prompt's (or is set on a text-to-image prompt)",
+    "coverage.wrong_source_file": "source_file is not the image of the source prompt's same sample",
+    # image files
+    "file.skipped": "images on the Hub are not downloaded by validate, so files were not checked (warning)",
+    "file.missing": "a listed file does not exist",
+    "file.unreadable": "a file cannot be read (permissions, I/O error)",
+    "file.too_large": "a file larger than its byte limit",
+    "file.bad_extension": "an image extension other than .png, .jpg, .jpeg, .webp",
+    "file.not_an_image": "not a PNG, JPEG or WebP image, or a header too damaged to read",
+    "file.format_mismatch": "the real format differs from the extension",
+    "file.dimensions": "width, height or pixel count above the limits (checked before decoding)",
+    "file.too_small": "width or height below the minimum",
+    "file.truncated": "the file ends early",
+    "file.trailing_data": "data after the image's end",
+    "file.corrupt": "checksum or decoding error",
+    "file.sha256_mismatch": "the file's sha256 is not the one metadata.jsonl records",
+    "file.duplicate_image": "the same image for prompts with different texts (warning without a dataset)",
+    # pull-request scope
+    "scope.outside_submission": "a changed path outside submissions/<id>/",
+    "scope.other_submission": "a changed path in a submission folder other than the one validated",
+    "scope.multiple_submissions": "a pull request changing several submission folders",
+    "scope.empty": "a pull request changing no files (warning)",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits on files and text; the defaults fit 512-2048 px generations."""
+
+    max_file_bytes: int = 20 * 2**20
+    min_side: int = 64
+    max_side: int = 4096
+    max_pixels: int = 4096 * 4096
+    max_yaml_bytes: int = 2**20
+    max_metadata_bytes: int = 256 * 2**20
+    max_line_bytes: int = 16 * 2**10
+    max_name_chars: int = 200  # fields of FIELDS and METADATA_FIELDS, keys
+    max_text_chars: int = 500  # other strings: links, generation.extra, unknown fields
+    max_training_data_chars: int = 2000  # model.training_data, the one field that may span lines
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str  # a key of CODES
+    severity: str  # "error" | "warning"
+    file: str  # relative to the submission folder, with ":LINE" where one applies
+    message: str
+    fix: str
+
+
+@dataclass
+class Report:
+    """The outcome: ``valid`` when no problem is an error."""
+
+    submission: str
+    problems: list[Problem] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> str:
+        return json.dumps({"submission": self.submission, "valid": self.valid, "errors": len(self.errors),
+                           "warnings": len(self.warnings), "checked": self.checked,
+                           "problems": [asdict(p) for p in self.problems]}, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        data = json.loads(text)
+        return cls(data["submission"], [Problem(**p) for p in data["problems"]], data["checked"])
+
+    def to_text(self) -> str:
+        lines = [f"{p.severity.upper()} {p.file}: {p.message} (fix: {p.fix}) [{p.code}]" for p in self.problems]
+        counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in self.checked.items())
+        verdict = "valid" if self.valid else "INVALID"
+        lines.append(f"{self.submission}: {verdict}: {len(self.errors)} errors, {len(self.warnings)} warnings ({counts})")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------- text and paths
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # C0, DEL, C1 and lone surrogates
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control, bidi and surrogate characters escaped, safe to print and to embed."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def _show(value: Any, width: int = 60) -> str:
+    """A user-supplied value for a message: repr, shortened."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _problem(severity: str, code: str, file: str, message: str, fix: str) -> Problem:
+    return Problem(code, severity, _printable(file), _printable(message), fix)
+
+
+def _path_problem(name: str) -> tuple[str, str] | None:
+    """(code, message) when a file_name is not a plain relative path inside the folder."""
+    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+        return "safety.absolute_path", f"file_name {_show(name)} is an absolute path"
+    if ".." in name.split("/"):
+        return "safety.path_escape", f"file_name {_show(name)} escapes the submission folder with '..'"
+    if "\\" in name or any(part in ("", ".") for part in name.split("/")):
+        return "safety.bad_path", f"file_name {_show(name)} has backslashes, empty or '.' components"
+    return None
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list", dict: "a mapping"}
+
+
+def _type_ok(value: Any, types: type | tuple[type, ...]) -> bool:
+    types = types if isinstance(types, tuple) else (types,)
+    return bool in types if isinstance(value, bool) else isinstance(value, types)  # YAML/JSON true is not an int
+
+
+def _type_name(types: type | tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES[t] for t in (types if isinstance(types, tuple) else (types,)))
+
+
+# ------------------------------------------------------------------------------------ file contents
+
+_SYSTEM_NAMES = {"__MACOSX", "Thumbs.db", "desktop.ini"}
+_ARCHIVE_EXTENSIONS = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".zst"}
+_EXECUTABLE_MAGIC = (b"\x7fELF", b"MZ", b"#!")
+_ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"7z\xbc\xaf\x27\x1c",
+                  b"Rar!\x1a\x07", b"\x28\xb5\x2f\xfd")
+_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
+_EXTENSION = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp"}
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
+
+
+def _dangerous(name: str, head: bytes) -> tuple[str, str] | None:
+    """(code, message) when a file is an executable or an archive, by its first 512 bytes or extension."""
+    if head.startswith(_EXECUTABLE_MAGIC):
+        return "safety.executable", "is an executable or a script (ELF, MZ or #! header)"
+    if head.startswith(_ARCHIVE_MAGIC) or head[257:262] == b"ustar" or Path(name).suffix.lower() in _ARCHIVE_EXTENSIONS:
+        return "safety.archive", "is an archive"
+    return None
+
+
+def _open_nofollow(path: Path):
+    """Open a regular file for reading, refusing links (and never blocking on a pipe)."""
+    return open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
+
+
+def _check_image(root: Path, limits: Limits, full_decode: bool, item: tuple[str, int, str | None]) -> list[Problem]:
+    """Every problem of one listed image file: read once, hashed, then opened from memory."""
+    name, line, declared = item
+    out: list[Problem] = []
+
+    def error(code: str, message: str, fix: str) -> list[Problem]:
+        out.append(_problem("error", code, name, message, fix))
+        return out
+
+    try:
+        with _open_nofollow(root / name) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limits.max_file_bytes:
+                return error("file.too_large", f"is {size:,} bytes; the limit is {limits.max_file_bytes:,}",
+                             "save it as PNG with compression, or as high-quality JPEG/WebP")
+            data = fh.read()
+    except OSError as exc:
+        return error("file.unreadable", f"cannot be read ({exc.strerror})", "check that it is a readable regular file")
+    if declared and hashlib.sha256(data).hexdigest() != declared:
+        error("file.sha256_mismatch", f"its sha256 differs from the one {METADATA}:{line} records",
+              f"recompute the sha256 of the file (sha256sum {name}) and update {METADATA}, or restore the file")
+    danger = _dangerous(name, data[:512])
+    if danger:
+        return error(*danger, "submit only PNG, JPEG or WebP images")
+    extension = Path(name).suffix.lower()
+    if extension not in _FORMATS:
+        return error("file.bad_extension", f"has extension {_show(extension)}", "use .png, .jpg, .jpeg or .webp")
+    try:
+        img = Image.open(io.BytesIO(data), formats=list(_EXTENSION))  # reads the header only
+    except Image.DecompressionBombError as exc:
+        return error("file.dimensions", f"is too large to decode safely ({exc})", "submit images within the limits")
+    except Exception:  # noqa: BLE001 - a decoder's reaction to hostile bytes can be any exception
+        return error("file.not_an_image", "is not a readable PNG, JPEG or WebP image", "re-save it as PNG")
+    with img:
+        fmt, (width, height) = img.format, img.size
+        if fmt != _FORMATS[extension]:
+            error("file.format_mismatch", f"is a {fmt} image but its extension {extension} says {_FORMATS[extension]}",
+                  f"rename it to end in {_EXTENSION.get(fmt, '.' + fmt.lower())} (and update {METADATA}), "
+                  f"or re-save it as {_FORMATS[extension]}")
+        if width > limits.max_side or height > limits.max_side or width * height > limits.max_pixels:
+            return error("file.dimensions", f"is {width}x{height} pixels; the limits are {limits.max_side} px a side "
+                         f"and {limits.max_pixels:,} pixels", "submit images at the resolution the model generates, "
+                         "downscaled if above the limits")
+        if min(width, height) < limits.min_side:
+            error("file.too_small", f"is {width}x{height} pixels; the minimum is {limits.min_side} px a side",
+                  "submit images at the resolution the model generates")
+        try:
+            img.verify()  # PNG: CRC-32 of every chunk through IEND (no pixel is decoded)
+        except Exception as exc:  # noqa: BLE001 - as above
+            return out + _integrity_error(name, exc)
+    if fmt == "PNG" and not data.endswith(_PNG_END):
+        error("file.trailing_data", "has data after its end chunk (IEND)", "re-save the image; it must carry nothing else")
+    elif fmt == "JPEG" and not data.endswith(b"\xff\xd9"):
+        error("file.truncated", "does not end with the JPEG end-of-image marker: it is truncated or has data appended",
+              "re-save or re-download the image")
+    elif fmt == "WEBP" and int.from_bytes(data[4:8], "little") + 8 + (len(data) % 2) != len(data):
+        error("file.truncated", "has a RIFF length that differs from its size: it is truncated or has data appended",
+              "re-save or re-download the image")
+    elif full_decode:
+        try:
+            with Image.open(io.BytesIO(data), formats=[fmt]) as img:
+                img.load()
+        except Exception as exc:  # noqa: BLE001 - as above
+            out += _integrity_error(name, exc)
+    return out
+
+
+def _integrity_error(name: str, exc: Exception) -> list[Problem]:
+    if "runcated" in str(exc):
+        return [_problem("error", "file.truncated", name, f"is truncated ({exc})", "re-save or re-download the image")]
+    return [_problem("error", "file.corrupt", name, f"is damaged ({exc.__class__.__name__}: {exc})", "re-save the image")]
+
+
+# ------------------------------------------------------------------------------------ the validation
+
+_MISSING = object()
+_SECTIONS = sorted({f.path.split(".")[0] for f in FIELDS if "." in f.path})
+_KNOWN = {f.path for f in FIELDS} | set(_SECTIONS)
+_FREE = {f.path for f in FIELDS if f.type is dict}  # mappings whose keys are the submitter's
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    keys = [k for k, _ in pairs]
+    for k in keys:
+        if keys.count(k) > 1:
+            raise _DuplicateKey(k)
+    return dict(pairs)
+
+
+def _yaml_lines(node: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    """{dotted path: line} of every mapping key, and (path, line) of keys repeated within their mapping."""
+    lines: dict[str, int] = {}
+    dupes: list[tuple[str, int]] = []
+    seen: set[int] = set()  # YAML aliases may share or nest nodes recursively
+    stack = [(node, "")]
+    while stack:
+        node, prefix = stack.pop()
+        if not isinstance(node, yaml.MappingNode) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        keys = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                path = f"{prefix}{key.value}"
+                if key.value in keys:
+                    dupes.append((path, key.start_mark.line + 1))
+                keys.add(key.value)
+                lines.setdefault(path, key.start_mark.line + 1)
+                stack.append((value, path + "."))
+    return lines, sorted(dupes, key=lambda d: d[1])
+
+
+class _Validation:
+    def __init__(self, root: Path, limits: Limits):
+        self.root, self.limits = root, limits
+        self.problems: list[Problem] = []
+        self.files: dict[str, os.stat_result] = {}  # regular files, by relative path
+        self.flagged: set[str] = set()  # links, hidden and special entries: reported, never read
+        self.lines: dict[str, int] = {}  # submission.yaml: dotted path -> line
+        self.prompt_set = ""
+        self.checked_images = 0
+
+    def error(self, code: str, file: str, message: str, fix: str) -> None:
+        self.problems.append(_problem("error", code, file, message, fix))
+
+    def warn(self, code: str, file: str, message: str, fix: str) -> None:
+        self.problems.append(_problem("warning", code, file, message, fix))
+
+    def at(self, path: str) -> str:
+        """``submission.yaml:LINE`` of a dotted path (or of its nearest parent that exists)."""
+        path = re.sub(r"\[\d+\]", "", path)
+        while path and path not in self.lines:
+            path = path.rpartition(".")[0]
+        return f"{SUBMISSION_YAML}:{self.lines[path]}" if path else SUBMISSION_YAML
+
+    # --- the folder
+
+    def scan(self) -> None:
+        """Walk the folder without following links; report what may not be there, keep the regular files."""
+        stack = [""]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(self.root / folder), key=lambda e: e.name)
+            except OSError as exc:
+                self.error("file.unreadable", folder or ".", f"cannot be listed ({exc.strerror})", "check its permissions")
+                continue
+            for entry in entries:
+                rel = f"{folder}/{entry.name}" if folder else entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    self.error("safety.symlink", rel, "is a symbolic link", "replace the link with the file it points to")
+                elif entry.name.startswith(".") or entry.name in _SYSTEM_NAMES:
+                    self.error("safety.hidden_file", rel, "is a hidden or system file", "delete it")
+                elif stat.S_ISDIR(st.st_mode):
+                    stack.append(rel)
+                    continue
+                elif not stat.S_ISREG(st.st_mode):
+                    self.error("safety.special_file", rel, "is not a regular file (device, pipe or socket)", "delete it")
+                elif st.st_nlink > 1:
+                    self.error("safety.hardlink", rel, f"has {st.st_nlink} hard links", "replace it with a plain copy")
+                else:
+                    self.files[rel] = st
+                    continue
+                self.flagged.add(rel)
+
+    def read_whole(self, rel: str, limit: int) -> bytes | None:
+        """The bytes of ``submission.yaml`` or ``metadata.jsonl``; None (reported if needed) otherwise."""
+        if rel not in self.files:
+            if rel not in self.flagged:
+                self.error("folder.missing_file", rel, "is missing", f"add {rel} (see submissions/README.md)")
+            return None
+        if self.files[rel].st_size > limit:
+            self.error("file.too_large", rel, f"is {self.files[rel].st_size:,} bytes; the limit is {limit:,}", "shorten it")
+            return None
+        try:
+            with _open_nofollow(self.root / rel) as fh:
+                return fh.read()
+        except OSError as exc:
+            self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
+            return None
+
+    def check_folder(self, listed: set[str]) -> None:
+        """Executables, archives and files that are neither the two files, a README nor a listed image."""
+        allowed = {SUBMISSION_YAML, METADATA, README} | listed
+        for rel, st in self.files.items():
+            if st.st_mode & 0o111:
+                self.error("safety.executable", rel, "has the executable bit set", f"chmod -x {rel}")
+                continue
+            if rel in listed:
+                continue  # its content was checked with the images
+            try:
+                with _open_nofollow(self.root / rel) as fh:
+                    danger = _dangerous(rel, fh.read(512))
+            except OSError as exc:
+                self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
+                continue
+            if danger:
+                self.error(*danger, "a submission holds only its two files, a README.md and images; delete it")
+            elif rel not in allowed:
+                self.error("folder.unlisted_file", rel, f"is not listed in {METADATA}",
+                           f"delete it, or add its line to {METADATA} if it is an image of the submission")
+
+    # --- text
+
+    def text(self, where: str, name: str, value: str, limit: int, multiline: bool = False) -> None:
+        if m := _BIDI.search(value):
+            self.error("safety.bidi_override", where, f"{name} contains the bidirectional control U+{ord(m[0]):04X}",
+                       "remove it; it can make the text display differently from what it says")
+        bad = [c for c in _CONTROL.findall(value) if not (multiline and c == "\n")]
+        if bad:
+            self.error("safety.control_char", where, f"{name} contains the control character U+{ord(bad[0]):04X}",
+                       "remove it" + ("" if multiline else "; this field is a single line"))
+        if len(value) > limit:
+            self.error("safety.too_long", where, f"{name} is {len(value):,} characters long; the limit is {limit:,}", "shorten it")
+
+    def yaml_text(self, node: Any, path: str, seen: set[int]) -> None:
+        """Check every string (keys too) of submission.yaml; shared or recursive YAML nodes are visited once."""
+        if isinstance(node, str):
+            limit = {"model.training_data": self.limits.max_training_data_chars}.get(
+                path, self.limits.max_name_chars if path in _KNOWN else self.limits.max_text_chars)
+            self.text(self.at(path), path or "a value", node, limit, multiline=path == "model.training_data")
+        elif isinstance(node, (dict, list)) and id(node) not in seen:
+            seen.add(id(node))
+            items = node.items() if isinstance(node, dict) else ((f"[{i}]", v) for i, v in enumerate(node))
+            for key, value in items:
+                if isinstance(node, dict) and isinstance(key, str):
+                    self.text(self.at(path), f"key {_show(key, 30)}", key, self.limits.max_name_chars)
+                child = f"{path}{key}" if isinstance(node, list) else f"{path}.{key}" if path else str(key)
+                self.yaml_text(value, child, seen)
+
+    # --- submission.yaml
+
+    def check_spec(self) -> dict | None:
+        data = self.read_whole(SUBMISSION_YAML, self.limits.max_yaml_bytes)
+        if data is None:
+            return None
+        try:
+            loader = yaml.SafeLoader(data.decode("utf-8"))
+            try:
+                node = loader.get_single_node()
+                spec = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+        except UnicodeDecodeError as exc:
+            self.error("schema.yaml_syntax", SUBMISSION_YAML, f"is not UTF-8 text (byte {exc.start})", "save it as UTF-8")
+            return None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{SUBMISSION_YAML}:{mark.line + 1}" if mark else SUBMISSION_YAML
+            detail = getattr(exc, "problem", None) or str(exc)
+            column = f" at column {mark.column + 1}" if mark else ""
+            self.error("schema.yaml_syntax", where, f"is not valid YAML: {detail}{column}",
+                       "fix the syntax (indentation, quotes, colons); a YAML linter shows the spot")
+            return None
+        except RecursionError:
+            self.error("schema.yaml_syntax", SUBMISSION_YAML, "nests too deeply", "write plain fields as in submissions/README.md")
+            return None
+        if not isinstance(spec, dict):
+            self.error("schema.not_mapping", SUBMISSION_YAML, f"is {type(spec).__name__}, not a mapping of fields",
+                       "write `field: value` lines as in submissions/README.md")
+            return None
+        self.lines, dupes = _yaml_lines(node)
+        for path, line in dupes:
+            self.error("schema.duplicate_key", f"{SUBMISSION_YAML}:{line}", f"{path} is given twice", "keep one of them")
+        self.check_fields(spec)
+        self.yaml_text(spec, "", set())
+        return spec
+
+    def check_fields(self, spec: dict) -> None:
+        bad_sections = set()
+        for section in _SECTIONS:
+            if section in spec and not isinstance(spec[section], dict):
+                bad_sections.add(section)
+                self.error("schema.wrong_type", self.at(section), f"{section} is {_show(spec[section])}, not a mapping",
+                           f"write {section}: followed by indented `field: value` lines")
+        for f in FIELDS:
+            if f.path.split(".")[0] in bad_sections:
+                continue
+            value = get(spec, f.path, _MISSING)
+            if value is _MISSING or (value is None and not f.nullable):
+                if f.required:
+                    state = "is missing" if value is _MISSING else "is null"
+                    self.error("schema.missing_field", self.at(f.path), f"{f.path} {state} ({f.help})",
+                               f"add {f.path}: {_type_name(f.type)}" + (", or null if unknown" if f.nullable else ""))
+            elif value is not None and not _type_ok(value, f.type):
+                fix = f"make {f.path} {_type_name(f.type)}"
+                if isinstance(value, datetime.date):
+                    fix = f"quote it: {f.path.split('.')[-1]}: '{value.isoformat()}'"
+                self.error("schema.wrong_type", self.at(f.path), f"{f.path} is {_show(value)}, not {_type_name(f.type)}", fix)
+            elif f.choices and value not in f.choices:
+                self.error("schema.bad_choice", self.at(f.path), f"{f.path} is {_show(value)}",
+                           f"use one of {', '.join(f.choices)}")
+        self.check_unknown(spec)
+        self.check_values(spec)
+
+    def check_unknown(self, spec: dict) -> None:
+        for key, value in spec.items():
+            paths = [str(key)]
+            if key in _SECTIONS and isinstance(value, dict):
+                paths = [f"{key}.{k}" for k in value]
+            for path in paths:
+                if path not in _KNOWN and not any(path.startswith(free + ".") for free in _FREE):
+                    self.warn("schema.unknown_field", self.at(path), f"{path} is not a field of the format (ignored)",
+                              "check its spelling; settings without a field go under generation.extra")
+
+    def check_values(self, spec: dict) -> None:
+        version = get(spec, "format_version")
+        if _type_ok(version, int) and version != FORMAT_VERSION:
+            self.error("schema.format_version", self.at("format_version"), f"format_version is {version}",
+                       f"use format_version: {FORMAT_VERSION} and the fields it defines")
+        date = get(spec, "date")
+        if isinstance(date, str):
+            try:
+                ok = bool(_DATE.fullmatch(date)) and datetime.date.fromisoformat(date) is not None
+            except ValueError:
+                ok = False
+            if not ok:
+                self.error("schema.bad_date", self.at("date"), f"date {_show(date)} is not a YYYY-MM-DD date",
+                           "write the generation date as YYYY-MM-DD, e.g. 2025-01-31")
+        if isinstance(get(spec, "organization"), str) and isinstance(get(spec, "model.name"), str):
+            expected, actual = submission_id(spec), self.root.resolve().name
+            if expected != actual:
+                self.error("schema.folder_name", SUBMISSION_YAML, f"the folder is named {_show(actual)}, but "
+                           f"organization, model.name and tag make {_show(expected)}",
+                           f"name the folder submissions/{expected}, or correct organization, model.name and tag")
+        location = get(spec, "images.location")
+        if isinstance(location, str) and parse_location(location) is None:
+            self.error("schema.bad_location", self.at("images.location"), f"images.location {_show(location)} is not a "
+                       "relative folder or hf://datasets/ORG/REPO@REVISION", "use `images` or hf://datasets/ORG/REPO@REVISION")
+        revision = get(spec, "prompt_set.revision")
+        if isinstance(revision, str) and not (_HEX40.fullmatch(revision) or re.fullmatch(r"sha256:[0-9a-f]{64}", revision)):
+            self.error("schema.bad_revision", self.at("prompt_set.revision"), f"prompt_set.revision {_show(revision)} "
+                       "is not a pinned revision", "use the dataset's 40-hex Hub commit or its sha256:<hex> fingerprint")
+
+    # --- the prompt set
+
+    def load_prompts(self, spec: dict | None, dataset: Path | None) -> dict[str, dict] | None:
+        """The prompt set's rows by prompt_id, or None when coverage cannot be checked (reported)."""
+        if dataset is None:
+            self.warn("coverage.skipped", METADATA, "prompt coverage, seeds and I2I chains were not checked",
+                      "pass --dataset DIR, the dataset folder at the submission's revision")
+            return None
+        name, revision = get(spec or {}, "prompt_set.name"), get(spec or {}, "prompt_set.revision")
+        if not isinstance(name, str):
+            return None  # reported with the fields
+        self.prompt_set = name
+        if name not in configs(dataset):
+            self.error("schema.unknown_prompt_set", self.at("prompt_set.name"), f"prompt set {_show(name)} is not in "
+                       f"dataset {dataset.name}", f"use one of {', '.join(configs(dataset))}")
+            return None
+        try:
+            rows = read_prompt_set(dataset, name)
+        except CultureboardError as exc:
+            self.error("schema.unknown_prompt_set", self.at("prompt_set.name"), f"{exc.source}: {exc.problem}", exc.fix)
+            return None
+        if isinstance(revision, str) and revision.startswith("sha256:"):
+            actual = local_revision(dataset)
+            if revision != actual:
+                self.error("schema.wrong_revision", self.at("prompt_set.revision"), f"the images were generated from "
+                           f"dataset revision {revision}, but {dataset.name} is {actual}; coverage was not checked",
+                           "pass --dataset with the dataset at the submission's revision, or regenerate from this one")
+                return None
+        elif isinstance(revision, str) and _HEX40.fullmatch(revision):
+            self.warn("schema.revision_unchecked", self.at("prompt_set.revision"), f"Hub commit {revision} cannot be "
+                      f"compared with the local folder {dataset.name}", "make sure --dataset is a download of that commit")
+        return {r["prompt_id"]: r for r in rows}
+
+    # --- metadata.jsonl
+
+    def read_metadata(self) -> list[tuple[int, dict]]:
+        """(line number, the row's well-formed fields) of every distinct line."""
+        data = self.read_whole(METADATA, self.limits.max_metadata_bytes)
+        if data is None:
+            return []
+        rows: list[tuple[int, dict]] = []
+        seen: dict[str, int] = {}
+        unknown: dict[str, list[int]] = {}
+        known = {f.name for f in METADATA_FIELDS}
+        for n, raw in enumerate(data.split(b"\n"), 1):
+            where = f"{METADATA}:{n}"
+            if not raw.strip():
+                continue
+            if len(raw) > self.limits.max_line_bytes:
+                self.error("metadata.bad_json", where, f"is {len(raw):,} bytes; a line may have {self.limits.max_line_bytes:,}",
+                           "write one short JSON object per image")
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+            except _DuplicateKey as exc:
+                self.error("metadata.duplicate_key", where, f"gives {_show(exc.args[0])} twice", "keep one of them")
+                continue
+            except UnicodeDecodeError as exc:
+                self.error("metadata.bad_json", where, f"is not UTF-8 (byte {exc.start})", f"save {METADATA} as UTF-8")
+                continue
+            except json.JSONDecodeError as exc:
+                self.error("metadata.bad_json", where, f"is not valid JSON: {exc.msg} at column {exc.colno}",
+                           "write one JSON object per line")
+                continue
+            except (ValueError, RecursionError) as exc:
+                self.error("metadata.bad_json", where, f"is not usable JSON ({exc.__class__.__name__})",
+                           "write one JSON object per line")
+                continue
+            if not isinstance(obj, dict):
+                self.error("metadata.not_object", where, f"is {type(obj).__name__}, not a JSON object",
+                           'write {"file_name": ..., "prompt_id": ..., ...} objects, one per line')
+                continue
+            canonical = json.dumps(obj, sort_keys=True)
+            if canonical in seen:
+                self.error("metadata.duplicate_line", where, f"repeats line {seen[canonical]}", "delete the repeated line")
+                continue
+            seen[canonical] = n
+            for key in obj:
+                if key not in known:
+                    unknown.setdefault(key, []).append(n)
+            rows.append((n, self.check_row(where, obj)))
+        for key, lines in unknown.items():
+            self.warn("metadata.unknown_field", f"{METADATA}:{lines[0]}", f"key {_show(key)} is not a field of the "
+                      f"format (on {len(lines)} lines; ignored)", f"use only {', '.join(f.name for f in METADATA_FIELDS)}")
+        if not rows and not any(p.file.startswith(METADATA) for p in self.problems):
+            self.error("metadata.empty", METADATA, "lists no images", "add one line per image")
+        return rows
+
+    def check_row(self, where: str, obj: dict) -> dict:
+        """The fields of one line that are present, typed right and safe."""
+        row = {}
+        for f in METADATA_FIELDS:
+            value = obj.get(f.name)
+            if value is None:
+                if f.required:
+                    self.error("metadata.missing_field", where, f"has no {f.name} ({f.help})", f"add \"{f.name}\" to the line")
+            elif not _type_ok(value, f.type):
+                self.error("metadata.wrong_type", where, f"{f.name} is {_show(value)}, not {_type_name(f.type)}",
+                           f"write {f.name} as {_type_name(f.type)}")
+            else:
+                row[f.name] = value
+        for key, value in obj.items():
+            self.text(where, f"key {_show(key, 30)}", key, self.limits.max_name_chars)
+            if isinstance(value, str):
+                self.text(where, key if key in row else f"key {_show(key, 30)}'s value", value, self.limits.max_name_chars)
+        if "sha256" in row and not _SHA256.fullmatch(row["sha256"]):
+            self.error("metadata.bad_sha256", where, f"sha256 {_show(row.pop('sha256'))} is not 64 lower-case hex digits",
+                       "write the hex sha256 of the file (sha256sum)")
+        if row.get("sample_idx", 0) < 0:
+            self.error("metadata.sample_out_of_range", where, f"sample_idx {row.pop('sample_idx')} is negative",
+                       "number a prompt's images 0, 1, ... images_per_prompt - 1")
+        if "file_name" in row and (bad := _path_problem(row["file_name"])):
+            self.error(*bad, where, "write the path relative to the submission folder with / separators, e.g. images/x/0.png")
+            del row["file_name"]
+        return row
+
+    def check_duplicates(self, rows: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+        """Report repeated (prompt_id, sample_idx) pairs and file names; return the rows that came first."""
+        samples: dict[tuple, int] = {}
+        files: dict[str, int] = {}
+        unique = []
+        for n, row in rows:
+            where, sample, name = f"{METADATA}:{n}", (row.get("prompt_id"), row.get("sample_idx")), row.get("file_name")
+            repeated = False
+            if None not in sample and sample in samples:
+                self.error("metadata.duplicate_sample", where, f"prompt {_show(sample[0])} sample {sample[1]} is also on "
+                           f"line {samples[sample]}", "keep one line (and one image) per prompt and sample")
+                repeated = True
+            if name is not None and name in files:
+                self.error("metadata.duplicate_file", where, f"file {_show(name)} is also on line {files[name]}",
+                           "give every image its own file")
+                repeated = True
+            if not repeated:
+                if None not in sample:
+                    samples[sample] = n
+                if name is not None:
+                    files[name] = n
+                unique.append((n, row))
+        return unique
+
+    # --- coverage
+
+    def check_coverage(self, rows: list[tuple[int, dict]], prompts: dict[str, dict]) -> None:
+        present: dict[tuple[str, int], tuple[int, dict]] = {}
+        for n, row in rows:
+            where, pid, k = f"{METADATA}:{n}", row.get("prompt_id"), row.get("sample_idx")
+            if pid is None:
+                continue
+            prompt = prompts.get(pid)
+            if prompt is None:
+                self.error("coverage.unknown_prompt", where, f"prompt_id {_show(pid)} is not in prompt set {self.prompt_set}",
+                           "use the prompt set's prompt ids (never parse them from file names), or delete the line")
+                continue
+            if k is None:
+                continue
+            count, seeds = prompt["images_per_prompt"] or 0, prompt["seeds"] or []
+            if k >= count:
+                self.error("metadata.sample_out_of_range", where, f"sample_idx {k} is out of range: prompt {_show(pid)} "
+                           f"has {count} images (0..{count - 1})", "delete the line and its image")
+                continue
+            if "seed" in row and k < len(seeds) and row["seed"] != seeds[k]:
+                self.error("metadata.wrong_seed", where, f"seed {row['seed']} is not seeds[{k}] = {seeds[k]} of prompt "
+                           f"{_show(pid)}", "generate image k of each prompt with the prompt set's seeds[k]")
+            if row.get("edit_step") != prompt["edit_step"]:
+                has = f"edit step {prompt['edit_step']}" if prompt["kind"] == "i2i" else "no edit step (text-to-image)"
+                self.error("coverage.wrong_edit_step", where, f"edit_step is {_show(row.get('edit_step'))} but prompt "
+                           f"{_show(pid)} has {has}", "copy edit_step from the prompt set (leave it out for text-to-image)")
+            present[(pid, k)] = (n, row)
+        for (pid, k), (n, row) in present.items():
+            prompt = prompts[pid]
+            source = present.get((prompt["source_prompt_id"], k)) if prompt["kind"] == "i2i" else None
+            if source and row.get("source_file") != source[1].get("file_name"):
+                self.error("coverage.wrong_source_file", f"{METADATA}:{n}", f"source_file is {_show(row.get('source_file'))}, "
+                           f"but this step edits {_show(source[1].get('file_name'))} (line {source[0]})",
+                           "set source_file to the file_name of the image this step edited")
+        self.check_missing(present, prompts)
+
+    def check_missing(self, present: dict, prompts: dict[str, dict]) -> None:
+        """Text-to-image prompts lacking images; I2I chains (base prompt x sample) lacking steps, once per chain."""
+        chains: dict[str, list[dict]] = {}
+        for pid, prompt in prompts.items():
+            count = prompt["images_per_prompt"] or 0
+            if prompt["kind"] == "i2i":
+                chains.setdefault(_chain_root(pid, prompts), []).append(prompt)
+                continue
+            missing = [k for k in range(count) if (pid, k) not in present]
+            if missing:
+                self.error("coverage.missing_image", METADATA, f"prompt {_show(pid)} has no image for sample "
+                           f"{', '.join(map(str, missing))} of {count}", "generate the missing images and add their lines")
+        for root, steps in chains.items():
+            steps.sort(key=lambda p: p["edit_step"] or 0)
+            for k in range(max(p["images_per_prompt"] or 0 for p in steps)):
+                gaps = [p for p in steps if k < (p["images_per_prompt"] or 0) and (p["prompt_id"], k) not in present]
+                if gaps:
+                    which = ", ".join(f"{p['edit_step']} ({p['prompt_id']})" for p in gaps)
+                    self.error("coverage.broken_chain", METADATA, f"the I2I chain from {_show(root)}, sample {k}, is "
+                               f"missing step {which}", "generate every edit step: each step edits the previous step's image")
+
+    def check_same_images(self, rows: list[tuple[int, dict]], prompts: dict[str, dict] | None) -> None:
+        """One image content listed for prompts whose texts differ (without a dataset: whose ids differ)."""
+        first: dict[str, tuple[int, dict]] = {}
+        for n, row in rows:
+            sha, pid = row.get("sha256"), row.get("prompt_id")
+            if sha is None or pid is None:
+                continue
+            if sha not in first:
+                first[sha] = (n, row)
+                continue
+            m, other = first[sha]
+            if prompts is None:
+                if other["prompt_id"] != pid:
+                    self.warn("file.duplicate_image", f"{METADATA}:{n}", f"has the same image as line {m} (prompt "
+                              f"{_show(other['prompt_id'])}) for prompt {_show(pid)}", "pass --dataset to compare the prompt texts")
+                continue
+            a, b = prompts.get(other["prompt_id"]), prompts.get(pid)
+            if a and b and (a["text"], a["negative_prompt"]) != (b["text"], b["negative_prompt"]):
+                self.error("file.duplicate_image", f"{METADATA}:{n}", f"has the same image as line {m} (prompt "
+                           f"{_show(other['prompt_id'])}), but prompt {_show(pid)} has a different text",
+                           "generate each prompt's own image")
+
+    # --- images
+
+    def check_images(self, rows: list[tuple[int, dict]], location: Any, full_decode: bool, workers: int | None) -> set[str]:
+        """Check every listed local image in a thread pool (with an unknown location: those that exist);
+        returns the file names that are listed and local."""
+        listed = {row["file_name"] for _, row in rows if "file_name" in row}
+        if location is not None and location.kind == "hub":
+            self.warn("file.skipped", SUBMISSION_YAML, f"images are on the Hub ({location.path}@{location.revision}) "
+                      "and were not checked", "the evaluator checks them after downloading; validate a local copy to check now")
+            return set()
+        todo = []
+        for n, row in rows:
+            name = row.get("file_name")
+            if name is None:
+                continue
+            if location is not None and location.path != "." and not name.startswith(location.path.rstrip("/") + "/"):
+                self.error("metadata.outside_location", f"{METADATA}:{n}", f"file_name {_show(name)} is not in the "
+                           f"images.location folder {location.path}/", f"put the image under {location.path}/")
+            elif name in self.files:
+                todo.append((name, n, row.get("sha256")))
+            elif location is not None and not any(str(p) in self.flagged for p in [PurePosixPath(name), *PurePosixPath(name).parents]):
+                self.error("file.missing", f"{METADATA}:{n}", f"lists {_show(name)}, which does not exist",
+                           "add the image, or correct file_name")
+        with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as pool:
+            for problems in pool.map(partial(_check_image, self.root, self.limits, full_decode), todo):
+                self.problems += problems
+        self.checked_images = len(todo)
+        return listed
+
+
+def _chain_root(pid: str, prompts: dict[str, dict]) -> str:
+    """The text-to-image prompt an I2I chain starts from (the last id reached, if the chain is broken or cyclic)."""
+    seen = set()
+    while pid in prompts and prompts[pid]["kind"] == "i2i" and pid not in seen:
+        seen.add(pid)
+        pid = prompts[pid]["source_prompt_id"]
+    return pid
+
+
+def validate(submission_dir: str | Path, dataset: str | Path | None = None, limits: Limits = Limits(), *,
+             full_decode: bool = False, workers: int | None = None) -> Report:
+    """Every problem of the submission folder ``submission_dir``; coverage needs ``dataset`` (a dataset folder).
+
+    ``full_decode`` decodes every pixel as well (see the module's decoding trade-off); ``workers`` threads
+    read, hash and check images (default: the CPU count, at most 8). Nothing is written.
+    """
+    root = Path(submission_dir)
+    if root.is_symlink():
+        return Report(root.name, [_problem("error", "safety.symlink", root.name, "the submission folder is a symbolic link",
+                                           "replace it with a real folder")], {})
+    if not root.is_dir():
+        raise CultureboardError(root, "is not a folder", "pass a submission folder, e.g. submissions/ORG__MODEL", exit_code=2)
+    if dataset is not None and not (Path(dataset) / "data").is_dir():
+        raise CultureboardError(dataset, "is not a cultureboard dataset folder (no data/ folder)",
+                                "pass the --out folder of `cultureboard build`, or a download of the Hub dataset", exit_code=2)
+    v = _Validation(root, limits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the pixel limits are checked, and reported
+        v.scan()
+        spec = v.check_spec()
+        rows = v.check_duplicates(v.read_metadata())
+        prompts = v.load_prompts(spec, Path(dataset) if dataset is not None else None)
+        if prompts is not None:
+            v.check_coverage(rows, prompts)
+        location = get(spec or {}, "images.location")
+        listed = v.check_images(rows, parse_location(location) if isinstance(location, str) else None, full_decode, workers)
+        v.check_same_images(rows, prompts)
+        v.check_folder(listed)
+    checked = {"files": len(v.files), "metadata_lines": len(rows), "images": v.checked_images}
+    if prompts is not None:
+        checked["prompts"] = len(prompts)
+    return Report(root.resolve().name, v.problems, checked)
+
+
+def check_pr_scope(changed_files: list[str], submission_dir: str | Path | None = None) -> Report:
+    """Check that a pull request changes only one submission folder (``submission_dir``'s, when given).
+
+    ``changed_files`` are repository-relative paths as ``git diff --name-only`` prints them; a path git
+    quotes (unusual characters) does not start with ``submissions/`` and so fails, as it should.
+    """
+    paths = [p.rstrip("\r\n") for p in changed_files if p.strip()]
+    owners = {}
+    for p in paths:
+        parts = PurePosixPath(p).parts
+        inside = len(parts) >= 3 and parts[0] == "submissions" and ".." not in parts
+        owners[p] = parts[1] if inside else None
+    ids = sorted({o for o in owners.values() if o})
+    expected = Path(submission_dir).name if submission_dir is not None else ids[0] if len(ids) == 1 else None
+    problems = []
+    for p, owner in owners.items():
+        if owner is None:
+            problems.append(_problem("error", "scope.outside_submission", p, "is outside submissions/<id>/; a submission "
+                                     "pull request changes only its own folder",
+                                     "move this change to its own pull request (results/ is written by the evaluator)"))
+        elif expected is None:
+            problems.append(_problem("error", "scope.multiple_submissions", p, f"is in submission {owner}, one of "
+                                     f"{len(ids)} this pull request changes ({', '.join(ids)})", "open one pull request per submission"))
+        elif owner != expected:
+            problems.append(_problem("error", "scope.other_submission", p, f"is in submission {owner}, not {expected}",
+                                     f"change only submissions/{expected}/ in this pull request"))
+    if not paths:
+        problems.append(_problem("warning", "scope.empty", "(changed files)", "the pull request changes no files",
+                                 "check the list of changed files given to --changed-files"))
+    return Report(expected or "", problems, {"changed_files": len(paths)})
