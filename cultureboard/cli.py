@@ -121,6 +121,110 @@ def publish_dataset(folder, repo, revision, create_pr):
     click.echo(f"submissions pin: dataset_revision: {result['commit']}")
 
 
+@cli.command()
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
+@click.option("--prompt-set", required=True, help="Prompt set to generate, e.g. cube-awareness.")
+@click.option("--pipeline", required=True, help="diffusers pipeline: Hub id (ID or ID@REVISION) or local folder.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/<org>__<model>[__<tag>].")
+@click.option("--i2i-pipeline", help="Image-to-image or instruction-edit pipeline for I2I chains (default: derived from --pipeline).")
+@click.option("--organization", default="local", show_default=True, help="Organization: first part of the folder name.")
+@click.option("--model-name", help="Short model name: second part of the folder name (default: from --pipeline).")
+@click.option("--tag", help="Optional variant tag: last part of the folder name.")
+@click.option("--contact", default="unknown", show_default=True, help="Name and e-mail or GitHub handle.")
+@click.option("--license", "license_", default="unknown", show_default=True, help="The model's licence.")
+@click.option("--batch-size", default=4, show_default=True)
+@click.option("--steps", type=int, help="Denoising steps (default: the pipeline's).")
+@click.option("--guidance-scale", type=float, help="Guidance scale (default: the pipeline's).")
+@click.option("--strength", default=0.6, show_default=True, help="img2img strength of edit steps.")
+@click.option("--device", help="cuda, mps or cpu (default: the best available).")
+@click.option("--dtype", help="fp16, bf16 or fp32 (default: fp16 on cuda, fp32 otherwise).")
+@click.option("--limit", type=int, help="Only the first N prompts (a smoke test).")
+def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, model_name, tag, contact, license_,
+             batch_size, steps, guidance_scale, strength, device, dtype, limit):
+    """Generate a complete submission with any diffusers pipeline."""
+    from diffusers.utils import logging as diffusers_logging
+
+    from cultureboard.evaluators.generate import generate as run
+
+    diffusers_logging.set_verbosity_error()
+
+    result = run(dataset, prompt_set, pipeline, out, i2i_pipeline=i2i_pipeline, organization=organization,
+                 model_name=model_name, tag=tag, contact=contact, license=license_, batch_size=batch_size, steps=steps,
+                 guidance_scale=guidance_scale, strength=strength, device=device, dtype=dtype, limit=limit)
+    click.echo(f"{result['images']} images in {result['out']} ({result['generated']} generated, {result['skipped']} kept "
+               f"from an earlier run); check it with: cultureboard validate {result['out']} --dataset {dataset}")
+
+
+@cli.command()
+@click.option("--from-folder", required=True, type=click.Path(file_okay=False), help="Folder with the images, named and nested however you like.")
+@click.option("--mapping", required=True, type=click.Path(dir_okay=False),
+              help="CSV (header file,prompt_id,sample_idx[,edit_step,source_file]) or JSONL mapping each image, relative to --from-folder, to its prompt and sample.")
+@click.option("--spec", required=True, type=click.Path(dir_okay=False),
+              help="Partial submission.yaml: organization, contact, model.*, generation settings you know; package fills the rest.")
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder the images were made from.")
+@click.option("--prompt-set", required=True, help="Prompt set the images answer.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder to write: submissions/<org>__<model>[__<tag>].")
+@click.option("--seeds-ignored", is_flag=True, help="The model took no seed: record generation.extra.seed_honoured: false.")
+def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored):
+    """Package images made elsewhere (closed APIs) as a submission."""
+    from cultureboard.evaluators.package import package as run
+
+    result = run(from_folder, mapping, out, dataset=dataset, prompt_set=prompt_set, spec=spec, seed_honoured=not seeds_ignored)
+    click.echo(f"{result['images']} images packaged into {result['out']}")
+    if result["missing"]:
+        first = ", ".join(f"{m['prompt_id']}#{m['sample_idx']}" for m in result["missing_slots"][:3])
+        click.echo(f"{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}); "
+                   "the validator will report the submission incomplete")
+
+
+@cli.command()
+@click.argument("submission", required=False, type=click.Path())
+@click.option("--dataset", type=click.Path(file_okay=False), help="Dataset folder, to check coverage and the revision.")
+@click.option("--changed-files", type=click.Path(dir_okay=False), help="A pull request's changed paths (git diff --name-only), to check its scope.")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report (for the PR comment).")
+def validate(submission, dataset, changed_files, as_json):
+    """Report every problem of a submission; exit 0 when valid, 1 when not, 2 on usage errors."""
+    from cultureboard.evaluators.validate import Report, check_pr_scope, validate as run
+
+    if not submission and not changed_files:
+        raise CultureboardError("validate", "needs a SUBMISSION folder, --changed-files, or both",
+                                "e.g. cultureboard validate submissions/ORG__MODEL --dataset DIR", exit_code=2)
+    reports = []
+    if changed_files:
+        try:
+            paths = Path(changed_files).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CultureboardError(changed_files, f"cannot be read ({exc.__class__.__name__})",
+                                    "pass a text file with one changed path per line", exit_code=2) from None
+        reports.append(check_pr_scope(paths, submission))
+    if submission:
+        reports.append(run(submission, dataset))
+    report = reports[0] if len(reports) == 1 else Report(reports[-1].submission, [p for r in reports for p in r.problems],
+                                                         reports[-1].checked)
+    click.echo(report.to_json() if as_json else report.to_text())
+    raise click.exceptions.Exit(0 if report.valid else 1)
+
+
+@cli.group()
+def ratings() -> None:
+    """Human ratings (CUBE section 4)."""
+
+
+@ratings.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the rated prompt set.")
+@click.option("--prompt-set", required=True, help="The rated prompt set, e.g. cube-awareness.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for ratings, consensus and tables.")
+@click.option("--scores", type=click.Path(dir_okay=False), help="An evaluator scores.parquet: adds the validity report.")
+@click.option("--submissions", type=click.Path(file_okay=False), help="Submissions folder, when ratings name images by file or sha256.")
+def ratings_import(file, dataset, prompt_set, out, scores, submissions):
+    """Import ratings: consensus, CUBE Tables 3/10/11/12, and correlations with automatic scores."""
+    from cultureboard.evaluators.ratings import import_ratings
+
+    result = import_ratings(file, dataset, prompt_set, out, scores=scores, submissions=submissions)
+    click.echo(f"{result['ratings']} ratings of {result['items']} images by {result['raters']} raters written to {result['out']}")
+
+
 @cli.command(name="dump-to-rdf")
 @click.argument("dump", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
@@ -148,7 +252,7 @@ def demo(out):
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="cultureboard", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="cultureboard", standalone_mode=False)
     except CultureboardError as exc:
         click.echo(f"error: {exc.message}", err=True)
         return exc.exit_code
@@ -160,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
-    return 0
+    return result if isinstance(result, int) else 0  # click returns the code of an Exit it caught
 
 
 if __name__ == "__main__":

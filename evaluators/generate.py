@@ -19,8 +19,10 @@ instruction-edit pipeline) or, by default, the image-to-image form of the text-t
 Resume: every saved image is appended to ``.generate-journal.jsonl`` (after a header with the settings).
 A rerun with the same settings skips each image whose file still has the recorded sha256 and
 regenerates the others, and every edit step whose source was regenerated. A finished submission counts
-as a journal too (its ``metadata.jsonl``). At the end ``submission.yaml`` and ``metadata.jsonl`` are
-written and the journal is removed.
+as a journal too (its ``metadata.jsonl``). The settings of :data:`RESUME_SETTINGS` must match (a folder
+holding another run's images is refused); the batch size (the last run's is recorded) and ``limit`` may
+change, so a run without ``limit`` completes a smoke run. At the end ``submission.yaml`` and
+``metadata.jsonl`` are written and the journal is removed.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
 
     ``steps`` and ``guidance_scale`` default to the pipeline's own defaults (recorded as used); ``device``
     to cuda, then mps, then cpu; ``dtype`` to fp16 on cuda and fp32 elsewhere. ``strength`` is the
-    img2img strength of edit steps (ignored by pipelines without one, e.g. InstructPix2Pix). ``limit``
+    img2img strength of edit steps (ignored by pipelines without one, e.g. InstructPix2Pix);
+    ``i2i_pipeline`` (loaded only when the set has edit steps) is their pipeline. ``limit``
     keeps the first N prompts of the set plus the chain sources they need (smoke tests).
 
     Returns ``{"submission", "out", "images", "generated", "skipped", "seconds"}``.
@@ -116,7 +119,8 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
         "contact": contact,
         "date": None,  # set below: the first run's date
         "model": {"name": identity["model"]["name"], "id": model_id, "revision": revision, "license": license,
-                  "weights": "open"},
+                  "weights": "open", **({} if revision.startswith("local:") else
+                                        {"links": [f"https://huggingface.co/{model_id}"]})},
         "generation": {
             "pipeline": type(pipe).__name__,
             "scheduler": type(pipe.scheduler).__name__ if getattr(pipe, "scheduler", None) is not None else None,
@@ -140,19 +144,12 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     recorded, date = _previous(out, settings)
     spec["date"] = date or datetime.now(timezone.utc).date().isoformat()
 
-    pending: set[tuple[str, int]] = set()  # (prompt_id, k) to generate: changed files and edits of regenerated sources
-    for stage in stages:
-        for row in stage:
-            for k in range(row["images_per_prompt"]):
-                name = image_file(row["prompt_id"], k)
-                ok = name in recorded and (out / name).is_file() and file_sha256(out / name) == recorded[name]
-                if not ok or (row["kind"] == "i2i" and (row["source_prompt_id"], k) in pending):
-                    pending.add((row["prompt_id"], k))
+    pending = _pending(stages, out, recorded)
     done = {name: sha for name, sha in recorded.items() if name not in {image_file(p, k) for p, k in pending}}
     journal = out / JOURNAL
+    header = {"settings": settings, "date": spec["date"]}
     atomic_write_text(journal, "".join(json.dumps(line) + "\n" for line in
-                                       [{"settings": settings, "date": spec["date"]},
-                                        *({"file_name": n, "sha256": s} for n, s in done.items())]))
+                                       [header, *({"file_name": n, "sha256": s} for n, s in done.items())]))
 
     total = sum(r["images_per_prompt"] for r in rows)
     with tqdm(total=total, initial=total - len(pending), disable=not progress, unit="img", desc=out.name) as bar, \
@@ -190,6 +187,10 @@ def image_file(prompt_id: str, k: int) -> str:
 
 def _select(rows: list[dict], limit: int | None, source: str) -> list[dict]:
     """The first ``limit`` rows (all if None) and the chain sources they need, checking ids and seeds."""
+    if not rows:
+        raise CultureboardError(source, "has no prompts", "rebuild the dataset with a non-empty prompt set")
+    if limit is not None and limit < 1:
+        raise CultureboardError("--limit", f"must be at least 1, not {limit}", "pass a positive limit, or none")
     by_id = {r["prompt_id"]: r for r in rows}
     for r in rows:
         parts = r["prompt_id"].split("/")
@@ -202,9 +203,6 @@ def _select(rows: list[dict], limit: int | None, source: str) -> list[dict]:
         if r["kind"] == "i2i" and r["source_prompt_id"] not in by_id:
             raise CultureboardError(source, f"edit step {r['prompt_id']} edits {r['source_prompt_id']!r}, "
                                     "which is not in the set", "rebuild the prompt set so that every chain is complete")
-    if not rows or (limit is not None and limit < 1):
-        raise CultureboardError(source if not rows else "--limit", "selects no prompts",
-                                "pass a non-empty prompt set and a limit of at least 1")
     if limit is None:
         return rows
     keep: set[str] = set()
@@ -242,6 +240,20 @@ def _stages(rows: list[dict], source: str) -> list[list[dict]]:
     return [s for s in stages if s]
 
 
+def _pending(stages: list[list[dict]], out: Path, recorded: dict[str, str]) -> set[tuple[str, int]]:
+    """The (prompt id, sample index) to generate: images without a file that has the recorded sha256,
+    and every edit step whose source is among them (it would edit another image now)."""
+    pending: set[tuple[str, int]] = set()
+    for stage in stages:
+        for row in stage:
+            for k in range(row["images_per_prompt"]):
+                path = out / image_file(row["prompt_id"], k)
+                kept = path.is_file() and file_sha256(path) == recorded.get(image_file(row["prompt_id"], k))
+                if not kept or (row["kind"] == "i2i" and (row["source_prompt_id"], k) in pending):
+                    pending.add((row["prompt_id"], k))
+    return pending
+
+
 def _default_name(pipeline: str) -> str:
     """The model name when none is given: the last part of the pipeline's path or Hub id."""
     path = Path(pipeline).expanduser()
@@ -268,7 +280,8 @@ def _resolve(pipeline: str) -> tuple[str, str, Path]:
     """(model id, revision, local folder) of a local pipeline folder or a Hub id ``ID[@REVISION]``.
 
     A local folder's revision is ``local:<sha256>`` over every file in it (path and content): its
-    model_index.json alone is the same for every checkpoint of an architecture. A Hub id is resolved
+    model_index.json alone is the same for every checkpoint of an architecture (hashing takes seconds per
+    GB). A Hub id is resolved
     through the Hub cache (offline) or downloaded, and its revision is the snapshot's commit hash.
     """
     from diffusers import DiffusionPipeline
@@ -316,14 +329,15 @@ def _ready(pipe, device: str):
     return pipe.to(device)
 
 
-def _i2i(pipe, i2i_pipeline: str | None, torch_dtype: torch.dtype, device: str) -> tuple[Any, dict | None]:
+def _i2i(t2i, i2i_pipeline: str | None, torch_dtype: torch.dtype, device: str) -> tuple[Any, dict | None]:
     """The pipeline for edit steps and, if it is a separate model, its ``{"id", "revision"}``.
 
-    A given pipeline that takes no ``image`` (a text-to-image checkpoint) is turned into its image-to-image form.
+    Without ``i2i_pipeline`` it is the image-to-image form of ``t2i`` (the same components); a given
+    pipeline that takes no ``image`` (a text-to-image checkpoint) is turned into its image-to-image form.
     """
     from diffusers import AutoPipelineForImage2Image
 
-    model = None
+    pipe, model = t2i, None
     if i2i_pipeline is not None:
         model_id, revision, folder = _resolve(i2i_pipeline)
         pipe, model = _load(folder, i2i_pipeline, torch_dtype, device), {"id": model_id, "revision": revision}
@@ -386,14 +400,18 @@ def _previous(out: Path, settings: dict) -> tuple[dict[str, str], str | None]:
     """
     journal, yaml_path = out / JOURNAL, out / SUBMISSION_YAML
     if journal.is_file():
-        lines = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines() if line.strip()]
-        header, entries = lines[0], lines[1:]
-        before, date = header["settings"], header["date"]
+        header, *lines = journal.read_text(encoding="utf-8").splitlines()
+        before, date = json.loads(header)["settings"], json.loads(header)["date"]
     elif yaml_path.is_file():
-        spec = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
+        try:
+            spec = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
+        except yaml.YAMLError:
+            spec = None
+        if not isinstance(spec, dict):
+            raise CultureboardError(yaml_path, "is not a readable submission.yaml",
+                                    "restore it, or choose a new folder for --out")
         before, date = {path: get(spec, path) for path in RESUME_SETTINGS}, spec.get("date")
-        meta = out / METADATA
-        entries = [json.loads(line) for line in meta.read_text(encoding="utf-8").splitlines()] if meta.is_file() else []
+        lines = (out / METADATA).read_text(encoding="utf-8").splitlines() if (out / METADATA).is_file() else []
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CultureboardError(out, "exists and is neither a submission nor an interrupted generation",
                                 "choose a new or empty folder for --out")
@@ -403,7 +421,17 @@ def _previous(out: Path, settings: dict) -> tuple[dict[str, str], str | None]:
     if changed:
         raise CultureboardError(out, f"holds images generated with other settings ({', '.join(changed)})",
                                 "rerun with the same settings to resume, or choose a new folder for --out")
-    return {e["file_name"]: e["sha256"] for e in entries}, date
+    return dict(_hashes(lines)), date
+
+
+def _hashes(lines: list[str]):
+    """(file name, sha256) of journal or metadata lines; a line cut short by a crash is skipped (its image is redone)."""
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            yield entry["file_name"], entry["sha256"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
 
 
 def _metadata_row(row: dict, k: int, done: dict[str, str]) -> dict:

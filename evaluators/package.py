@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from PIL import Image
 
-from cultureboard.atomic import atomic_dir
+from cultureboard.atomic import MARKER, atomic_dir
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
@@ -56,7 +56,8 @@ class _Image:
 def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, dataset: str | Path, prompt_set: str,
             spec: str | Path | dict, seed_honoured: bool = True) -> dict:
     """Copy the mapped images of ``from_folder`` into the submission folder ``out`` and write its
-    ``metadata.jsonl`` and ``submission.yaml``; ``out`` is written whole or not at all.
+    ``metadata.jsonl`` and ``submission.yaml``; ``out`` is written whole or not at all, and must be new or
+    empty (an earlier output holds no marker file, so delete it to package again).
 
     ``spec`` is a partial submission.yaml (a path or a dict); package fills ``format_version``, ``date``
     (today, UTC), ``seeds.scheme``, ``prompt_set`` (name, dataset folder name, revision),
@@ -97,6 +98,7 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
                  "seed": prompts[im.prompt_id]["seeds"][im.sample_idx], "sha256": file_sha256(tmp / im.file_name),
                  "edit_step": im.edit_step, "source_file": im.source_file} for im in images]
         write_submission(tmp, spec, meta)
+    (out / MARKER).unlink()  # a submission holds no hidden files (the validator refuses them)
     filled = {(im.prompt_id, im.sample_idx) for im in images}
     missing = [{"prompt_id": r["prompt_id"], "sample_idx": k} for r in rows
                for k in range(r["images_per_prompt"]) if (r["prompt_id"], k) not in filled]
@@ -221,28 +223,26 @@ def _check_images(mapping: list[tuple[str, dict]], from_folder: Path, prompts: d
         by_slot[im.prompt_id, im.sample_idx] = by_file[im.file] = im
         images.append(im)
     for im in images:
-        _resolve_source(im, prompts[im.prompt_id], by_slot, by_file)
+        _resolve_source(im, prompts[im.prompt_id], by_slot)
     return images
 
 
-def _resolve_source(im: _Image, prompt: dict, by_slot: dict, by_file: dict) -> None:
-    """Set an edit step's ``source_file`` to the packaged name of the image it edited: the mapping's
-    ``source_file`` if given, else the same sample of the prompt set's ``source_prompt_id``."""
+def _resolve_source(im: _Image, prompt: dict, by_slot: dict) -> None:
+    """Set an edit step's ``source_file`` to the packaged name of the image it edited: the same sample of
+    the prompt set's ``source_prompt_id`` (a ``source_file`` in the mapping must name that image)."""
     source_prompt = prompt["source_prompt_id"]
     if source_prompt is None:
         if im.source_file is not None:
             raise CultureboardError(im.where, f"has a source_file but prompt {im.prompt_id} is text-to-image", "leave source_file empty")
         return
-    if im.source_file is None:
-        source = by_slot.get((source_prompt, im.sample_idx))
-        if source is None:
-            raise CultureboardError(im.where, f"edits {source_prompt} sample {im.sample_idx}, which the mapping does not list",
-                                    "map the image this step edited too, or name it in source_file")
-    else:
-        source = by_file.get(Path(im.source_file).as_posix())
-        if source is None or source.prompt_id != source_prompt:
-            raise CultureboardError(im.where, f"source_file {im.source_file} is not a mapped image of {source_prompt}",
-                                    f"name the file of {source_prompt} that this step edited (it must be in the mapping too)")
+    source = by_slot.get((source_prompt, im.sample_idx))
+    if source is None:
+        raise CultureboardError(im.where, f"edits {source_prompt} sample {im.sample_idx}, which the mapping does not list",
+                                "map the image this step edited too")
+    if im.source_file is not None and Path(im.source_file).as_posix() != source.file:
+        raise CultureboardError(im.where, f"source_file {im.source_file} is not {source.file}, the image of {source_prompt} "
+                                f"sample {im.sample_idx}", "each step edits the same sample of its source prompt: "
+                                "correct the mapping, or leave source_file empty")
     im.source_file = source.file_name
 
 

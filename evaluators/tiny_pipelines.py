@@ -1,7 +1,7 @@
 """Tiny random diffusers pipelines, saved to a folder: local stand-ins for real text-to-image models.
 
 They are built from the real diffusers / transformers classes (so they load and run through exactly the
-code path of a Hub checkpoint) with a few thousand random weights. Their images are noise-like and any
+code path of a Hub checkpoint) with about 70,000 random weights. Their images are noise-like and any
 score computed on them is meaningless: they exist for tests, demos and smoke runs, never for results.
 """
 
@@ -11,8 +11,8 @@ import json
 import tempfile
 from pathlib import Path
 
-#: Edge of the generated images in pixels (latents are half of it: the tiny VAE downsamples once).
-TINY_RESOLUTION = 32
+#: Edge of the generated images in pixels (latents are a quarter of it: the tiny VAE downsamples twice).
+TINY_RESOLUTION = 64
 
 
 def _byte_vocab() -> dict[str, int]:
@@ -38,13 +38,14 @@ def _tiny_tokenizer(vocab: dict[str, int]):
 
 
 def save_tiny_text2image(path: str | Path, seed: int = 0) -> Path:
-    """Build a tiny random ``StableDiffusionPipeline`` (32x32 px images) and ``save_pretrained`` it to ``path``.
+    """Build a tiny random ``StableDiffusionPipeline`` and ``save_pretrained`` it to ``path``; returns ``path``.
 
-    Components: ``UNet2DConditionModel`` and ``AutoencoderKL`` with 4/8-channel blocks, a 2-layer
+    It makes 64x64 px images (the smallest size the submission validator accepts). Components: a
+    ``UNet2DConditionModel`` and an ``AutoencoderKL`` with 4- and 8-channel blocks, a 2-layer
     ``CLIPTextModel`` (hidden size 32), a character-level ``CLIPTokenizer`` and a ``DDIMScheduler``; no
-    safety checker. Weights are drawn from ``torch.manual_seed(seed)``, so the same seed gives the same
-    weights. Reload with ``DiffusionPipeline.from_pretrained(path)`` (no network needed). The weights
-    are random: images are noise-like and scores on them mean nothing.
+    safety checker. The weights are drawn from ``seed`` (the caller's global torch RNG is left as it
+    was), so the same seed gives the same weights. Reload with ``DiffusionPipeline.from_pretrained(path)``
+    (no network needed). The weights are random: images are noise-like and scores on them mean nothing.
     """
     import torch
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
@@ -52,22 +53,24 @@ def save_tiny_text2image(path: str | Path, seed: int = 0) -> Path:
 
     path = Path(path)
     vocab = _byte_vocab()
-    torch.manual_seed(seed)
-    unet = UNet2DConditionModel(
-        sample_size=TINY_RESOLUTION // 2, in_channels=4, out_channels=4, layers_per_block=1,
-        block_out_channels=(4, 8), norm_num_groups=2, cross_attention_dim=32, attention_head_dim=2,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-    )
-    vae = AutoencoderKL(
-        sample_size=TINY_RESOLUTION, in_channels=3, out_channels=3, latent_channels=4, layers_per_block=1,
-        block_out_channels=(4, 8), norm_num_groups=2,
-        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
-    )
-    text_encoder = CLIPTextModel(CLIPTextConfig(
-        vocab_size=len(vocab), hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
-        max_position_embeddings=77, bos_token_id=vocab["<|startoftext|>"], eos_token_id=vocab["<|endoftext|>"],
-        pad_token_id=vocab["<|endoftext|>"], projection_dim=32,
-    ))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        unet = UNet2DConditionModel(
+            sample_size=TINY_RESOLUTION // 4, in_channels=4, out_channels=4, layers_per_block=1,
+            block_out_channels=(4, 8), norm_num_groups=2, cross_attention_dim=32, attention_head_dim=2,
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        )
+        vae = AutoencoderKL(
+            sample_size=TINY_RESOLUTION, in_channels=3, out_channels=3, latent_channels=4, layers_per_block=1,
+            block_out_channels=(4, 8, 8), norm_num_groups=2,
+            down_block_types=("DownEncoderBlock2D",) * 3, up_block_types=("UpDecoderBlock2D",) * 3,
+        )
+        text_encoder = CLIPTextModel(CLIPTextConfig(
+            vocab_size=len(vocab), hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
+            max_position_embeddings=77, bos_token_id=vocab["<|startoftext|>"], eos_token_id=vocab["<|endoftext|>"],
+            pad_token_id=vocab["<|endoftext|>"], projection_dim=32,
+        ))
     scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
                               clip_sample=False, set_alpha_to_one=False, steps_offset=1)
     pipe = StableDiffusionPipeline(

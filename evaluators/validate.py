@@ -20,12 +20,15 @@ Checks, in the order they are reported:
 * text: every string in both files is free of control and bidirectional-override characters and
   within a length limit (the site shows them).
 
-Decoding trade-off. Each image is read once, hashed and opened from memory. Integrity is checked at
-about the cost of hashing: a PNG's CRC-32 over every chunk through IEND, which must end the file
-(catches truncation, appended data and any accidental corruption), a JPEG's end-of-image marker, a
-WebP's RIFF length. Only a deliberately crafted file whose compressed pixel data is invalid under
-valid checksums gets past this; ``full_decode=True`` also decodes every pixel (PNG decoding costs
-about 10x the hash) and the evaluator decodes every image when scoring anyway.
+Decoding trade-off. Each image is read once, hashed and opened from memory (the header only), so
+validation costs little more than reading and hashing. The recorded sha256, computed when the image
+was written, catches any change after that (transfer, storage, copying, truncation). What it cannot
+catch is a file already broken when it was hashed; for that the structure is checked: a PNG's chunks
+walked to IEND, which must end the file, a JPEG's end-of-image marker, a WebP's RIFF length (a crash
+mid-write, a cut download, appended data). Corrupt pixel data inside an intact structure (an encoder
+bug, a crafted file) is found only by decoding: ``full_decode=True`` also checks every PNG chunk's
+CRC-32 and decodes every pixel, at about 20x the cost of hashing for 512 px PNGs; the evaluator
+decodes every image when scoring anyway.
 
 :data:`CODES` lists the problem codes; they are stable (CI, PR comments and tests key on them).
 Validation never writes anything and never raises on a bad submission; a bad ``--dataset`` or a
@@ -41,6 +44,7 @@ import json
 import os
 import re
 import stat
+import struct
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -71,12 +75,13 @@ CODES: dict[str, str] = {
     "safety.absolute_path": "a file_name that is an absolute path",
     "safety.path_escape": "a file_name with a '..' component",
     "safety.bad_path": "a file_name with backslashes, empty or '.' components",
-    "safety.control_char": "a text field with a control character (or a line break where one line is expected)",
+    "safety.control_char": "a text field with a control character or lone surrogate (or a line break where one line is expected)",
     "safety.bidi_override": "a text field with a bidirectional override or isolate character (U+202A-E, U+2066-9)",
     "safety.too_long": "a text field longer than its limit",
     # submission.yaml
     "schema.yaml_syntax": "submission.yaml is not UTF-8 YAML",
     "schema.not_mapping": "submission.yaml is not a mapping of fields",
+    "schema.yaml_alias": "submission.yaml uses aliases (*name), the building block of YAML bombs and cycles",
     "schema.duplicate_key": "a key repeated in one mapping of submission.yaml",
     "schema.missing_field": "a required field is missing or null",
     "schema.wrong_type": "a field (or section) has the wrong type",
@@ -191,7 +196,8 @@ class Report:
         return cls(data["submission"], [Problem(**p) for p in data["problems"]], data["checked"])
 
     def to_text(self) -> str:
-        lines = [f"{p.severity.upper()} {p.file}: {p.message} (fix: {p.fix}) [{p.code}]" for p in self.problems]
+        """One line per problem, errors first, then a summary line."""
+        lines = [f"{p.severity.upper()} {p.file}: {p.message} (fix: {p.fix}) [{p.code}]" for p in self.errors + self.warnings]
         counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in self.checked.items())
         verdict = "valid" if self.valid else "INVALID"
         lines.append(f"{self.submission}: {verdict}: {len(self.errors)} errors, {len(self.warnings)} warnings ({counts})")
@@ -255,7 +261,6 @@ _ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\
                   b"Rar!\x1a\x07", b"\x28\xb5\x2f\xfd")
 _FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
 _EXTENSION = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp"}
-_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"
 
 
 def _dangerous(name: str, head: bytes) -> tuple[str, str] | None:
@@ -267,7 +272,7 @@ def _dangerous(name: str, head: bytes) -> tuple[str, str] | None:
     return None
 
 
-def _open_nofollow(path: Path):
+def _open_nofollow(path: str | Path):
     """Open a regular file for reading, refusing links (and never blocking on a pipe)."""
     return open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
 
@@ -282,7 +287,7 @@ def _check_image(root: Path, limits: Limits, full_decode: bool, item: tuple[str,
         return out
 
     try:
-        with _open_nofollow(root / name) as fh:
+        with _open_nofollow(os.path.join(root, name)) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size > limits.max_file_bytes:
                 return error("file.too_large", f"is {size:,} bytes; the limit is {limits.max_file_bytes:,}",
@@ -296,7 +301,7 @@ def _check_image(root: Path, limits: Limits, full_decode: bool, item: tuple[str,
     danger = _dangerous(name, data[:512])
     if danger:
         return error(*danger, "submit only PNG, JPEG or WebP images")
-    extension = Path(name).suffix.lower()
+    extension = os.path.splitext(name)[1].lower()
     if extension not in _FORMATS:
         return error("file.bad_extension", f"has extension {_show(extension)}", "use .png, .jpg, .jpeg or .webp")
     try:
@@ -318,25 +323,40 @@ def _check_image(root: Path, limits: Limits, full_decode: bool, item: tuple[str,
         if min(width, height) < limits.min_side:
             error("file.too_small", f"is {width}x{height} pixels; the minimum is {limits.min_side} px a side",
                   "submit images at the resolution the model generates")
-        try:
-            img.verify()  # PNG: CRC-32 of every chunk through IEND (no pixel is decoded)
-        except Exception as exc:  # noqa: BLE001 - as above
-            return out + _integrity_error(name, exc)
-    if fmt == "PNG" and not data.endswith(_PNG_END):
-        error("file.trailing_data", "has data after its end chunk (IEND)", "re-save the image; it must carry nothing else")
-    elif fmt == "JPEG" and not data.endswith(b"\xff\xd9"):
-        error("file.truncated", "does not end with the JPEG end-of-image marker: it is truncated or has data appended",
-              "re-save or re-download the image")
-    elif fmt == "WEBP" and int.from_bytes(data[4:8], "little") + 8 + (len(data) % 2) != len(data):
-        error("file.truncated", "has a RIFF length that differs from its size: it is truncated or has data appended",
-              "re-save or re-download the image")
-    elif full_decode:
+        if full_decode:
+            try:
+                img.verify()  # PNG: the CRC-32 of every chunk
+            except Exception as exc:  # noqa: BLE001 - as above
+                return out + _integrity_error(name, exc)
+    if bad_end := _bad_end(fmt, data):
+        return error(*bad_end, "re-save or re-download the image; it must end where the image ends")
+    if full_decode:
         try:
             with Image.open(io.BytesIO(data), formats=[fmt]) as img:
                 img.load()
         except Exception as exc:  # noqa: BLE001 - as above
             out += _integrity_error(name, exc)
     return out
+
+
+def _bad_end(fmt: str, data: bytes) -> tuple[str, str] | None:
+    """(code, message) when an image does not end where its structure says: a PNG's chunks walked (by
+    their lengths) to IEND, a JPEG's end-of-image marker, a WebP's RIFF length."""
+    if fmt == "PNG":
+        pos = 8
+        while pos + 8 <= len(data):
+            length, kind = struct.unpack_from(">I4s", data, pos)
+            pos += 12 + length
+            if kind == b"IEND" and pos == len(data):
+                return None
+            if kind == b"IEND" and pos < len(data):
+                return "file.trailing_data", f"has {len(data) - pos:,} bytes after its end chunk (IEND)"
+        return "file.truncated", "ends before its end chunk (IEND): it is truncated"
+    if fmt == "JPEG" and not data.endswith(b"\xff\xd9"):
+        return "file.truncated", "does not end with the JPEG end-of-image marker: it is truncated or has data appended"
+    if fmt == "WEBP" and int.from_bytes(data[4:8], "little") + 8 + len(data) % 2 != len(data):
+        return "file.truncated", "has a RIFF length that differs from its size: it is truncated or has data appended"
+    return None
 
 
 def _integrity_error(name: str, exc: Exception) -> list[Problem]:
@@ -365,27 +385,33 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return dict(pairs)
 
 
-def _yaml_lines(node: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]]]:
-    """{dotted path: line} of every mapping key, and (path, line) of keys repeated within their mapping."""
+def _yaml_lines(root: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]], bool]:
+    """{dotted path: line} of every mapping key, (path, line) of keys repeated within their mapping, and
+    whether an alias (``*name``) makes one node appear twice (a YAML bomb's or a cycle's building block)."""
     lines: dict[str, int] = {}
     dupes: list[tuple[str, int]] = []
-    seen: set[int] = set()  # YAML aliases may share or nest nodes recursively
-    stack = [(node, "")]
+    seen: set[int] = set()
+    aliased = False
+    stack = [(root, "")]
     while stack:
         node, prefix = stack.pop()
-        if not isinstance(node, yaml.MappingNode) or id(node) in seen:
+        if id(node) in seen:
+            aliased = True
             continue
         seen.add(id(node))
-        keys = set()
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                path = f"{prefix}{key.value}"
-                if key.value in keys:
-                    dupes.append((path, key.start_mark.line + 1))
-                keys.add(key.value)
-                lines.setdefault(path, key.start_mark.line + 1)
-                stack.append((value, path + "."))
-    return lines, sorted(dupes, key=lambda d: d[1])
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(item, prefix) for item in node.value]
+        elif isinstance(node, yaml.MappingNode):
+            keys = set()
+            for key, value in node.value:
+                path = f"{prefix}{key.value}" if isinstance(key, yaml.ScalarNode) else prefix
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in keys:
+                        dupes.append((path, key.start_mark.line + 1))
+                    keys.add(key.value)
+                    lines.setdefault(path, key.start_mark.line + 1)
+                stack += [(key, prefix), (value, path + ".")]
+    return lines, sorted(dupes, key=lambda d: d[1]), aliased
 
 
 class _Validation:
@@ -462,14 +488,15 @@ class _Validation:
             self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
             return None
 
-    def check_folder(self, listed: set[str]) -> None:
-        """Executables, archives and files that are neither the two files, a README nor a listed image."""
-        allowed = {SUBMISSION_YAML, METADATA, README} | listed
-        for rel, st in self.files.items():
+    def check_folder(self, listed: set[str] | None) -> None:
+        """Executables, archives and files that are neither the two files, a README nor a listed image
+        (``listed`` is None when metadata.jsonl has no usable line: then nothing is called unlisted)."""
+        allowed = {SUBMISSION_YAML, METADATA, README} | (listed or set())
+        for rel, st in sorted(self.files.items()):
             if st.st_mode & 0o111:
                 self.error("safety.executable", rel, "has the executable bit set", f"chmod -x {rel}")
                 continue
-            if rel in listed:
+            if listed and rel in listed:
                 continue  # its content was checked with the images
             try:
                 with _open_nofollow(self.root / rel) as fh:
@@ -478,8 +505,8 @@ class _Validation:
                 self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
                 continue
             if danger:
-                self.error(*danger, "a submission holds only its two files, a README.md and images; delete it")
-            elif rel not in allowed:
+                self.error(danger[0], rel, danger[1], "a submission holds only its two files, a README.md and images; delete it")
+            elif listed is not None and rel not in allowed:
                 self.error("folder.unlisted_file", rel, f"is not listed in {METADATA}",
                            f"delete it, or add its line to {METADATA} if it is an image of the submission")
 
@@ -491,10 +518,11 @@ class _Validation:
                        "remove it; it can make the text display differently from what it says")
         bad = [c for c in _CONTROL.findall(value) if not (multiline and c == "\n")]
         if bad:
-            self.error("safety.control_char", where, f"{name} contains the control character U+{ord(bad[0]):04X}",
+            self.error("safety.control_char", where, f"{name} contains the control (or invalid) character U+{ord(bad[0]):04X}",
                        "remove it" + ("" if multiline else "; this field is a single line"))
         if len(value) > limit:
-            self.error("safety.too_long", where, f"{name} is {len(value):,} characters long; the limit is {limit:,}", "shorten it")
+            self.error("safety.too_long", where, f"{name} is {len(value):,} characters long; the limit is {limit:,}",
+                       "shorten it")
 
     def yaml_text(self, node: Any, path: str, seen: set[int]) -> None:
         """Check every string (keys too) of submission.yaml; shared or recursive YAML nodes are visited once."""
@@ -533,16 +561,20 @@ class _Validation:
             detail = getattr(exc, "problem", None) or str(exc)
             column = f" at column {mark.column + 1}" if mark else ""
             self.error("schema.yaml_syntax", where, f"is not valid YAML: {detail}{column}",
-                       "fix the syntax (indentation, quotes, colons); a YAML linter shows the spot")
+                       "fix the YAML there (indentation, quotes, colons; no !! tags); a YAML linter shows the spot")
             return None
         except RecursionError:
-            self.error("schema.yaml_syntax", SUBMISSION_YAML, "nests too deeply", "write plain fields as in submissions/README.md")
+            self.error("schema.yaml_syntax", SUBMISSION_YAML, "nests too deeply",
+                       "write plain fields as in submissions/README.md")
             return None
         if not isinstance(spec, dict):
-            self.error("schema.not_mapping", SUBMISSION_YAML, f"is {type(spec).__name__}, not a mapping of fields",
+            what = "empty" if spec is None else f"a {type(spec).__name__}"
+            self.error("schema.not_mapping", SUBMISSION_YAML, f"is {what}, not a mapping of fields",
                        "write `field: value` lines as in submissions/README.md")
             return None
-        self.lines, dupes = _yaml_lines(node)
+        self.lines, dupes, aliased = _yaml_lines(node)
+        if aliased:
+            self.error("schema.yaml_alias", SUBMISSION_YAML, "uses YAML aliases (*name)", "write every value out in full")
         for path, line in dupes:
             self.error("schema.duplicate_key", f"{SUBMISSION_YAML}:{line}", f"{path} is given twice", "keep one of them")
         self.check_fields(spec)
@@ -727,7 +759,8 @@ class _Validation:
             self.error("metadata.sample_out_of_range", where, f"sample_idx {row.pop('sample_idx')} is negative",
                        "number a prompt's images 0, 1, ... images_per_prompt - 1")
         if "file_name" in row and (bad := _path_problem(row["file_name"])):
-            self.error(*bad, where, "write the path relative to the submission folder with / separators, e.g. images/x/0.png")
+            self.error(bad[0], where, bad[1], "write the path relative to the submission folder with / separators, "
+                       "e.g. images/x/0.png")
             del row["file_name"]
         return row
 
@@ -787,8 +820,9 @@ class _Validation:
             prompt = prompts[pid]
             source = present.get((prompt["source_prompt_id"], k)) if prompt["kind"] == "i2i" else None
             if source and row.get("source_file") != source[1].get("file_name"):
-                self.error("coverage.wrong_source_file", f"{METADATA}:{n}", f"source_file is {_show(row.get('source_file'))}, "
-                           f"but this step edits {_show(source[1].get('file_name'))} (line {source[0]})",
+                self.error("coverage.wrong_source_file", f"{METADATA}:{n}", f"source_file is "
+                           f"{_show(row.get('source_file'))}, but this step edits "
+                           f"{_show(source[1].get('file_name'))} (line {source[0]})",
                            "set source_file to the file_name of the image this step edited")
         self.check_missing(present, prompts)
 
@@ -827,7 +861,8 @@ class _Validation:
             if prompts is None:
                 if other["prompt_id"] != pid:
                     self.warn("file.duplicate_image", f"{METADATA}:{n}", f"has the same image as line {m} (prompt "
-                              f"{_show(other['prompt_id'])}) for prompt {_show(pid)}", "pass --dataset to compare the prompt texts")
+                              f"{_show(other['prompt_id'])}) for prompt {_show(pid)}",
+                              "pass --dataset to compare the prompt texts")
                 continue
             a, b = prompts.get(other["prompt_id"]), prompts.get(pid)
             if a and b and (a["text"], a["negative_prompt"]) != (b["text"], b["negative_prompt"]):
@@ -838,24 +873,25 @@ class _Validation:
     # --- images
 
     def check_images(self, rows: list[tuple[int, dict]], location: Any, full_decode: bool, workers: int | None) -> set[str]:
-        """Check every listed local image in a thread pool (with an unknown location: those that exist);
+        """Check each listed local image once, in a thread pool (with an unknown location: those that exist);
         returns the file names that are listed and local."""
         listed = {row["file_name"] for _, row in rows if "file_name" in row}
         if location is not None and location.kind == "hub":
             self.warn("file.skipped", SUBMISSION_YAML, f"images are on the Hub ({location.path}@{location.revision}) "
                       "and were not checked", "the evaluator checks them after downloading; validate a local copy to check now")
             return set()
-        todo = []
+        todo, seen = [], set()
         for n, row in rows:
             name = row.get("file_name")
-            if name is None:
+            if name is None or name in seen:
                 continue
+            seen.add(name)
             if location is not None and location.path != "." and not name.startswith(location.path.rstrip("/") + "/"):
                 self.error("metadata.outside_location", f"{METADATA}:{n}", f"file_name {_show(name)} is not in the "
                            f"images.location folder {location.path}/", f"put the image under {location.path}/")
             elif name in self.files:
                 todo.append((name, n, row.get("sha256")))
-            elif location is not None and not any(str(p) in self.flagged for p in [PurePosixPath(name), *PurePosixPath(name).parents]):
+            elif location is not None and not self.flagged.intersection(map(str, (name, *PurePosixPath(name).parents))):
                 self.error("file.missing", f"{METADATA}:{n}", f"lists {_show(name)}, which does not exist",
                            "add the image, or correct file_name")
         with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as pool:
@@ -895,15 +931,17 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # the pixel limits are checked, and reported
         v.scan()
         spec = v.check_spec()
-        rows = v.check_duplicates(v.read_metadata())
+        parsed = v.read_metadata()
+        rows = v.check_duplicates(parsed)
         prompts = v.load_prompts(spec, Path(dataset) if dataset is not None else None)
-        if prompts is not None:
+        if prompts is not None and rows:  # without usable lines, "everything is missing" says nothing new
             v.check_coverage(rows, prompts)
         location = get(spec or {}, "images.location")
-        listed = v.check_images(rows, parse_location(location) if isinstance(location, str) else None, full_decode, workers)
-        v.check_same_images(rows, prompts)
-        v.check_folder(listed)
-    checked = {"files": len(v.files), "metadata_lines": len(rows), "images": v.checked_images}
+        listed = v.check_images(parsed, parse_location(location) if isinstance(location, str) else None, full_decode, workers)
+        if prompts is not None or dataset is None:  # a dataset that could not be used is reported already
+            v.check_same_images(rows, prompts)
+        v.check_folder(listed if parsed else None)
+    checked = {"files": len(v.files), "metadata_lines": len(parsed), "images": v.checked_images}
     if prompts is not None:
         checked["prompts"] = len(prompts)
     return Report(root.resolve().name, v.problems, checked)
@@ -931,7 +969,8 @@ def check_pr_scope(changed_files: list[str], submission_dir: str | Path | None =
                                      "move this change to its own pull request (results/ is written by the evaluator)"))
         elif expected is None:
             problems.append(_problem("error", "scope.multiple_submissions", p, f"is in submission {owner}, one of "
-                                     f"{len(ids)} this pull request changes ({', '.join(ids)})", "open one pull request per submission"))
+                                     f"{len(ids)} this pull request changes ({', '.join(ids)})",
+                                     "open one pull request per submission"))
         elif owner != expected:
             problems.append(_problem("error", "scope.other_submission", p, f"is in submission {owner}, not {expected}",
                                      f"change only submissions/{expected}/ in this pull request"))

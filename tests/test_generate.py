@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import yaml
 from diffusers import StableDiffusionImg2ImgPipeline, StableDiffusionPipeline
 from PIL import Image
@@ -22,9 +23,10 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.generate import JOURNAL, _select, generate
 from cultureboard.evaluators.submission import FIELDS, get, parse_location, submission_id
 from cultureboard.evaluators.tiny_pipelines import save_tiny_text2image
+from cultureboard.evaluators.validate import validate
 
 NAME = "local__tiny-sd"  # the submission id for organization "local" and a pipeline folder named tiny-sd
-FAST = {"steps": 2, "progress": False}
+FAST = {"steps": 2, "progress": False, "device": "cpu"}  # the same results on machines with a GPU
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +95,16 @@ def seeds_of(call: dict) -> list[int]:
     return [g.initial_seed() for g in call["generator"]]
 
 
+def test_tiny_pipeline_weights_depend_only_on_the_seed(tiny, tmp_path):
+    torch.manual_seed(123)
+    expected = torch.rand(1)
+    torch.manual_seed(123)
+    again = save_tiny_text2image(tmp_path / "again")
+    assert torch.rand(1) == expected  # the caller's RNG is left alone
+    for part in ("unet/diffusion_pytorch_model", "vae/diffusion_pytorch_model", "text_encoder/model"):
+        assert (again / f"{part}.safetensors").read_bytes() == (tiny[1] / f"{part}.safetensors").read_bytes()
+
+
 def test_every_image_with_its_seed_and_hash(first):
     out, summary = first
     rows = metadata(out)
@@ -103,7 +115,7 @@ def test_every_image_with_its_seed_and_hash(first):
         assert r["seed"] == 10 + r["sample_idx"]
         assert r["sha256"] == hashlib.sha256((out / r["file_name"]).read_bytes()).hexdigest()
         assert "edit_step" not in r and "source_file" not in r
-        assert Image.open(out / r["file_name"]).size == (32, 32)
+        assert Image.open(out / r["file_name"]).size == (64, 64)
     assert summary == {**summary, "submission": NAME, "images": 6, "generated": 6, "skipped": 0}
     assert not (out / JOURNAL).exists()
 
@@ -121,15 +133,17 @@ def test_submission_yaml_records_the_settings(first, tiny):
             assert not field.choices or value in field.choices, f"{field.path}: {value!r}"
     assert submission_id(spec) == out.name and parse_location(spec["images"]["location"]).kind == "local"
     assert spec["model"]["name"] == "tiny-sd" and spec["model"]["revision"].startswith("local:")
-    assert spec["model"]["license"] == "unknown" and spec["model"]["weights"] == "open"
+    assert spec["model"]["license"] == "unknown" and spec["model"]["weights"] == "open" and "links" not in spec["model"]
     assert spec["generation"] == {**spec["generation"], "pipeline": "StableDiffusionPipeline", "scheduler": "DDIMScheduler",
-                                  "steps": 2, "guidance_scale": 7.5, "width": 32, "height": 32,
+                                  "steps": 2, "guidance_scale": 7.5, "width": 64, "height": 64,
                                   "negative_prompt": True, "precision": "fp32"}
     assert spec["generation"]["extra"]["device"] == "cpu" and spec["generation"]["extra"]["batch_size"] == 4
     assert "limit" not in spec["generation"]["extra"] and spec["generation"]["extra"]["code"]["packages"]["diffusers"]
     assert "i2i_pipeline" not in spec["generation"]
     assert spec["seeds"] == {"scheme": "prompt-set"}
     assert spec["prompt_set"] == {"name": T2I, "dataset": "dataset", "revision": local_revision(dataset)}
+    report = validate(out, dataset)
+    assert report.valid, report.to_text()
 
 
 def test_prompts_negative_prompts_and_one_generator_per_image(tiny, tmp_path, calls):
@@ -145,33 +159,23 @@ def test_prompts_negative_prompts_and_one_generator_per_image(tiny, tmp_path, ca
     assert all(g.device.type == "cpu" for _, kw in calls for g in kw["generator"])
 
 
-def test_same_settings_give_the_same_bytes(first, tiny, tmp_path):
-    out, _ = first
-    dataset, pipeline = tiny
-    again = tmp_path / NAME
-    generate(dataset, T2I, str(pipeline), again, batch_size=4, **FAST)
-    assert metadata(again) == metadata(out)
-    for r in metadata(out):
-        assert (again / r["file_name"]).read_bytes() == (out / r["file_name"]).read_bytes()
-
-
 def test_another_batch_size_changes_only_rounding(first, tiny, tmp_path):
     out, _ = first
     dataset, pipeline = tiny
     again = tmp_path / NAME
-    generate(dataset, T2I, str(pipeline), again, batch_size=1, **FAST)
+    generate(dataset, T2I, str(pipeline), again, batch_size=1, limit=1, **FAST)
     assert spec_of(again)["generation"]["extra"]["batch_size"] == 1
-    for r in metadata(out):
+    for r in metadata(again):
         diff = pixels(again / r["file_name"]).astype(int) - pixels(out / r["file_name"])
         assert np.abs(diff).max() <= 1
 
 
-def test_rerun_of_a_finished_submission_rewrites_nothing(first, tiny, tmp_path, calls):
+def test_rerun_of_a_finished_submission_rewrites_nothing(first, tiny, tmp_path, calls, capsys):
     dataset, pipeline = tiny
     out = copy(first[0], tmp_path)
     before = mtimes(out)
-    summary = generate(dataset, T2I, str(pipeline), out, **FAST)
-    assert (summary["generated"], summary["skipped"]) == (0, 6)
+    summary = generate(dataset, T2I, str(pipeline), out, **{**FAST, "progress": True})
+    assert (summary["generated"], summary["skipped"]) == (0, 6) and f"{NAME}: 100%" in capsys.readouterr().err
     assert calls == [] and mtimes(out) == before
     assert metadata(out) == metadata(first[0]) and spec_of(out) == spec_of(first[0])
 
@@ -193,6 +197,7 @@ def test_rerun_regenerates_exactly_the_missing_and_changed_images(first, tiny, t
 
 
 def test_interrupted_run_resumes_from_its_journal(first, tiny, tmp_path, monkeypatch):
+    """Also the determinism check: the same settings in another folder give the first run's bytes."""
     dataset, pipeline = tiny
     out = tmp_path / NAME
     original, n = StableDiffusionPipeline.__call__, []
@@ -210,10 +215,12 @@ def test_interrupted_run_resumes_from_its_journal(first, tiny, tmp_path, monkeyp
     journal = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines()]
     assert journal[0]["settings"]["generation.steps"] == 2 and len(journal) == 1 + 4
     assert not (out / "submission.yaml").exists()
+    with (out / JOURNAL).open("a") as journal:
+        journal.write('{"file_name": "images/tiny-t2i/ng/land')  # a line cut short by the crash
     monkeypatch.undo()
     summary = generate(dataset, T2I, str(pipeline), out, batch_size=4, **FAST)
     assert (summary["generated"], summary["skipped"]) == (2, 4)
-    assert metadata(out) == metadata(first[0]) and not (out / JOURNAL).exists()
+    assert metadata(out) == metadata(first[0]) and not (out / JOURNAL).exists()  # a fresh run's bytes
 
 
 def test_resume_with_other_settings_is_refused(first, tiny, tmp_path):
@@ -237,6 +244,8 @@ def test_each_edit_step_edits_the_previous_steps_image(tiny, tmp_path, calls):
         assert row["source_file"] == f"images/{ECB}/{source}/0.png"
         assert np.array_equal(np.asarray(kw["image"][0]), pixels(out / row["source_file"]))
     assert "edit_step" not in rows[f"{ECB}/kr/food/main-dish"]
+    report = validate(out, dataset)
+    assert report.valid, report.to_text()
     generation = spec_of(out)["generation"]
     assert generation["i2i_pipeline"] == "StableDiffusionImg2ImgPipeline" and generation["i2i_strength"] == 0.6
     assert "i2i_model" not in generation["extra"]
@@ -278,6 +287,7 @@ def test_hub_id_is_pinned_to_the_cached_commit(tiny, tmp_path, monkeypatch):
     summary = generate(dataset, T2I, "acme/tiny-sd@main", out, organization="acme", tag="fp32", limit=1, **FAST)
     spec = spec_of(out)
     assert (spec["model"]["id"], spec["model"]["revision"], spec["tag"]) == ("acme/tiny-sd", commit, "fp32")
+    assert spec["model"]["links"] == ["https://huggingface.co/acme/tiny-sd"]
     assert spec["generation"]["extra"]["limit"] == 1 and summary["images"] == 2
 
 

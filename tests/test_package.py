@@ -19,6 +19,7 @@ from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.package import package
+from cultureboard.evaluators.validate import validate
 from cultureboard.provenance import file_sha256
 
 SID = "acme-ai__imagen-x__api-v2"
@@ -48,7 +49,7 @@ def dataset(tmp_path_factory) -> Path:
     return write_dataset(tmp_path_factory.mktemp("ds") / "tiny-dataset", [prompt_config(tiny), prompt_config(chain)], {})
 
 
-def _image(path: Path, fmt: str, color: tuple[int, int, int], size=(64, 48)) -> None:
+def _image(path: Path, fmt: str, color: tuple[int, int, int], size=(96, 64)) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", size, color).save(path, fmt)
 
@@ -93,7 +94,7 @@ def test_package_writes_a_complete_submission(api):
     before = {p: p.read_bytes() for p in api.folder.rglob("*") if p.is_file()}
     result = run(api, seed_honoured=False)
     assert result == {"submission_id": SID, "out": str(api.out), "images": 6, "slots": 6, "missing": 0,
-                      "missing_slots": [], "width": 64, "height": 48}
+                      "missing_slots": [], "width": 96, "height": 64}
 
     rows = metadata(api.out)
     assert [(r["prompt_id"], r["sample_idx"]) for r in rows] == [  # prompt set order, not mapping order
@@ -111,7 +112,7 @@ def test_package_writes_a_complete_submission(api):
         assert set(row) == {"file_name", "prompt_id", "sample_idx", "seed", "sha256"}
     assert {p: p.read_bytes() for p in api.folder.rglob("*") if p.is_file()} == before  # copied, not moved
     assert sorted(p.relative_to(api.out).as_posix() for p in api.out.rglob("*") if p.is_file()) == sorted(
-        [r["file_name"] for r in rows] + [".cultureboard-output", "metadata.jsonl", "submission.yaml"])
+        [r["file_name"] for r in rows] + ["metadata.jsonl", "submission.yaml"])
 
     spec = yaml.safe_load((api.out / "submission.yaml").read_text())
     assert spec["format_version"] == 1 and spec["organization"] == "Acme AI" and spec["model"] == SPEC["model"]
@@ -119,12 +120,11 @@ def test_package_writes_a_complete_submission(api):
     assert spec["seeds"] == {"scheme": "prompt-set"}
     assert spec["prompt_set"] == {"name": "tiny", "dataset": "tiny-dataset", "revision": local_revision(api.dataset)}
     assert spec["images"] == {"location": "images"}
-    assert spec["generation"] == {"negative_prompt": False, "pipeline": "api", "width": 64, "height": 48, "scheduler": None,
+    assert spec["generation"] == {"negative_prompt": False, "pipeline": "api", "width": 96, "height": 64, "scheduler": None,
                                   "steps": None, "guidance_scale": None, "precision": None, "extra": {"seed_honoured": False}}
 
-    validate = pytest.importorskip("cultureboard.evaluators.validate", reason="the validator is not written yet").validate
     report = validate(api.out, dataset=api.dataset)
-    assert report.valid, report.problems
+    assert report.valid and not report.warnings, report.to_text()
 
 
 def test_missing_slots_are_counted_not_hidden(api):
@@ -138,18 +138,20 @@ def test_missing_slots_are_counted_not_hidden(api):
     assert spec["date"] == "2025-02-01" and "extra" not in spec["generation"]
 
 
-def test_jsonl_mapping_and_a_rerun_replaces_the_earlier_output(api):
-    run(api)
+def test_jsonl_mapping_and_a_rerun_needs_a_new_folder(api):
     jsonl = api.mapping.with_suffix(".jsonl")
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in api.rows[:2]))
     result = package(api.folder, jsonl, api.out, dataset=api.dataset, prompt_set="tiny", spec=SPEC)
     assert result["images"] == 2 and len(metadata(api.out)) == 2
     assert sorted(p.name for p in (api.out / "images" / "tiny").iterdir()) == ["jp"]
+    with pytest.raises(CultureboardError, match="will not be overwritten"):  # no hidden marker says it may be
+        run(api)
+    assert len(metadata(api.out)) == 2
 
 
 def test_edit_chain_sources_come_from_the_prompt_set(api):
-    for name in ("base.png", "step1.png", "step2.png"):
-        _image(api.folder / "chain" / name, "PNG", (1, 2, 3))
+    for i, name in enumerate(("base.png", "step1.png", "step2.png")):
+        _image(api.folder / "chain" / name, "PNG", (i, 2, 3))
     api.rows = [{"file": "chain/step2.png", "prompt_id": "chain/edit/2", "sample_idx": 0, "source_file": "chain/step1.png"},
                 {"file": "chain/step1.png", "prompt_id": "chain/edit/1", "sample_idx": 0, "source_file": ""},
                 {"file": "chain/base.png", "prompt_id": "chain/base", "sample_idx": 0, "source_file": ""}]
@@ -158,6 +160,7 @@ def test_edit_chain_sources_come_from_the_prompt_set(api):
         ("images/chain/base/0.png", None, None),
         ("images/chain/edit/1/0.png", 1, "images/chain/base/0.png"),
         ("images/chain/edit/2/0.png", 2, "images/chain/edit/1/0.png")]
+    assert validate(api.out, dataset=api.dataset).valid
 
 
 def test_an_edit_step_needs_the_image_it_edited(api):
@@ -167,7 +170,7 @@ def test_an_edit_step_needs_the_image_it_edited(api):
         run(api, prompt_set="chain")
     api.rows.append({"file": "img-B2.png", "prompt_id": "chain/edit/2", "sample_idx": 0, "source_file": "img-B2.png"})
     api.rows.insert(0, {"file": "d/e/img-B1.png", "prompt_id": "chain/base", "sample_idx": 0})
-    with pytest.raises(CultureboardError, match="source_file img-B2.png is not a mapped image of chain/edit/1"):
+    with pytest.raises(CultureboardError, match="source_file img-B2.png is not chain/step1.png, the image of chain/edit/1 sample 0"):
         run(api, prompt_set="chain")
     assert not api.out.exists()
 
@@ -204,12 +207,12 @@ BAD = {
     "file mapped twice": (_row(5, file="batch-1/img-Xq3zP9.png"), "mapping.csv:7", "maps batch-1/img-Xq3zP9.png a second time"),
     "edit_step on a text prompt": (_row(0, edit_step=1), "mapping.csv:2", "contradicts"),
     "images differ in size": (lambda env: _image(env.folder / "img-B2.png", "PNG", (0, 0, 0), (32, 32)),
-                              "downloads", "differ in size: 64x48.*32x32"),
+                              "downloads", "differ in size: 96x64.*32x32"),
     "spec not YAML": (lambda env: setattr(env, "spec", "organization: [Acme\n"), "spec.yaml", "is not valid YAML"),
     "spec not a mapping": (lambda env: setattr(env, "spec", "- Acme\n"), "spec.yaml", "is not a YAML mapping"),
     "spec lacks organization": (_set("organization", None), "spec.yaml", "lacks required field.*organization"),
     "spec lacks model.name": (_set("model.name", None), "spec.yaml", "lacks required field.*model.name"),
-    "spec contradicts the images": (_set("generation.width", 1024), "spec.yaml", "generation.width: 1024 but package found 64"),
+    "spec contradicts the images": (_set("generation.width", 1024), "spec.yaml", "generation.width: 1024 but package found 96"),
     "folder misnamed": (lambda env: setattr(env, "out", env.out.with_name("acme__imagen")), "acme__imagen",
                         f"must be named {SID}"),
 }

@@ -1,0 +1,459 @@
+"""``validate``: a valid submission passes; a corpus of broken ones, each one mutation of the valid one,
+reports its specific problem (code, file, fix) and writes nothing; ``check_pr_scope`` on PR file lists."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+from PIL import Image, ImageFile
+
+from cultureboard.errors import CultureboardError
+from cultureboard.evaluators.validate import CODES, Limits, Report, check_pr_scope, validate
+from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, noise_png, png_bytes, png_header_only,
+                                read_rows, read_spec, write_rows, write_spec, yaml_line)
+
+SUSHI0 = "images/tiny/jp/sushi/0.png"
+LINE = "metadata.jsonl:{}".format
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("ds") / "tiny-dataset")
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory, dataset) -> Path:
+    return make_submission(tmp_path_factory.mktemp("pristine"), dataset)
+
+
+@pytest.fixture
+def sub(tmp_path, pristine) -> Path:
+    """A fresh copy of the valid submission, in ``tmp_path/submissions/``."""
+    return Path(shutil.copytree(pristine, tmp_path / "submissions" / SUBMISSION_ID, symlinks=True))
+
+
+# ------------------------------------------------------------------------------------------ mutations
+
+def spec_edit(change: Callable[[dict], None]) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        spec = read_spec(folder)
+        change(spec)
+        write_spec(folder, spec)
+    return mutate
+
+
+def rows_edit(change: Callable[[list[dict]], None]) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        rows = read_rows(folder)
+        change(rows)
+        write_rows(folder, rows)
+    return mutate
+
+
+def text_edit(file: str, change: Callable[[str], str]) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        (folder / file).write_text(change((folder / file).read_text(encoding="utf-8")), encoding="utf-8")
+    return mutate
+
+
+def put_image(line: int, data: bytes, name: str | None = None) -> Callable[[Path], None]:
+    """Replace the image of metadata line ``line`` by ``data`` (under ``name`` if given), keeping sha256 right."""
+    def mutate(folder: Path) -> None:
+        rows = read_rows(folder)
+        row = rows[line - 1]
+        (folder / row["file_name"]).unlink()
+        row["file_name"] = name or row["file_name"]
+        (folder / row["file_name"]).parent.mkdir(parents=True, exist_ok=True)
+        (folder / row["file_name"]).write_bytes(data)
+        row["sha256"] = hashlib.sha256(data).hexdigest()
+        write_rows(folder, rows)
+    return mutate
+
+
+def add_row(**row) -> Callable[[Path], None]:
+    """Add an image (a new colour) and its metadata line (line 13)."""
+    def mutate(folder: Path) -> None:
+        data = png_bytes((1, 2, 3))
+        (folder / row["file_name"]).parent.mkdir(parents=True, exist_ok=True)
+        (folder / row["file_name"]).write_bytes(data)
+        write_rows(folder, [*read_rows(folder), {**row, "sha256": hashlib.sha256(data).hexdigest()}])
+    return mutate
+
+
+def drop_line(line: int) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        rows = read_rows(folder)
+        (folder / rows.pop(line - 1)["file_name"]).unlink()
+        write_rows(folder, rows)
+    return mutate
+
+
+def write(rel: str, data: bytes, mode: int = 0o644) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+        (folder / rel).chmod(mode)
+    return mutate
+
+
+def symlink_image(folder: Path) -> None:
+    (folder.parent / "secret.txt").write_text("not for the site")
+    (folder / SUSHI0).unlink()
+    (folder / SUSHI0).symlink_to(folder.parent / "secret.txt")
+
+
+def symlink_folder(folder: Path) -> None:
+    shutil.move(folder / "images/tiny/jp", folder.parent / "jp")
+    (folder / "images/tiny/jp").symlink_to(folder.parent / "jp", target_is_directory=True)
+
+
+def move_outside_location(folder: Path) -> None:
+    (folder / "other").mkdir()
+    shutil.move(folder / SUSHI0, folder / "other/sushi.png")
+    rows_edit(lambda r: r[0].update(file_name="other/sushi.png"))(folder)
+
+
+def zip_bytes() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("payload.txt", "hello")
+    return buffer.getvalue()
+
+
+def flipped(data: bytes) -> bytes:
+    out = bytearray(data)
+    out[len(out) // 2] ^= 0xFF
+    return bytes(out)
+
+
+def at(text: str) -> Callable[[Path], str]:
+    return lambda folder: yaml_line(folder, text)
+
+
+def last_yaml_line(folder: Path) -> str:
+    return f"submission.yaml:{len((folder / 'submission.yaml').read_text().splitlines())}"
+
+
+JPEG_NOISE = Image.open(io.BytesIO(noise_png())).convert("RGB")
+_jpeg = io.BytesIO()
+JPEG_NOISE.save(_jpeg, "JPEG")
+NOISE_JPEG = _jpeg.getvalue()
+OLD = "0" * 64
+
+# (id, mutation, code, file (a string, or a function of the folder), validate options)
+BROKEN = [
+    # the two files
+    ("missing-yaml", lambda f: (f / "submission.yaml").unlink(), "folder.missing_file", "submission.yaml", {}),
+    ("missing-metadata", lambda f: (f / "metadata.jsonl").unlink(), "folder.missing_file", "metadata.jsonl", {}),
+    ("yaml-syntax-error", text_edit("submission.yaml", lambda t: t.replace("  id: test-lab", "   id: test-lab")),
+     "schema.yaml_syntax", at("   id:"), {}),
+    ("yaml-not-a-mapping", write("submission.yaml", b"- a\n- b\n"), "schema.not_mapping", "submission.yaml", {}),
+    ("yaml-alias", text_edit("submission.yaml", lambda t: t + "x: &a {b: *a}\n"), "schema.yaml_alias", "submission.yaml", {}),
+    ("yaml-duplicate-key", text_edit("submission.yaml", lambda t: t + "contact: someone else\n"), "schema.duplicate_key",
+     last_yaml_line, {}),
+    # submission.yaml fields
+    ("missing-required-field", spec_edit(lambda s: s["model"].pop("license")), "schema.missing_field", at("model:"), {}),
+    ("null-required-field", spec_edit(lambda s: s["model"].update(id=None)), "schema.missing_field", at("  id:"), {}),
+    ("wrong-type", spec_edit(lambda s: s["generation"].update(steps="thirty")), "schema.wrong_type", at("  steps:"), {}),
+    ("bool-for-int", spec_edit(lambda s: s.update(format_version=True)), "schema.wrong_type", at("format_version:"), {}),
+    ("section-not-a-mapping", spec_edit(lambda s: s.update(generation="default")), "schema.wrong_type", at("generation:"), {}),
+    ("bad-choice", spec_edit(lambda s: s["model"].update(weights="partly")), "schema.bad_choice", at("  weights:"), {}),
+    ("unquoted-date", text_edit("submission.yaml", lambda t: t.replace("'2025-01-15'", "2025-01-15")), "schema.wrong_type",
+     at("date:"), {}),
+    ("bad-date", spec_edit(lambda s: s.update(date="2025-13-45")), "schema.bad_date", at("date:"), {}),
+    ("format-version", spec_edit(lambda s: s.update(format_version=2)), "schema.format_version", at("format_version:"), {}),
+    ("folder-name-mismatch", spec_edit(lambda s: s.update(organization="Other Lab")), "schema.folder_name", "submission.yaml", {}),
+    ("unknown-prompt-set", spec_edit(lambda s: s["prompt_set"].update(name="nope")), "schema.unknown_prompt_set",
+     at("  name: nope"), {}),
+    ("wrong-revision", spec_edit(lambda s: s["prompt_set"].update(revision="sha256:" + OLD)), "schema.wrong_revision",
+     at("  revision: sha256:"), {}),
+    ("unpinned-revision", spec_edit(lambda s: s["prompt_set"].update(revision="main")), "schema.bad_revision",
+     at("  revision: main"), {}),
+    ("bad-image-location", spec_edit(lambda s: s["images"].update(location="../elsewhere")), "schema.bad_location",
+     at("  location:"), {}),
+    # metadata.jsonl
+    ("metadata-bad-json", text_edit("metadata.jsonl", lambda t: t + "{not json\n"), "metadata.bad_json", LINE(13), {}),
+    ("metadata-not-an-object", text_edit("metadata.jsonl", lambda t: t + "[1, 2]\n"), "metadata.not_object", LINE(13), {}),
+    ("metadata-duplicate-key", text_edit("metadata.jsonl", lambda t: t.replace('"seed": 0,', '"seed": 0, "seed": 1,', 1)),
+     "metadata.duplicate_key", LINE(1), {}),
+    ("metadata-missing-field", rows_edit(lambda r: r[2].pop("seed")), "metadata.missing_field", LINE(3), {}),
+    ("metadata-wrong-type", rows_edit(lambda r: r[0].update(sample_idx="0")), "metadata.wrong_type", LINE(1), {}),
+    ("bad-sha256-format", rows_edit(lambda r: r[0].update(sha256="abc")), "metadata.bad_sha256", LINE(1), {}),
+    ("duplicated-line", rows_edit(lambda r: r.append(r[0])), "metadata.duplicate_line", LINE(13), {}),
+    ("duplicated-prompt-sample", rows_edit(lambda r: r[1].update(sample_idx=0, seed=0)), "metadata.duplicate_sample", LINE(2), {}),
+    ("duplicated-file", rows_edit(lambda r: r[1].update(file_name=r[0]["file_name"])), "metadata.duplicate_file", LINE(2), {}),
+    ("wrong-seed", rows_edit(lambda r: r[0].update(seed=999)), "metadata.wrong_seed", LINE(1), {}),
+    ("sample-out-of-range", add_row(file_name="images/tiny/jp/sushi/2.png", prompt_id="tiny/jp/sushi", sample_idx=2, seed=2),
+     "metadata.sample_out_of_range", LINE(13), {}),
+    ("negative-sample", rows_edit(lambda r: r[0].update(sample_idx=-1)), "metadata.sample_out_of_range", LINE(1), {}),
+    ("unknown-prompt-id", add_row(file_name="images/x/0.png", prompt_id="tiny/xx/nothing", sample_idx=0, seed=0),
+     "coverage.unknown_prompt", LINE(13), {}),
+    ("outside-location", move_outside_location, "metadata.outside_location", LINE(1), {}),
+    ("empty-metadata", write("metadata.jsonl", b""), "metadata.empty", "metadata.jsonl", {}),
+    # coverage
+    ("missing-image", drop_line(4), "coverage.missing_image", "metadata.jsonl", {}),
+    ("broken-chain", drop_line(9), "coverage.broken_chain", "metadata.jsonl", {}),
+    ("wrong-source-file", rows_edit(lambda r: r[11].update(source_file=r[7]["file_name"])), "coverage.wrong_source_file",
+     LINE(12), {}),
+    ("wrong-edit-step", rows_edit(lambda r: r[8].update(edit_step=2)), "coverage.wrong_edit_step", LINE(9), {}),
+    ("edit-step-on-t2i", rows_edit(lambda r: r[0].update(edit_step=1)), "coverage.wrong_edit_step", LINE(1), {}),
+    # image files
+    ("listed-file-missing", lambda f: (f / SUSHI0).unlink(), "file.missing", LINE(1), {}),
+    ("extra-unlisted-image", write("images/extra.png", png_bytes((9, 9, 9))), "folder.unlisted_file", "images/extra.png", {}),
+    ("garbage-bytes", put_image(1, b"\x00garbage" * 100), "file.not_an_image", SUSHI0, {}),
+    ("truncated-png", put_image(1, noise_png()[:6000]), "file.truncated", SUSHI0, {}),
+    ("png-without-end-chunk", put_image(1, noise_png()[:-12]), "file.truncated", SUSHI0, {}),
+    ("corrupted-after-hashing", lambda f: (f / SUSHI0).write_bytes(flipped((f / SUSHI0).read_bytes())),
+     "file.sha256_mismatch", SUSHI0, {}),
+    ("corrupt-png-hashed-as-is", put_image(1, flipped(noise_png())), "file.corrupt", SUSHI0, {"full_decode": True}),
+    ("zip-appended-to-png", put_image(1, noise_png() + zip_bytes()), "file.trailing_data", SUSHI0, {}),
+    ("jpeg-named-png", put_image(1, png_bytes((5, 5, 5), fmt="JPEG")), "file.format_mismatch", SUSHI0, {}),
+    ("truncated-jpeg", put_image(1, NOISE_JPEG[: len(NOISE_JPEG) // 2], "images/tiny/jp/sushi/0.jpg"), "file.truncated",
+     "images/tiny/jp/sushi/0.jpg", {}),
+    ("unsupported-extension", put_image(1, noise_png(), "images/tiny/jp/sushi/0.gif"), "file.bad_extension",
+     "images/tiny/jp/sushi/0.gif", {}),
+    ("huge-dimensions", put_image(1, png_header_only(100_000, 100_000)), "file.dimensions", SUSHI0, {}),
+    ("over-pixel-limit", put_image(1, png_header_only(5000, 5000)), "file.dimensions", SUSHI0, {}),
+    ("too-small", put_image(1, png_bytes((5, 5, 5), (32, 32))), "file.too_small", SUSHI0, {}),
+    ("oversize-file", lambda f: None, "file.too_large", SUSHI0, {"limits": Limits(max_file_bytes=100)}),
+    ("sha256-mismatch", rows_edit(lambda r: r[0].update(sha256=OLD)), "file.sha256_mismatch", SUSHI0, {}),
+    ("same-image-two-prompts", lambda f: put_image(3, (f / SUSHI0).read_bytes())(f), "file.duplicate_image", LINE(3), {}),
+    # safety
+    ("symlink", symlink_image, "safety.symlink", SUSHI0, {}),
+    ("symlinked-folder", symlink_folder, "safety.symlink", "images/tiny/jp", {}),
+    ("hard-link", lambda f: os.link(f / SUSHI0, f.parent / "outside.png"), "safety.hardlink", SUSHI0, {}),
+    ("path-escape", rows_edit(lambda r: r[0].update(file_name="../outside.png")), "safety.path_escape", LINE(1), {}),
+    ("absolute-path", rows_edit(lambda r: r[0].update(file_name="/etc/passwd")), "safety.absolute_path", LINE(1), {}),
+    ("backslash-path", rows_edit(lambda r: r[0].update(file_name="images\\tiny\\jp\\sushi\\0.png")), "safety.bad_path",
+     LINE(1), {}),
+    ("hidden-file", write(".DS_Store", b"\0\0\0\1Bud1"), "safety.hidden_file", ".DS_Store", {}),
+    ("macosx-folder", write("__MACOSX/images/._0.png", b"\0\5\26\7"), "safety.hidden_file", "__MACOSX", {}),
+    ("fifo", lambda f: os.mkfifo(f / "images/pipe"), "safety.special_file", "images/pipe", {}),
+    ("executable-script", write("run.sh", b"#!/bin/sh\nrm -rf ~\n", 0o755), "safety.executable", "run.sh", {}),
+    ("script-without-exec-bit", write("notes.txt", b"#!/usr/bin/env python\n"), "safety.executable", "notes.txt", {}),
+    ("elf-named-png", put_image(1, b"\x7fELF\x02\x01\x01" + b"\0" * 200), "safety.executable", SUSHI0, {}),
+    ("exec-bit-on-image", lambda f: (f / SUSHI0).chmod(0o755), "safety.executable", SUSHI0, {}),
+    ("zip-archive", write("images.zip", zip_bytes()), "safety.archive", "images.zip", {}),
+    ("gzip-renamed", write("images/data.bin", gzip.compress(b"payload")), "safety.archive", "images/data.bin", {}),
+    ("control-char-in-yaml", spec_edit(lambda s: s.update(contact="Jo\x1b[31m")), "safety.control_char", at("contact:"), {}),
+    ("newline-in-single-line-field", spec_edit(lambda s: s["model"].update(id="a\nb")), "safety.control_char", at("  id:"), {}),
+    ("nul-in-metadata", rows_edit(lambda r: r[0].update(prompt_id="tiny/jp/sushi\x00")), "safety.control_char", LINE(1), {}),
+    ("bidi-override-in-yaml", spec_edit(lambda s: s.update(contact="Jo \u202eevil")), "safety.bidi_override",
+     at("contact:"), {}),
+    ("bidi-isolate-in-metadata", rows_edit(lambda r: r[0].update(file_name="images/\u2066x.png")), "safety.bidi_override",
+     LINE(1), {}),
+    ("over-long-field", spec_edit(lambda s: s.update(contact="x" * 300)), "safety.too_long", at("contact:"), {}),
+    ("over-long-training-data", spec_edit(lambda s: s["model"].update(training_data="a" * 2001)), "safety.too_long",
+     at("  training_data:"), {}),
+]
+
+
+def snapshot(*folders: Path) -> dict:
+    """Every entry under ``folders`` (links not followed) with its type, size, mode and mtime."""
+    out = {}
+    for folder in folders:
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in dirnames + filenames:
+                st = os.lstat(Path(dirpath) / name)
+                out[str(Path(dirpath) / name)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+@contextlib.contextmanager
+def write_guard() -> Iterator[None]:
+    """Fail any attempt to open a file for writing (Python's open and os.open) inside the block."""
+    real_open, real_os_open = builtins.open, os.open
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def guarded_open(file, mode="r", *args, **kwargs):
+        assert not set(mode) & set("wax+"), f"validate opened {file} with mode {mode}"
+        return real_open(file, mode, *args, **kwargs)
+
+    def guarded_os_open(path, flags, *args, **kwargs):
+        assert not flags & write_flags, f"validate opened {path} for writing"
+        return real_os_open(path, flags, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(builtins, "open", guarded_open)
+        mp.setattr(os, "open", guarded_os_open)
+        yield
+
+
+def run(folder: Path, dataset: Path, options: dict) -> Report:
+    """Validate with nothing written: no file opened for writing, and the trees unchanged (mtimes included)."""
+    before = snapshot(folder.parent.parent, dataset)
+    with write_guard():
+        report = validate(folder, dataset, **options)
+    assert snapshot(folder.parent.parent, dataset) == before
+    return report
+
+
+def test_valid_submission_passes(sub, dataset):
+    report = run(sub, dataset, {})
+    assert report.valid and report.problems == []
+    assert report.checked == {"files": 14, "metadata_lines": 12, "images": 12, "prompts": 7}
+    assert report.submission == SUBMISSION_ID
+
+
+def test_full_decode_passes_the_valid_submission(sub, dataset):
+    assert run(sub, dataset, {"full_decode": True}).problems == []
+
+
+@pytest.mark.parametrize("mutate, code, file, options", [pytest.param(*case[1:], id=case[0]) for case in BROKEN])
+def test_broken_submission(sub, dataset, mutate, code, file, options):
+    mutate(sub)
+    report = run(sub, dataset, options)
+    expected_file = file(sub) if callable(file) else file
+    matches = [p for p in report.problems if p.code == code]
+    assert matches, report.to_text()
+    assert expected_file in [p.file for p in matches], report.to_text()
+    assert all(p.severity == "error" and p.message and p.fix for p in matches)
+    assert not report.valid  # the CLI exits 1
+    assert {p.code for p in report.problems} <= set(CODES)
+
+
+def test_corpus_is_large_and_distinct():
+    assert len(BROKEN) >= 30
+    assert len({case[0] for case in BROKEN}) == len(BROKEN)
+    assert len({case[2] for case in BROKEN}) >= 30
+
+
+def test_broken_chain_names_the_missing_step(sub, dataset):
+    drop_line(9)(sub)  # chain/1, sample 0
+    report = validate(sub, dataset)
+    [problem] = [p for p in report.problems if p.code == "coverage.broken_chain"]
+    assert "tiny/chain/base" in problem.message and "sample 0" in problem.message and "step 1 (tiny/chain/1)" in problem.message
+
+
+def test_every_problem_is_reported_at_once(sub, dataset):
+    for mutate in (spec_edit(lambda s: s["model"].pop("license")), rows_edit(lambda r: r[0].update(seed=999)),
+                   put_image(5, b"garbage" * 20), write(".env", b"TOKEN=1")):
+        mutate(sub)
+    codes = {p.code for p in validate(sub, dataset).errors}
+    assert {"schema.missing_field", "metadata.wrong_seed", "file.not_an_image", "safety.hidden_file"} <= codes
+
+
+@pytest.mark.parametrize("mutate, code", [
+    pytest.param(spec_edit(lambda s: s["generation"].update(sampler_notes="x")), "schema.unknown_field", id="unknown-yaml-field"),
+    pytest.param(rows_edit(lambda r: r[0].update(comment="nice")), "metadata.unknown_field", id="unknown-metadata-key"),
+    pytest.param(spec_edit(lambda s: s["prompt_set"].update(revision="c" * 40)), "schema.revision_unchecked", id="hub-commit-revision"),
+    pytest.param(lambda f: (shutil.rmtree(f / "images"), spec_edit(
+        lambda s: s["images"].update(location="hf://datasets/test-lab/tiny-images@" + "b" * 40))(f)), "file.skipped", id="hub-images"),
+])
+def test_warnings_leave_the_submission_valid(sub, dataset, mutate, code):
+    mutate(sub)
+    report = run(sub, dataset, {})
+    assert report.valid, report.to_text()
+    assert [p.code for p in report.problems] == [code] and report.problems[0].severity == "warning"
+
+
+def test_hostile_markup_is_allowed_within_limits(sub, dataset):
+    spec_edit(lambda s: s.update(contact="<script>alert(1)</script>"))(sub)
+    assert validate(sub, dataset).problems == []
+
+
+def test_without_dataset_coverage_is_skipped_with_a_warning(sub):
+    report = validate(sub)
+    assert report.valid
+    assert {p.code for p in report.problems} == {"coverage.skipped", "file.duplicate_image"}  # mannequins: texts unknown
+
+
+def test_pixel_limit_is_checked_before_decoding(sub, dataset, monkeypatch):
+    put_image(1, png_header_only(100_000, 100_000))(sub)
+    put_image(2, png_header_only(5000, 5000))(sub)
+    decoded = []
+    real_load = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: decoded.append(self.size) or real_load(self))
+    report = validate(sub, dataset, full_decode=True)
+    assert [p.file for p in report.problems if p.code == "file.dimensions"] == [SUSHI0, "images/tiny/jp/sushi/1.png"]
+    assert decoded and all(w * h <= 4096 * 4096 for w, h in decoded)  # the other images were decoded, these were not
+
+
+@pytest.mark.parametrize("data, code", [
+    pytest.param(png_header_only(64, 64), "file.truncated", id="too-little-pixel-data"),  # chunks and CRCs intact
+    pytest.param(flipped(noise_png()), "file.corrupt", id="bit-flip-before-hashing"),  # a CRC fails
+])
+def test_full_decode_catches_what_the_structure_check_cannot(sub, dataset, data, code):
+    put_image(1, data)(sub)
+    assert validate(sub, dataset).valid  # the documented trade-off of the default
+    assert [(p.code, p.file) for p in validate(sub, dataset, full_decode=True).problems] == [(code, SUSHI0)]
+
+
+def test_report_json_round_trip_and_text(sub, dataset):
+    rows_edit(lambda r: r[0].update(seed=999))(sub)
+    spec_edit(lambda s: s.update(surprise=1))(sub)
+    report = validate(sub, dataset)
+    data = json.loads(report.to_json())
+    assert data["valid"] is False and data["errors"] == 1 and data["warnings"] == 1
+    assert Report.from_json(report.to_json()) == report
+    text = report.to_text().splitlines()
+    assert text[0] == ("ERROR metadata.jsonl:1: seed 999 is not seeds[0] = 0 of prompt 'tiny/jp/sushi' "
+                       "(fix: generate image k of each prompt with the prompt set's seeds[k]) [metadata.wrong_seed]")
+    assert text[1].startswith("WARNING submission.yaml:")
+    assert text[-1].startswith(f"{SUBMISSION_ID}: INVALID: 1 errors, 1 warnings")
+
+
+def test_user_strings_are_escaped_in_reports(sub, dataset):
+    write("images/\x1b[2Jevil\u202e.png", b"x")(sub)
+    problems = validate(sub, dataset).problems
+    assert [p.file for p in problems] == ["images/\\u001b[2Jevil\\u202e.png"]
+
+
+def test_usage_errors_raise_with_exit_code_2(tmp_path, sub):
+    with pytest.raises(CultureboardError) as missing:
+        validate(tmp_path / "nope")
+    with pytest.raises(CultureboardError) as not_dataset:
+        validate(sub, tmp_path)
+    assert missing.value.exit_code == not_dataset.value.exit_code == 2
+
+
+def test_a_linked_submission_folder_is_not_followed(sub, tmp_path):
+    (tmp_path / "link").symlink_to(sub, target_is_directory=True)
+    report = validate(tmp_path / "link")
+    assert [p.code for p in report.problems] == ["safety.symlink"]
+
+
+# ------------------------------------------------------------------------------------- PR scope
+
+OWN = f"submissions/{SUBMISSION_ID}"
+
+
+@pytest.mark.parametrize("submission_dir", [None, OWN])
+def test_scope_only_the_submission_folder(submission_dir):
+    report = check_pr_scope([f"{OWN}/submission.yaml", f"{OWN}/images/tiny/jp/sushi/0.png"], submission_dir)
+    assert report.valid and report.problems == [] and report.submission == SUBMISSION_ID
+
+
+@pytest.mark.parametrize("path", ["results/tiny/summary.parquet", "builder/kb.py", ".github/workflows/ci.yml",
+                                  "submissions/README.md", f"{OWN}/../../builder/kb.py", '"submissions/a\\tb/x.png"'])
+def test_scope_outside_a_submission(path):
+    report = check_pr_scope([f"{OWN}/metadata.jsonl", path], OWN)
+    assert [(p.code, p.file) for p in report.problems] == [("scope.outside_submission", path)]
+    assert report.problems[0].fix and not report.valid
+
+
+def test_scope_another_submission():
+    report = check_pr_scope([f"{OWN}/metadata.jsonl", "submissions/other__model/metadata.jsonl"], OWN)
+    assert [(p.code, p.file) for p in report.problems] == [("scope.other_submission", "submissions/other__model/metadata.jsonl")]
+
+
+def test_scope_two_submissions():
+    paths = [f"{OWN}/metadata.jsonl", "submissions/other__model/metadata.jsonl"]
+    report = check_pr_scope(paths, None)
+    assert [(p.code, p.file) for p in report.problems] == [("scope.multiple_submissions", p) for p in paths]
+
+
+def test_scope_empty_change_list_is_a_warning():
+    report = check_pr_scope(["", "\n"], OWN)
+    assert report.valid and [p.code for p in report.problems] == ["scope.empty"]
