@@ -182,7 +182,8 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored)
 @click.option("--dataset", type=click.Path(file_okay=False), help="Dataset folder, to check coverage and the revision.")
 @click.option("--changed-files", type=click.Path(dir_okay=False), help="A pull request's changed paths (git diff --name-only), to check its scope.")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report (for the PR comment).")
-def validate(submission, dataset, changed_files, as_json):
+@click.option("--full-decode", is_flag=True, help="Also decode every pixel (slow; by default the file structure and sha256 are checked).")
+def validate(submission, dataset, changed_files, as_json, full_decode):
     """Report every problem of a submission; exit 0 when valid, 1 when not, 2 on usage errors."""
     from cultureboard.evaluators.validate import Report, check_pr_scope, validate as run
 
@@ -198,11 +199,42 @@ def validate(submission, dataset, changed_files, as_json):
                                     "pass a text file with one changed path per line", exit_code=2) from None
         reports.append(check_pr_scope(paths, submission))
     if submission:
-        reports.append(run(submission, dataset))
+        reports.append(run(submission, dataset, full_decode=full_decode))
     report = reports[0] if len(reports) == 1 else Report(reports[-1].submission, [p for r in reports for p in r.problems],
                                                          reports[-1].checked)
     click.echo(report.to_json() if as_json else report.to_text())
     raise click.exceptions.Exit(0 if report.valid else 1)
+
+
+@cli.command()
+@click.argument("submission", type=click.Path(file_okay=False))
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Results folder (results/): writes OUT/<submission id>/.")
+@click.option("--scorers", type=click.Path(dir_okay=False), help="Scorer config (YAML): point scorers at local folders or add new ones.")
+@click.option("--shard", help="Score only part i of n (i/n); join the parts with `cultureboard merge-shards`.")
+@click.option("--device", help="cuda, mps or cpu (default: the best available).")
+@click.option("--dtype", help="float16, bfloat16 or float32 (default: float16 on cuda, float32 otherwise).")
+@click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of the diversity groups.")
+@click.option("--repetitions", default=50, show_default=True, help="Random groups per diversity pool (CUBE: 50).")
+def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, repetitions):
+    """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance."""
+    from cultureboard.evaluators.evaluate import evaluate as run, parse_shard
+
+    target = run(submission, dataset, out, scorers=scorers, shard=parse_shard(shard), device=device, dtype=dtype,
+                 cache=cache, seed=seed, repetitions=repetitions)
+    click.echo(f"results written to {target}")
+
+
+@cli.command(name="merge-shards")
+@click.argument("results", type=click.Path(file_okay=False))
+@click.argument("submission_id")
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
+def merge_shards(results, submission_id, dataset):
+    """Join the shards of a sharded evaluation into the result an unsharded run gives."""
+    from cultureboard.evaluators.evaluate import merge_shards as run
+
+    click.echo(f"results written to {run(results, submission_id, dataset)}")
 
 
 @cli.group()

@@ -55,10 +55,10 @@ def png_bytes(color: tuple[int, int, int], size: tuple[int, int] = (64, 64), fmt
     return buffer.getvalue()
 
 
-def noise_png(size: int = 64) -> bytes:
-    """A PNG of noise: its pixel data spans many bytes, so cutting or flipping them breaks it."""
+def noise_image(fmt: str = "PNG", size: int = 64) -> bytes:
+    """An image of noise: its pixel data spans many bytes, so cutting or flipping them breaks it."""
     buffer = io.BytesIO()
-    Image.frombytes("RGB", (size, size), random.Random(size).randbytes(size * size * 3)).save(buffer, "PNG")
+    Image.frombytes("RGB", (size, size), random.Random(size).randbytes(size * size * 3)).save(buffer, fmt)
     return buffer.getvalue()
 
 

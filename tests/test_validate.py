@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-from PIL import Image, ImageFile
+from PIL import ImageFile
 
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.validate import CODES, Limits, Report, check_pr_scope, validate
-from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, noise_png, png_bytes, png_header_only,
+from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, noise_image, png_bytes, png_header_only,
                                 read_rows, read_spec, write_rows, write_spec, yaml_line)
 
 SUSHI0 = "images/tiny/jp/sushi/0.png"
@@ -145,10 +145,7 @@ def last_yaml_line(folder: Path) -> str:
     return f"submission.yaml:{len((folder / 'submission.yaml').read_text().splitlines())}"
 
 
-JPEG_NOISE = Image.open(io.BytesIO(noise_png())).convert("RGB")
-_jpeg = io.BytesIO()
-JPEG_NOISE.save(_jpeg, "JPEG")
-NOISE_JPEG = _jpeg.getvalue()
+NOISE_JPEG = noise_image("JPEG")
 OLD = "0" * 64
 
 # (id, mutation, code, file (a string, or a function of the folder), validate options)
@@ -212,16 +209,16 @@ BROKEN = [
     ("listed-file-missing", lambda f: (f / SUSHI0).unlink(), "file.missing", LINE(1), {}),
     ("extra-unlisted-image", write("images/extra.png", png_bytes((9, 9, 9))), "folder.unlisted_file", "images/extra.png", {}),
     ("garbage-bytes", put_image(1, b"\x00garbage" * 100), "file.not_an_image", SUSHI0, {}),
-    ("truncated-png", put_image(1, noise_png()[:6000]), "file.truncated", SUSHI0, {}),
-    ("png-without-end-chunk", put_image(1, noise_png()[:-12]), "file.truncated", SUSHI0, {}),
+    ("truncated-png", put_image(1, noise_image()[:6000]), "file.truncated", SUSHI0, {}),
+    ("png-without-end-chunk", put_image(1, noise_image()[:-12]), "file.truncated", SUSHI0, {}),
     ("corrupted-after-hashing", lambda f: (f / SUSHI0).write_bytes(flipped((f / SUSHI0).read_bytes())),
      "file.sha256_mismatch", SUSHI0, {}),
-    ("corrupt-png-hashed-as-is", put_image(1, flipped(noise_png())), "file.corrupt", SUSHI0, {"full_decode": True}),
-    ("zip-appended-to-png", put_image(1, noise_png() + zip_bytes()), "file.trailing_data", SUSHI0, {}),
+    ("corrupt-png-hashed-as-is", put_image(1, flipped(noise_image())), "file.corrupt", SUSHI0, {"full_decode": True}),
+    ("zip-appended-to-png", put_image(1, noise_image() + zip_bytes()), "file.trailing_data", SUSHI0, {}),
     ("jpeg-named-png", put_image(1, png_bytes((5, 5, 5), fmt="JPEG")), "file.format_mismatch", SUSHI0, {}),
     ("truncated-jpeg", put_image(1, NOISE_JPEG[: len(NOISE_JPEG) // 2], "images/tiny/jp/sushi/0.jpg"), "file.truncated",
      "images/tiny/jp/sushi/0.jpg", {}),
-    ("unsupported-extension", put_image(1, noise_png(), "images/tiny/jp/sushi/0.gif"), "file.bad_extension",
+    ("unsupported-extension", put_image(1, noise_image(), "images/tiny/jp/sushi/0.gif"), "file.bad_extension",
      "images/tiny/jp/sushi/0.gif", {}),
     ("huge-dimensions", put_image(1, png_header_only(100_000, 100_000)), "file.dimensions", SUSHI0, {}),
     ("over-pixel-limit", put_image(1, png_header_only(5000, 5000)), "file.dimensions", SUSHI0, {}),
@@ -382,7 +379,7 @@ def test_pixel_limit_is_checked_before_decoding(sub, dataset, monkeypatch):
 
 @pytest.mark.parametrize("data, code", [
     pytest.param(png_header_only(64, 64), "file.truncated", id="too-little-pixel-data"),  # chunks and CRCs intact
-    pytest.param(flipped(noise_png()), "file.corrupt", id="bit-flip-before-hashing"),  # a CRC fails
+    pytest.param(flipped(noise_image()), "file.corrupt", id="bit-flip-before-hashing"),  # a CRC fails
 ])
 def test_full_decode_catches_what_the_structure_check_cannot(sub, dataset, data, code):
     put_image(1, data)(sub)
