@@ -156,42 +156,6 @@ def open_dump(path: Path):
 
 
 _CHUNK = 4 << 20
-_GZIP_BLOCK = 1 << 20  # compressed bytes handed to zlib per call
-
-
-def _gunzip(fh) -> Iterator[bytes]:
-    """Decompressed chunks (at most ``_CHUNK`` bytes) of a gzip file, read as ``gzip`` reads it: members
-    concatenated, zero padding after a member allowed, a truncated member an ``EOFError``.
-
-    ``GzipFile`` feeds zlib 8 KiB at a time and needs the GIL back between calls, so while the parser
-    holds the GIL a reader thread using it barely advances. Here each zlib call takes a large block (it
-    releases the GIL for the whole call), so decompression really overlaps parsing. zlib's gzip mode
-    (``wbits=31``) parses the header and checks each member's CRC and length itself.
-    """
-    data = fh.read(_GZIP_BLOCK)
-    first = True
-    while data:
-        if not first:
-            data = data.lstrip(b"\0")
-            if not data:
-                data = fh.read(_GZIP_BLOCK)
-                continue
-        first = False
-        while len(data) < 2 and (more := fh.read(_GZIP_BLOCK)):
-            data += more
-        if data[:2] != b"\037\213":
-            raise gzip.BadGzipFile(f"Not a gzipped file ({data[:2]!r})")
-        member = zlib.decompressobj(wbits=31)
-        while not member.eof:
-            if not data:
-                data = fh.read(_GZIP_BLOCK)
-            out = member.decompress(data, _CHUNK)
-            if out:
-                yield out
-            elif not data:
-                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
-            data = member.unconsumed_tail
-        data = member.unused_data or fh.read(_GZIP_BLOCK)
 
 
 def _chunks(path: Path) -> Iterator[bytes]:
@@ -200,14 +164,9 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
     def reader():
         try:
-            if path.suffix == ".gz":
-                with open(path, "rb") as raw:
-                    for chunk in _gunzip(raw):
-                        q.put(chunk)
-            else:
-                with open_dump(path) as fh:
-                    while chunk := fh.read(_CHUNK):
-                        q.put(chunk)
+            with open_dump(path) as fh:
+                while chunk := fh.read(_CHUNK):
+                    q.put(chunk)
             q.put(None)
         except BaseException as exc:  # handed to the consumer, which reports it
             q.put(exc)

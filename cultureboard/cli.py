@@ -257,6 +257,53 @@ def ratings_import(file, dataset, prompt_set, out, scores, submissions):
     click.echo(f"{result['ratings']} ratings of {result['items']} images by {result['raters']} raters written to {result['out']}")
 
 
+@cli.group(name="site")
+def site_group() -> None:
+    """The static leaderboard site."""
+
+
+@site_group.command(name="build")
+@click.option("--results", required=True, type=click.Path(file_okay=False), help="Results folder (one subfolder per submission).")
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder (prompt texts, slices).")
+@click.option("--submissions", required=True, type=click.Path(file_okay=False), help="Submissions folder (model cards, images).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the site to.")
+@click.option("--ratings", type=click.Path(file_okay=False), help="Output of `cultureboard ratings import`, for metric validity.")
+def site_build(results, dataset, submissions, out, ratings):
+    """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
+    from cultureboard.site.render import build_site
+
+    info = build_site(results, dataset, submissions, out, ratings=ratings)
+    click.echo(f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
+               f"open {Path(out) / 'index.html'}")
+
+
+@publish.command(name="results")
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("--repo", required=True, help="Hub dataset repository for results, ORG/NAME.")
+@click.option("--submission", help="Publish only this submission id (default: all).")
+def publish_results_command(results, repo, submission):
+    """Upload results to a Hub dataset: one split per submission plus `latest`."""
+    from cultureboard.evaluators.publish_results import publish_results
+
+    info = publish_results(results, repo, submission=submission)
+    click.echo(f"uploaded results to {repo}: commit {info['commit']}")
+
+
+@cli.command(name="compare-results")
+@click.argument("baseline", type=click.Path(file_okay=False))
+@click.argument("new", type=click.Path(file_okay=False))
+@click.option("--tolerance", default=0.02, show_default=True, help="Largest absolute change tolerated per metric x slice.")
+def compare_results_command(baseline, new, tolerance):
+    """Compare two results of the same submission; exit 1 when scores drifted beyond the tolerance."""
+    from cultureboard.evaluators.drift import compare_results
+
+    drifts = compare_results(baseline, new, tolerance=tolerance)
+    for d in drifts:
+        click.echo(" ".join(f"{k}={v}" for k, v in d.items()))
+    click.echo(f"{len(drifts)} drift(s) beyond {tolerance}" if drifts else f"no drift beyond {tolerance}")
+    raise click.exceptions.Exit(1 if drifts else 0)
+
+
 @cli.command(name="dump-to-rdf")
 @click.argument("dump", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
@@ -269,17 +316,22 @@ def dump_to_rdf(dump, out):
 
 @cli.command()
 @click.option("--out", default="cultureboard-demo", show_default=True, type=click.Path(file_okay=False))
-def demo(out):
-    """Run the pipeline offline on the shipped sample (today: the builder; later stages follow)."""
-    from cultureboard.builder import build as run
+@click.option("--scorers", default="tiny", show_default=True,
+              help="tiny: random-weight local stand-ins; default: the registry's real checkpoints; or a scorer config FILE.")
+@click.option("--pipeline", "pipelines", multiple=True, metavar="NAME=ID_OR_PATH",
+              help="Real diffusers pipelines to generate with instead of the stand-ins (repeatable).")
+@click.option("--countries", help="Comma-separated ISO codes (default: IT,JP,BR,NG).")
+def demo(out, scorers, pipelines, countries):
+    """Run the whole pipeline offline: build, generate, validate, evaluate, site."""
+    from cultureboard.demo import demo as run
 
-    dataset = Path(out) / "dataset"
-    provenance = run(dataset)
-    _print_rows(dataset, provenance["rows"])
-    click.echo(
-        f"demo: built the benchmark dataset from the shipped sample Wikidata dump into {dataset} "
-        "(LLM stage skipped: --llm none). Generation, evaluation and the site are not part of the demo yet."
-    )
+    chosen = {}
+    for item in pipelines:
+        name, sep, ident = item.partition("=")
+        if not sep or not name or not ident:
+            raise CultureboardError(f"--pipeline {item}", "is not NAME=ID_OR_PATH", "e.g. --pipeline sdxl=stabilityai/stable-diffusion-xl-base-1.0", exit_code=2)
+        chosen[name] = ident
+    run(out, scorers=scorers, pipelines=chosen or None, countries=_csv(countries), echo=click.echo)
 
 
 def main(argv: list[str] | None = None) -> int:

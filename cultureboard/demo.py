@@ -1,0 +1,107 @@
+"""``cultureboard demo``: the whole pipeline, offline, on the embedded defaults.
+
+build the dataset from the shipped sample dump -> generate submissions with tiny local stand-in
+generators -> validate them -> evaluate them with tiny stand-in scorers -> render the site.
+
+The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights,
+saved and loaded through the real loading code; they are cached (``$CULTUREBOARD_CACHE/standins``, by
+default ``~/.cache/cultureboard``) together with the embeddings, so a second run is quick. Their scores
+measure nothing. ``scorers="default"`` uses the registry's real checkpoints and ``pipelines`` real
+diffusers pipelines: the same steps on a machine with network access and a GPU.
+
+The output folder holds ``dataset/``, ``submissions/``, ``results/`` and ``site/``, so any single step
+can be rerun by hand on it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from .errors import CultureboardError
+
+#: A small slice of the sample: two Global North and two Global South countries keeps the demo quick.
+DEMO_COUNTRIES = ["IT", "JP", "BR", "NG"]
+#: The prompt sets the evaluator scores today, and the stand-in models generated for each.
+DEMO_SETS = ("cube-awareness", "cube-diversity")
+STANDIN_MODELS = ("tiny-a", "tiny-b")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("CULTUREBOARD_CACHE", Path.home() / ".cache" / "cultureboard"))
+
+
+def _standin_pipelines(root: Path) -> dict[str, str]:
+    from .evaluators.tiny_pipelines import save_tiny_text2image
+
+    out = {}
+    for seed, name in enumerate(STANDIN_MODELS):
+        folder = root / name
+        if not (folder / "model_index.json").is_file():
+            save_tiny_text2image(folder, seed=seed)
+        out[name] = str(folder)
+    return out
+
+
+def _standin_scorers(root: Path) -> Path:
+    from .evaluators.tiny_scorers import TINY_CONFIG, save_tiny_scorers
+
+    config = root / TINY_CONFIG
+    if not config.is_file():
+        save_tiny_scorers(root)
+    return config
+
+
+def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipelines: dict[str, str] | None = None,
+         countries: list[str] | None = None, echo: Callable[[str], None] = print) -> dict:
+    """Run every step into ``out``; returns the paths of what it wrote."""
+    from diffusers.utils import logging as diffusers_logging
+    from transformers.utils import logging as transformers_logging
+
+    from .builder import build
+    from .evaluators.evaluate import evaluate
+    from .evaluators.generate import generate
+    from .evaluators.validate import validate
+    from .site.render import build_site
+
+    diffusers_logging.set_verbosity_error()
+    transformers_logging.set_verbosity_error()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise CultureboardError(out, "is a file", "choose a folder for --out")
+    standins = cache_root() / "standins"
+    dataset, submissions, results, site = (out / name for name in ("dataset", "submissions", "results", "site"))
+
+    echo(f"[1/5] build: the dataset from the shipped sample dump -> {dataset}")
+    build(dataset, countries=countries or DEMO_COUNTRIES)
+
+    models = pipelines or _standin_pipelines(standins / "generators")
+    scorer_config = None if scorers == "default" else (_standin_scorers(standins / "scorers") if scorers == "tiny" else scorers)
+    written = []
+    for prompt_set in DEMO_SETS:
+        for name, pipeline in models.items():
+            folder = submissions / f"demo__{name}__{prompt_set}"
+            echo(f"[2/5] generate: {prompt_set} with {name} -> {folder}")
+            generate(dataset, prompt_set, pipeline, folder, organization="demo", model_name=name, tag=prompt_set,
+                     contact="cultureboard demo", steps=2, batch_size=16, progress=False)
+            written.append(folder)
+
+    for folder in written:
+        report = validate(folder, dataset)
+        echo(f"[3/5] validate: {folder.name}: {'valid' if report.valid else 'INVALID'} "
+             f"({len(report.errors)} errors, {len(report.warnings)} warnings)")
+        if not report.valid:
+            raise CultureboardError(folder, "was generated but does not validate", report.to_text().splitlines()[0])
+
+    for folder in written:
+        echo(f"[4/5] evaluate: {folder.name} -> {results / folder.name}")
+        evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings")
+
+    echo(f"[5/5] site: {site}")
+    build_site(results, dataset, submissions, site)
+    note = ("These demo scores come from random-weight stand-in models (tiny diffusers and scorer models built "
+            "locally): they exercise every step but measure nothing.") if scorers == "tiny" else (
+            "Scores come from the scorer checkpoints named in " + ("the registry." if scorers == "default" else scorers))
+    echo(f"\nOpen the leaderboard: {(site / 'index.html').resolve()}\n{note}")
+    return {"dataset": dataset, "submissions": written, "results": results, "site": site}

@@ -1,0 +1,369 @@
+"""Static SVG plots for the leaderboard site, written by hand: no plotting dependency, no scripts.
+
+Each function returns one standalone SVG document as text: only the SVG namespace URL, no external
+font, image or link, generic font families only. Every label is XML-escaped (text and attributes), the
+output is byte-for-byte deterministic for the same input, and it carries an accessible name and
+summary (``<title>``/``<desc>`` as first children, ``role="img"``). No element has an ``id``, so
+several plots can be inlined in one HTML page. Items the caller gives keep the caller's order (rows
+top to bottom, heatmap columns left to right, in order of first appearance).
+
+* :func:`heatmap_svg`: model x country grid of values; missing cells hatched grey ("no data").
+* :func:`gap_svg`: one bar per model from zero to its gap (e.g. Global North minus Global South), with its CI.
+* :func:`era_bars_svg`: per model, one bar per era, with CIs.
+
+A value of ``None`` or NaN is "no data", never zero.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = ["heatmap_svg", "gap_svg", "era_bars_svg"]
+
+SVG_NS = "http://www.w3.org/2000/svg"
+FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
+FONT_SIZE = 11
+CHAR_W = 0.6 * FONT_SIZE  # rough advance width of one character, for layout only
+LABEL_CHARS = 32  # longer labels are shortened on the plot (full text stays in the tooltip)
+TEXT, GRID, AXIS, MISSING = "#222", "#ddd", "#555", "#e6e6e6"
+VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies
+CATEGORICAL = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+POSITIVE, NEGATIVE = "#0072B2", "#D55E00"
+MAX_PRINTED_CELLS = 150  # values are printed inside heatmap cells up to this many cells
+
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+def _esc(value: object) -> str:
+    """XML-escaped text, safe in element content and in double- or single-quoted attributes."""
+    text = _INVALID_XML.sub("\ufffd", str(value))
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
+def _n(x: float) -> str:
+    """A coordinate: one decimal, no trailing ``.0``, never ``-0``."""
+    text = f"{x:.1f}"
+    text = text[:-2] if text.endswith(".0") else text
+    return "0" if text == "-0" else text
+
+
+def _num(value) -> float | None:
+    """``value`` as a finite float, or None for missing (None, NaN, infinite)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "no data"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _short(label: str, chars: int = LABEL_CHARS) -> str:
+    return label if len(label) <= chars else label[: chars - 1] + "\u2026"
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _text(x: float, y: float, content: str, *, anchor: str = "start", extra: str = "") -> str:
+    return f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}"{extra}>{_esc(content)}</text>'
+
+
+def _document(width: float, height: float, title: str, desc: str, body: Sequence[str]) -> str:
+    head = (f'<svg xmlns="{SVG_NS}" width="{_n(width)}" height="{_n(height)}" viewBox="0 0 {_n(width)} {_n(height)}" '
+            f'role="img" font-family="{_esc(FONT)}" font-size="{FONT_SIZE}" fill="{TEXT}">')
+    return "\n".join([head, f"<title>{_esc(title)}</title>", f"<desc>{_esc(desc)}</desc>",
+                      f'<rect class="background" width="{_n(width)}" height="{_n(height)}" fill="#fff"/>',
+                      _text(8, 18, title, extra=' font-size="13" font-weight="bold"'), *body, "</svg>"]) + "\n"
+
+
+def _empty(title: str, what: str) -> str:
+    return _document(360, 60, title, f"{what}: no data.", [_text(8, 44, "no data", extra=' class="missing"')])
+
+
+def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high] (low < high)."""
+    raw = (high - low) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.floor(low / step + 1e-9) * step
+    ticks, k = [], 0
+    while first + k * step <= high + step * 1e-9 or len(ticks) < 2:
+        ticks.append(round(first + k * step, 12))
+        k += 1
+    if ticks[-1] < high:
+        ticks.append(round(first + k * step, 12))
+    return ticks
+
+
+def _tick_label(value: float, ticks: list[float]) -> str:
+    """``value`` with as many decimals as the ticks need (0.25 steps: 2, 0.5 steps: 1, 5 steps: 0)."""
+    digits = next(d for d in range(7) if all(abs(round(t, d) - t) < 1e-9 for t in ticks) or d == 6)
+    return _fmt(value, digits)
+
+
+def _domain(values: Iterable[float | None], include_zero: bool = True) -> list[float]:
+    """Nice ticks over ``values`` (and zero)."""
+    finite = [v for v in values if v is not None] + ([0.0] if include_zero else [])
+    low, high = min(finite), max(finite)
+    if low == high:
+        low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
+    return _nice_ticks(low, high)
+
+
+def _ci_text(value: float | None, low: float | None, high: float | None) -> str:
+    text = _fmt(value)
+    if value is not None and low is not None and high is not None:
+        text += f" [{_fmt(low)}, {_fmt(high)}]"
+    return text
+
+
+def _x_axis(ticks: list[float], x, top: float, bottom: float) -> list[str]:
+    """Vertical grid lines with tick labels below ``bottom``; the zero line drawn darker."""
+    out = []
+    for t in ticks:
+        colour, width = (AXIS, "1.2") if t == 0 else (GRID, "1")
+        out.append(f'<line class="{"zero" if t == 0 else "grid"}" x1="{_n(x(t))}" x2="{_n(x(t))}" y1="{_n(top)}" '
+                   f'y2="{_n(bottom)}" stroke="{colour}" stroke-width="{width}"/>')
+        out.append(_text(x(t), bottom + 14, _tick_label(t, ticks), anchor="middle"))
+    return out
+
+
+def _whisker(x1: float, x2: float, y: float, half: float = 4) -> str:
+    return (f'<path class="whisker" d="M{_n(x1)} {_n(y)}H{_n(x2)}M{_n(x1)} {_n(y - half)}v{_n(2 * half)}'
+            f'M{_n(x2)} {_n(y - half)}v{_n(2 * half)}" stroke="{TEXT}" stroke-width="1.2" fill="none"/>')
+
+
+# --- heatmap ------------------------------------------------------------------------------------
+
+def _hex(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def _colour(t: float) -> str:
+    """Viridis, linearly interpolated between five stops; t in [0, 1]."""
+    t = min(1.0, max(0.0, t)) * (len(VIRIDIS) - 1)
+    i = min(int(t), len(VIRIDIS) - 2)
+    a, b = _hex(VIRIDIS[i]), _hex(VIRIDIS[i + 1])
+    return "#" + "".join(f"{round(p + (q - p) * (t - i)):02x}" for p, q in zip(a, b))
+
+
+def _ink(background: str) -> str:
+    r, g, b = _hex(background)
+    return "#000" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#fff"
+
+
+def _missing_cell(x: float, y: float, w: float, h: float, tooltip: str) -> list[str]:
+    """A grey cell hatched with diagonal lines (drawn as a path: no pattern ids)."""
+    step, d = 6.0, []
+    k = step
+    while k < w + h:
+        x1, y1 = x + min(k, w), y + max(0.0, k - w)
+        x2, y2 = x + max(0.0, k - h), y + min(k, h)
+        d.append(f"M{_n(x1)} {_n(y1)}L{_n(x2)} {_n(y2)}")
+        k += step
+    return [f'<g class="missing"><rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="{MISSING}">'
+            f"<title>{_esc(tooltip)}</title></rect>",
+            f'<path d="{"".join(d)}" stroke="#aaa" stroke-width="1" fill="none"/></g>']
+
+
+def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin: float | None = None,
+                vmax: float | None = None, digits: int = 2) -> str:
+    """A model (rows) x country (columns) heatmap of ``cells`` = ``[{model, country, value}]``.
+
+    Colours: viridis from ``vmin`` (default: the smallest value) to ``vmax`` (default: the largest),
+    with a legend. Pairs without a cell, or with value None/NaN, are hatched grey "no data" cells
+    (``class="missing"``). Values are printed in the cells when the grid has at most
+    ``MAX_PRINTED_CELLS`` cells; every cell has a tooltip with its model, country and value.
+    """
+    models = _unique(str(c["model"]) for c in cells)
+    countries = _unique(str(c["country"]) for c in cells)
+    if not models:
+        return _empty(title, "Heatmap")
+    grid: dict[tuple[str, str], float | None] = {}
+    for c in cells:
+        key = (str(c["model"]), str(c["country"]))
+        if key in grid:
+            raise ValueError(f"heatmap_svg: two cells for model {key[0]!r} and country {key[1]!r}")
+        grid[key] = _num(c.get("value"))
+    values = [v for v in grid.values() if v is not None]
+    low = vmin if vmin is not None else (min(values) if values else 0.0)
+    high = vmax if vmax is not None else (max(values) if values else 1.0)
+    span = (high - low) or 1.0
+
+    cell_w = max(34.0, max(len(c) for c in countries) * CHAR_W + 8) if len(countries) <= 20 else 30.0
+    cell_h = 22.0
+    rotate = max(len(c) for c in countries) * CHAR_W + 6 > cell_w
+    left = 12 + min(LABEL_CHARS, max(len(m) for m in models)) * CHAR_W
+    top = 30 + (min(LABEL_CHARS, max(len(c) for c in countries)) * CHAR_W * 0.72 + 14 if rotate else 18)
+    grid_w, grid_h = cell_w * len(countries), cell_h * len(models)
+    width = max(left + grid_w + 16, 380.0)
+    height = top + grid_h + 62
+    printed = len(models) * len(countries) <= MAX_PRINTED_CELLS
+
+    body = []
+    for j, country in enumerate(countries):
+        cx = left + (j + 0.5) * cell_w
+        if rotate:
+            body.append(_text(cx, top - 6, _short(country), extra=f' transform="rotate(-45 {_n(cx)} {_n(top - 6)})"'))
+        else:
+            body.append(_text(cx, top - 6, country, anchor="middle"))
+    missing = 0
+    for i, model in enumerate(models):
+        y = top + i * cell_h
+        body.append(_text(left - 6, y + cell_h / 2 + 4, _short(model), anchor="end"))
+        for j, country in enumerate(countries):
+            x = left + j * cell_w
+            value = grid.get((model, country))
+            tooltip = f"{model} \u00d7 {country}: {_fmt(value, digits)}"
+            if value is None:
+                missing += 1
+                body += _missing_cell(x, y, cell_w, cell_h, tooltip)
+                continue
+            fill = _colour((value - low) / span)
+            body.append(f'<rect class="cell" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
+                        f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{_esc(tooltip)}</title></rect>')
+            if printed:
+                body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, digits), anchor="middle",
+                                  extra=f' fill="{_ink(fill)}" font-size="10" pointer-events="none"'))
+
+    # legend: a ramp of 40 steps with its ends and middle labelled, and the "no data" swatch
+    ly, lx, steps, ramp_w = top + grid_h + 18, 8.0, 40, 200.0
+    body.append('<g class="legend">')
+    for k in range(steps):
+        body.append(f'<rect x="{_n(lx + k * ramp_w / steps)}" y="{_n(ly)}" width="{_n(ramp_w / steps + 0.5)}" '
+                    f'height="10" fill="{_colour(k / (steps - 1))}"/>')
+    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
+        body.append(_text(lx + frac * ramp_w, ly + 24, _fmt(low + frac * (high - low), digits), anchor=anchor))
+    body += [f'<rect x="{_n(lx + ramp_w + 24)}" y="{_n(ly)}" width="14" height="10" fill="{MISSING}" stroke="#aaa"/>',
+             _text(lx + ramp_w + 42, ly + 9, "no data"), "</g>"]
+
+    if desc is None:
+        desc = (f"Heatmap of {len(models)} models (rows) by {len(countries)} countries (columns); colour from "
+                f"{_fmt(low, digits)} (dark purple) to {_fmt(high, digits)} (yellow); "
+                f"{missing} of {len(models) * len(countries)} cells have no data (hatched grey).")
+    return _document(width, height, title, desc, body)
+
+
+# --- bars with CIs ------------------------------------------------------------------------------
+
+def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: str = "Global North higher",
+            negative: str = "Global South higher") -> str:
+    """One row per model: a bar from zero to ``gap`` with its CI whisker [``low``, ``high``].
+
+    ``rows`` = ``[{model, gap, low, high}]``. Bars right of the zero line (``positive``) and left of it
+    (``negative``) have different colours; the value and CI are printed right of the plot. A row whose
+    gap is missing shows "no data"; a row without CI bounds has no whisker.
+    """
+    if not rows:
+        return _empty(title, "Gap plot")
+    data = [(str(r["model"]), _num(r.get("gap")), _num(r.get("low")), _num(r.get("high"))) for r in rows]
+    ticks = _domain(v for _, g, lo, hi in data for v in (g, lo, hi))
+    row_h, plot_w = 24.0, 320.0
+    left = 12 + min(LABEL_CHARS, max(len(m) for m, *_ in data)) * CHAR_W
+    top = 50.0
+    note_x = left + plot_w + 12
+    width = note_x + 24 * CHAR_W
+    height = top + row_h * len(data) + 42
+
+    def x(v: float) -> float:
+        return left + (v - ticks[0]) / (ticks[-1] - ticks[0]) * plot_w
+
+    bottom = top + row_h * len(data)
+    body = _x_axis(ticks, x, top - 6, bottom)
+    body += [_text(x(0) - 6, top - 12, f"\u2190 {negative}", anchor="end", extra=f' fill="{NEGATIVE}"'),
+             _text(x(0) + 6, top - 12, f"{positive} \u2192", extra=f' fill="{POSITIVE}"')]
+    for i, (model, gap, low, high) in enumerate(data):
+        cy = top + (i + 0.5) * row_h
+        body.append(_text(left - 6, cy + 4, _short(model), anchor="end"))
+        summary = _ci_text(gap, low, high)
+        if gap is None:
+            body.append(_text(x(0) + 6, cy + 4, "no data", extra=' class="missing" fill="#777"'))
+        else:
+            x0, x1 = sorted((x(0), x(gap)))
+            body.append(f'<rect class="bar" x="{_n(x0)}" y="{_n(cy - 6)}" width="{_n(max(x1 - x0, 1))}" height="12" '
+                        f'fill="{POSITIVE if gap >= 0 else NEGATIVE}" fill-opacity="0.75">'
+                        f"<title>{_esc(f'{model}: {summary}')}</title></rect>")
+            if low is not None and high is not None:
+                body.append(_whisker(x(low), x(high), cy))
+        body.append(_text(note_x, cy + 4, summary, extra=' font-size="10" fill="#555"'))
+
+    if desc is None:
+        shown = [d for d in data if d[1] is not None]
+        desc = (f"Bars from zero for {len(data)} models, {len(shown)} with data: right of zero = {positive}, "
+                f"left = {negative}; whiskers are 95% confidence intervals. "
+                + "; ".join(f"{m}: {_ci_text(g, lo, hi)}" for m, g, lo, hi in data[:50]) + ".")
+    return _document(width, height, title, desc, body)
+
+
+def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> str:
+    """Grouped horizontal bars: per model, one bar per era with its CI whisker.
+
+    ``rows`` = ``[{model, era, value, low, high}]``; eras are coloured in order of first appearance
+    and listed in a legend. A (model, era) pair that is absent or has value None shows "no data".
+    """
+    if not rows:
+        return _empty(title, "Era bars")
+    models = _unique(str(r["model"]) for r in rows)
+    eras = _unique(str(r["era"]) for r in rows)
+    data: dict[tuple[str, str], tuple] = {}
+    for r in rows:
+        key = (str(r["model"]), str(r["era"]))
+        if key in data:
+            raise ValueError(f"era_bars_svg: two rows for model {key[0]!r} and era {key[1]!r}")
+        data[key] = (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
+    ticks = _domain(v for triple in data.values() for v in triple)
+    bar_h, gap_h, plot_w = 11.0, 9.0, 320.0
+    band = bar_h * len(eras) + gap_h
+    left = 12 + min(LABEL_CHARS, max(len(m) for m in models)) * CHAR_W
+    top = 52.0
+    note_x = left + plot_w + 12
+    width = max(note_x + 24 * CHAR_W, 8 + sum(len(e) * CHAR_W + 30 for e in eras))
+    bottom = top + band * len(models)
+    height = bottom + 42
+
+    def x(v: float) -> float:
+        return left + (v - ticks[0]) / (ticks[-1] - ticks[0]) * plot_w
+
+    body = ['<g class="legend">']
+    lx = 8.0
+    for k, era in enumerate(eras):
+        body += [f'<rect x="{_n(lx)}" y="28" width="12" height="10" fill="{CATEGORICAL[k % len(CATEGORICAL)]}"/>',
+                 _text(lx + 16, 37, era)]
+        lx += len(era) * CHAR_W + 30
+    body.append("</g>")
+    body += _x_axis(ticks, x, top - 4, bottom)
+    for i, model in enumerate(models):
+        y0 = top + i * band + gap_h / 2
+        body.append(_text(left - 6, y0 + bar_h * len(eras) / 2 + 4, _short(model), anchor="end"))
+        for k, era in enumerate(eras):
+            cy = y0 + (k + 0.5) * bar_h
+            value, low, high = data.get((model, era), (None, None, None))
+            summary = _ci_text(value, low, high)
+            if value is None:
+                body.append(_text(x(0) + 4, cy + 3.5, f"{era}: no data", extra=' class="missing" font-size="9" fill="#777"'))
+                continue
+            x0, x1 = sorted((x(0), x(value)))
+            body.append(f'<rect class="bar" x="{_n(x0)}" y="{_n(cy - bar_h / 2 + 1)}" width="{_n(max(x1 - x0, 1))}" '
+                        f'height="{_n(bar_h - 2)}" fill="{CATEGORICAL[k % len(CATEGORICAL)]}">'
+                        f"<title>{_esc(f'{model}, {era}: {summary}')}</title></rect>")
+            if low is not None and high is not None:
+                body.append(_whisker(x(low), x(high), cy, half=3))
+            body.append(_text(note_x, cy + 3.5, f"{_short(era, 12)}: {summary}", extra=' font-size="9" fill="#555"'))
+
+    if desc is None:
+        desc = (f"Grouped bars for {len(models)} models and {len(eras)} eras ({', '.join(eras)}); whiskers are 95% "
+                f"confidence intervals; {sum(1 for m in models for e in eras if data.get((m, e), (None,))[0] is None)} "
+                "model-era pairs have no data.")
+    return _document(width, height, title, desc, body)

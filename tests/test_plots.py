@@ -1,0 +1,176 @@
+"""The site's static SVG plots: well-formed, escaped, self-contained, deterministic, one mark per row."""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from cultureboard.site.plots import era_bars_svg, gap_svg, heatmap_svg
+
+NS = "{http://www.w3.org/2000/svg}"
+HOSTILE = "<script>alert(\"x\")</script> & 'quoted' \x01"
+COUNTRIES = ["BR", "CN", "DE", "EG", "FR", "IN", "IT", "JP", "MX", "NG", "TR", "US", "ZA"]
+
+
+def parse(svg: str) -> ET.Element:
+    root = ET.fromstring(svg)
+    assert root.tag == f"{NS}svg", "the document element is not an SVG element"
+    return root
+
+
+def by_class(root: ET.Element, tag: str, cls: str) -> list[ET.Element]:
+    return [e for e in root.iter(f"{NS}{tag}") if cls in (e.get("class") or "").split()]
+
+
+def all_text(root: ET.Element) -> str:
+    return " ".join(t for e in root.iter() for t in (e.text, e.tail) if t)
+
+
+def heat_cells(models=("model-a", "model-b", HOSTILE), countries=COUNTRIES[:4], drop=(("model-a", "CN"),)):
+    cells = [{"model": m, "country": c, "value": 0.1 * i + 0.01 * j}
+             for i, m in enumerate(models) for j, c in enumerate(countries) if (m, c) not in drop]
+    if ("model-b", "DE") in drop:  # present, but without a value
+        cells.append({"model": "model-b", "country": "DE", "value": None})
+    return cells
+
+
+def gap_rows():
+    return [{"model": "model-a", "gap": 0.08, "low": 0.03, "high": 0.12},
+            {"model": "model-b", "gap": -0.05, "low": -0.09, "high": 0.01},
+            {"model": HOSTILE, "gap": 0.0, "low": -0.02, "high": 0.02},
+            {"model": "model-c", "gap": None, "low": None, "high": None},
+            {"model": "model-d", "gap": 0.02, "low": None, "high": None}]
+
+
+def era_rows():
+    rows = [{"model": m, "era": e, "value": 0.2 + 0.01 * k, "low": 0.15, "high": 0.3}
+            for m in ("model-a", HOSTILE) for k, e in enumerate(("traditional", "modern", "general"))]
+    rows.append({"model": "model-c", "era": "traditional", "value": 0.25, "low": 0.2, "high": 0.3})
+    rows.append({"model": "model-c", "era": "modern", "value": float("nan"), "low": None, "high": None})
+    return rows
+
+
+ALL = [
+    pytest.param(lambda t: heatmap_svg(heat_cells(), t), id="heatmap"),
+    pytest.param(lambda t: gap_svg(gap_rows(), t), id="gap"),
+    pytest.param(lambda t: era_bars_svg(era_rows(), t), id="era"),
+    pytest.param(lambda t: heatmap_svg([], t), id="heatmap-empty"),
+    pytest.param(lambda t: gap_svg([], t), id="gap-empty"),
+    pytest.param(lambda t: era_bars_svg([], t), id="era-empty"),
+]
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_well_formed_accessible_and_self_contained(make):
+    svg = make("Title <b>&</b> \"it's\"")
+    root = parse(svg)
+    assert root.get("role") == "img"
+    first, second = list(root)[:2]
+    assert first.tag == f"{NS}title" and first.text == "Title <b>&</b> \"it's\"", "no accessible <title> first"
+    assert second.tag == f"{NS}desc" and second.text, "no accessible <desc> second"
+    assert re.findall(r"https?:", svg) == ["http:"] and "http://www.w3.org/2000/svg" in svg, \
+        "the only URL may be the SVG namespace"
+    for forbidden in ("<script", "<image", "<foreignObject", "href", "@import", "url(", " on", "<style", " id="):
+        assert forbidden not in svg, f"the plot contains {forbidden!r}"
+    width, height = float(root.get("width")), float(root.get("height"))
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}" and width > 0 and height > 0
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_hostile_labels_are_escaped(make):
+    svg = make(HOSTILE)
+    root = parse(svg)
+    assert "<script" not in svg and "\x01" not in svg
+    assert "&lt;script&gt;" in svg, "the hostile title is not escaped"
+    # every attribute parses (quotes in labels cannot break out of one) and the label survives as text
+    assert "alert(\"x\")" in all_text(root)
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_deterministic(make):
+    assert make("same") == make("same")
+
+
+def test_heatmap_cells_missing_marked_and_labels_escaped():
+    cells = heat_cells(drop=(("model-a", "CN"), ("model-b", "DE")))  # one absent, one value None
+    root = parse(heatmap_svg(cells, "relevance"))
+    assert len(by_class(root, "rect", "cell")) == 3 * 4 - 2
+    missing = by_class(root, "g", "missing")
+    assert len(missing) == 2, "absent and None cells are both drawn as missing"
+    tooltips = sorted(g.find(f"{NS}rect/{NS}title").text for g in missing)
+    assert tooltips == ["model-a \u00d7 CN: no data", "model-b \u00d7 DE: no data"]
+    assert "no data" in all_text(root), "the legend names the missing-cell swatch"
+    text = all_text(root)
+    assert HOSTILE.replace("\x01", "\ufffd")[:31] in text, "hostile model label not shown as text"
+    assert "0.13" in text, "a small grid prints its values"
+    assert "2 of 12 cells have no data" in root.find(f"{NS}desc").text
+
+
+def test_heatmap_large_grid_hides_values_but_keeps_tooltips():
+    cells = [{"model": f"org/model-{i}", "country": c, "value": i / 50} for i in range(50) for c in COUNTRIES]
+    root = parse(heatmap_svg(cells, "big"))
+    rects = by_class(root, "rect", "cell")
+    assert len(rects) == 650 and all(r.find(f"{NS}title") is not None for r in rects)
+    assert not [t for t in root.iter(f"{NS}text") if t.get("pointer-events") == "none"], "values printed in 650 cells"
+    fills = {r.get("fill") for r in rects}
+    assert len(fills) == 50 and "#440154" in fills and "#fde725" in fills, "colour scale spans viridis"
+
+
+def test_heatmap_fixed_scale_and_duplicates():
+    svg = heatmap_svg([{"model": "m", "country": "JP", "value": 5.0}], "t", vmin=0, vmax=1)
+    assert by_class(parse(svg), "rect", "cell")[0].get("fill") == "#fde725", "values above vmax are clipped"
+    with pytest.raises(ValueError, match="two cells"):
+        heatmap_svg([{"model": "m", "country": "JP", "value": 1}] * 2, "t")
+
+
+def test_gap_bars_and_whiskers_match_rows():
+    rows = gap_rows()
+    root = parse(gap_svg(rows, "GN - GS"))
+    bars = by_class(root, "rect", "bar")
+    assert len(bars) == sum(r["gap"] is not None for r in rows)
+    assert len(by_class(root, "path", "whisker")) == sum(r["low"] is not None for r in rows)
+    assert len(by_class(root, "text", "missing")) == 1
+    zero = by_class(root, "line", "zero")
+    assert len(zero) == 1, "one zero line"
+    x0 = float(zero[0].get("x1"))
+    positive, negative = bars[0], bars[1]
+    assert float(positive.get("x")) == pytest.approx(x0, abs=0.1) and float(negative.get("x")) < x0
+    assert positive.get("fill") != negative.get("fill")
+    assert "0.08 [0.03, 0.12]" in all_text(root)
+
+
+def test_gap_whisker_spans_ci():
+    root = parse(gap_svg([{"model": "m", "gap": 0.5, "low": 0.0, "high": 1.0}], "t"))
+    zero_x = float(by_class(root, "line", "zero")[0].get("x1"))
+    d = by_class(root, "path", "whisker")[0].get("d")
+    x1, x2 = (float(v) for v in re.match(r"M([\d.]+) [\d.]+H([\d.]+)", d).groups())
+    bar = by_class(root, "rect", "bar")[0]
+    assert x1 == pytest.approx(zero_x, abs=0.1)
+    assert float(bar.get("width")) == pytest.approx((x2 - x1) / 2, abs=0.2), "the bar ends at the middle of the CI"
+
+
+def test_era_bars_and_whiskers_match_rows():
+    rows = era_rows()
+    root = parse(era_bars_svg(rows, "by era"))
+    with_value = [r for r in rows if r["value"] is not None and not math.isnan(r["value"])]
+    assert len(by_class(root, "rect", "bar")) == len(with_value) == 7
+    assert len(by_class(root, "path", "whisker")) == sum(r["low"] is not None for r in with_value)
+    missing = [t.text for t in by_class(root, "text", "missing")]
+    assert missing == ["modern: no data", "general: no data"], "NaN and absent pairs are marked"
+    legend = by_class(root, "g", "legend")[0]
+    assert [t.text for t in legend.iter(f"{NS}text")] == ["traditional", "modern", "general"]
+    colours = {b.get("fill") for b in by_class(root, "rect", "bar")}
+    assert len(colours) == 3, "one colour per era"
+    with pytest.raises(ValueError, match="two rows"):
+        era_bars_svg(rows + rows[:1], "t")
+
+
+def test_negative_values_and_constant_values_render():
+    rows = [{"model": "m", "era": "e", "value": -0.3, "low": -0.4, "high": -0.2}]
+    root = parse(era_bars_svg(rows, "t"))
+    assert float(by_class(root, "rect", "bar")[0].get("width")) > 1
+    root = parse(heatmap_svg([{"model": "m", "country": "JP", "value": 0.5}, {"model": "n", "country": "JP", "value": 0.5}], "t"))
+    assert len(by_class(root, "rect", "cell")) == 2

@@ -1,0 +1,334 @@
+"""The built site in a real browser (headless Chromium through Playwright), over file:// and over HTTP.
+
+From fixture results (``results_factory``: real evaluator output of three submissions, one of them with a
+hostile model name) the site is built once; then, for each origin, every page reachable from
+``index.html`` is loaded and must: resolve every internal link and resource (no 404, no missing file, no
+missing ``#fragment`` target), log no console error or page error, open no dialog, and request nothing
+outside the site. On the overview, clicking a sortable header orders the rows by that column (both
+directions), typing in the filter hides the rows that do not match, and a screenshot is not blank.
+
+Needs Debian's ``chromium`` (``apt-get install chromium``; path overridable with ``CULTUREBOARD_CHROMIUM``)
+and the ``playwright`` Python package (no browser download). Without them the tests are skipped, except
+when ``CI`` is set: there a missing browser is a failure, so a broken CI set-up cannot pass silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import io
+import os
+import re
+import threading
+from collections import deque
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlsplit
+from urllib.request import url2pathname
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import results_factory
+
+CHROMIUM = os.environ.get("CULTUREBOARD_CHROMIUM", "/usr/bin/chromium")
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync"]
+HOSTILE_MODEL = "<script>alert(1)</script> \"q\" & co"
+#: headers that sort their table when clicked (the renderer's app.js marks them so)
+SORTABLE = "table.sortable th, th[data-sort], th.sortable"
+FILTER = "input[type=search][data-table], input[type=search], input[data-filter]"
+TIMEOUT_MS = 15_000
+
+
+def _missing(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI is set, so the browser tests must run: install both (see .ci/run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def sync_api():
+    try:
+        from playwright import sync_api
+    except ImportError:
+        _missing("the playwright Python package is not installed (pip install playwright)")
+    if not os.access(CHROMIUM, os.X_OK):
+        _missing(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CULTUREBOARD_CHROMIUM)")
+    return sync_api
+
+
+@pytest.fixture(scope="session")
+def browser(sync_api):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The site built from real evaluator results of three submissions."""
+    from cultureboard.site.render import build_site
+
+    root = tmp_path_factory.mktemp("browser-site")
+    dataset = results_factory.make_dataset(root / "dataset")
+    subs = [results_factory.make_submission(root / "submissions", dataset, "cube-awareness", model=m)
+            for m in ("alpha", "beta")]
+    subs.append(results_factory.make_submission(root / "submissions", dataset, "cube-awareness", organization="evil",
+                                                model=HOSTILE_MODEL))
+    results = results_factory.evaluate_all(subs, dataset, root / "results", root / "work")
+    out = root / "site"
+    build_site(results, dataset, root / "submissions", out)
+    assert (out / "index.html").is_file(), "the site has no index.html at its root"
+    return out
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="session")
+def http_root(site):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+@pytest.fixture(params=["file", "http"])
+def root(request, site) -> str:
+    """The site's root URL (ending in /) over file:// or over the local HTTP server."""
+    return site.as_uri() + "/" if request.param == "file" else request.getfixturevalue("http_root")
+
+
+class Watched:
+    """A browser context whose page events are recorded: console errors, page errors, dialogs, failed or
+    foreign requests (those are aborted, so nothing leaves the site even if the page tries)."""
+
+    def __init__(self, browser, root: str):
+        self.root = root
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(f"console error: {m.text} ({m.location})"))
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("dialog", self._dialog)
+        self.page.on("request", self._request)
+        self.page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url} ({r.failure})"))
+        self.page.on("response", lambda r: r.status >= 400 and self.problems.append(f"HTTP {r.status}: {r.url}"))
+
+    def _dialog(self, dialog):
+        self.problems.append(f"dialog opened: {dialog.type} {dialog.message!r} (a script ran from page data?)")
+        dialog.dismiss()
+
+    def _local(self, url: str) -> bool:
+        return url.startswith(self.root) or url.startswith(("data:", "blob:", "about:"))
+
+    def _request(self, request):
+        self.requests.append(request.url)
+        if not self._local(request.url):
+            self.problems.append(f"request leaving the site: {request.url}")
+
+    def _route(self, route):
+        if self._local(route.request.url):
+            route.continue_()
+        else:
+            route.abort()
+
+    def goto(self, url: str):
+        response = self.page.goto(url, wait_until="load")
+        assert response is None or response.ok, f"{url}: HTTP {response.status}"
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def watched(browser, root):
+    w = Watched(browser, root)
+    yield w
+    w.close()
+
+
+def _exists(url: str) -> bool:
+    """A file:// URL names an existing file."""
+    return Path(url2pathname(unquote(urlsplit(url).path))).is_file()
+
+
+def _is_page(url: str) -> bool:
+    path = urlsplit(url).path
+    return path.endswith((".html", "/"))
+
+
+def test_crawl_every_page(watched, root):
+    """Every page reachable from index.html loads with no error, broken link, missing anchor or foreign request."""
+    start = root + "index.html"
+    seen, queue, checked = {start}, deque([start]), set()
+    broken: list[str] = []
+    pages = 0
+    while queue:
+        url = queue.popleft()
+        watched.goto(url)
+        pages += 1
+        title = watched.page.title()
+        assert title.strip(), f"{url} has no <title>"
+        links = watched.page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        ids = set(watched.page.eval_on_selector_all("[id], a[name]", "els => els.map(e => e.id || e.name)"))
+        for link in links:
+            target, fragment = urldefrag(link)
+            if not target.startswith(root):
+                assert not target.startswith(("file:", "http://127.0.0.1", "http://localhost")), \
+                    f"{url} links outside the site's folder: {link}"
+                continue  # an external link (paper, model card) is fine; following it is not this test's job
+            if fragment and target == urldefrag(url)[0] and fragment not in ids:
+                broken.append(f"{url}: #{fragment} names no element")
+            if fragment and target != urldefrag(url)[0]:
+                checked.add(link)  # checked once its page is loaded below
+            if _is_page(target):
+                if target.endswith("/"):
+                    if root.startswith("file:"):
+                        broken.append(f"{url}: {link} is a folder link, which file:// does not resolve to index.html")
+                        continue
+                if target not in seen:
+                    seen.add(target)
+                    queue.append(target)
+            elif target not in checked:
+                checked.add(target)
+                if root.startswith("file:"):
+                    ok = _exists(target)
+                else:
+                    ok = watched.context.request.get(target).ok
+                if not ok:
+                    broken.append(f"{url}: {link} (a download) does not exist")
+    for link in sorted(x for x in checked if "#" in x):
+        target, fragment = urldefrag(link)
+        if target in seen:
+            watched.goto(target)
+            if not watched.page.locator(f"[id='{fragment}'], a[name='{fragment}']").count():
+                broken.append(f"{link}: #{fragment} names no element")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+    assert not watched.problems, "\n".join(watched.problems)
+    assert pages >= 5, f"only {pages} pages reachable from index.html"
+    site_pages = {u for u in seen if u.endswith(".html")}
+    assert any("/country/" in u for u in site_pages), "no country page reachable from index.html"
+
+
+def test_hostile_model_name_is_text(watched, root):
+    watched.goto(root + "index.html")
+    body = watched.page.inner_text("body")
+    assert HOSTILE_MODEL in body or "<script>alert(1)</script>" in body, "the hostile model name is not shown as text"
+    assert not watched.problems, "\n".join(watched.problems)
+
+
+def _table_with_sortable_numeric_column(page):
+    """(table, header, column index) of the visible sortable header whose column holds the most different
+    numbers (at least two)."""
+    best, most = None, 1
+    for header in page.locator(SORTABLE).all():
+        if not header.is_visible():
+            continue
+        table = header.locator("xpath=ancestor::table[1]")
+        index = header.evaluate("th => th.cellIndex")
+        distinct = len({v for v in _column(table, index) if v is not None})
+        if distinct > most:
+            best, most = (table, header, index), distinct
+    return best
+
+
+_NUMBER = re.compile(r"[-\u2212]?\d+(?:\.\d+)?")
+
+
+def _column(table, index: int) -> list[float | None]:
+    """The numbers of column ``index`` of the table's body rows, top to bottom (None where a cell has none);
+    a cell's ``data-value`` (the sort key) wins over its text."""
+    cells = table.evaluate(
+        """(t, i) => Array.from(t.tBodies).flatMap(b => Array.from(b.rows)).map(r => {
+               const c = r.cells[i]; if (!c) return null;
+               return c.dataset.value ?? c.dataset.sort ?? c.textContent; })""", index)
+    out = []
+    for text in cells:
+        m = _NUMBER.search(text or "")
+        out.append(float(m.group().replace("\u2212", "-")) if m else None)
+    return out
+
+
+def _direction(values: list[float | None]) -> str | None:
+    numbers = [v for v in values if v is not None]
+    if numbers == sorted(numbers):
+        return "ascending"
+    if numbers == sorted(numbers, reverse=True):
+        return "descending"
+    return None
+
+
+def test_sort_by_clicking_header(watched, root):
+    watched.goto(root + "index.html")
+    found = _table_with_sortable_numeric_column(watched.page)
+    assert found, f"the overview has no sortable header ({SORTABLE}) over a column of different numbers"
+    table, header, index = found
+    directions = []
+    for _ in range(2):
+        header.click()
+        directions.append(_direction(_column(table, index)))
+        announced = header.get_attribute("aria-sort")  # optional; when set, it must tell the truth
+        if announced in ("ascending", "descending"):
+            assert announced == directions[-1], f"aria-sort says {announced}, the rows are {directions[-1]}"
+    assert all(directions) and directions[0] != directions[1], \
+        f"clicking the header twice gave orders {directions}: {_column(table, index)}"
+    assert not watched.problems, "\n".join(watched.problems)
+
+
+def _visible_rows(table) -> list[str]:
+    return table.evaluate("""t => Array.from(t.tBodies).flatMap(b => Array.from(b.rows))
+                               .filter(r => r.getClientRects().length > 0).map(r => r.textContent)""")
+
+
+def test_filter_hides_rows(watched, root):
+    watched.goto(root + "index.html")
+    box = watched.page.locator(FILTER).first
+    assert box.count(), f"the overview has no filter box ({FILTER})"
+    table = _filtered_table(watched.page, box)
+    rows = _visible_rows(table)
+    assert len(rows) >= 2, "the filtered table has fewer than two rows"
+    needle = "alpha"
+    assert any(needle in r for r in rows) and not all(needle in r for r in rows), "fixture rows changed"
+    box.fill(needle)
+    shown = _visible_rows(table)
+    assert shown and all(needle in r.casefold() for r in shown), f"rows without {needle!r} still shown: {shown}"
+    assert len(shown) < len(rows)
+    box.fill("")
+    assert len(_visible_rows(table)) == len(rows), "clearing the filter does not show every row again"
+    assert not watched.problems, "\n".join(watched.problems)
+
+
+def _filtered_table(page, box):
+    """The table a filter box controls: ``aria-controls``/``data-filter`` names its id, else the next table."""
+    for attr in ("aria-controls", "data-filter", "data-table"):
+        target = box.get_attribute(attr)
+        if target and page.locator(f"[id='{target}']").count():
+            node = page.locator(f"[id='{target}']")
+            return node if node.evaluate("n => n.tagName") == "TABLE" else node.locator("table").first
+    return box.locator("xpath=following::table[1]")
+
+
+def test_overview_screenshot_is_not_blank(watched, root, tmp_path):
+    watched.goto(root + "index.html")
+    png = watched.page.screenshot(full_page=True)
+    (tmp_path / "overview.png").write_bytes(png)
+    image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.float64)
+    assert image.shape[0] >= 300 and image.shape[1] >= 300, f"screenshot is only {image.shape[1]}x{image.shape[0]}"
+    grey = image.mean(axis=2)
+    assert grey.std() > 10, f"the overview looks blank (pixel std {grey.std():.1f}); see {tmp_path / 'overview.png'}"
+    colours = len(np.unique(image.reshape(-1, 3)[:: max(1, image.shape[0] * image.shape[1] // 200_000)], axis=0))
+    assert colours > 20, f"the overview has only {colours} colours: is anything drawn?"
+    dark = (grey < 128).mean()
+    assert 0.002 < dark < 0.9, f"{dark:.1%} of the overview is dark: no text, or a black page"
+    assert not watched.problems, "\n".join(watched.problems)
