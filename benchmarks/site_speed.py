@@ -1,18 +1,22 @@
 """Benchmark ``site build``: the leaderboard of 50 submissions with every slice.
 
-    .venv/bin/python benchmarks/site_speed.py [--submissions 50] [--no-thumbnails] [--keep]
+    .venv/bin/python benchmarks/site_speed.py [--submissions 50] [--no-thumbnails] [--rebuilds 1] [--keep]
 
-1. Generates (once; kept with ``--keep``) in ``benchmarks/_work/site-speed``: the ``cube-awareness``
-   prompt set of the sample build (all 13 default countries: 248 prompts x 4 images), N submission
-   folders (``submission.yaml``, ``metadata.jsonl`` and, unless ``--no-thumbnails``, a tiny 64x64 PNG per
-   image for the renderer's thumbnails), and N results folders in the evaluator's format: synthetic
-   per-image scores for the four awareness metrics (no scorer runs; a per-model skill, per-country and
-   per-era effects and noise), summarised by the evaluator's own code (``_write_results``: 95%
-   bootstrap CIs over prompts for every metric x slice). Every 10th submission lacks one country, so
-   incomplete slices are on the pages too.
-2. Times ``build_site(results, dataset, submissions, out)`` (``--repeat`` times; each into a fresh folder).
-3. Prints a Markdown table: wall time (target < 30 s), pages, the largest HTML page (target < 200 KB;
-   images excluded, inline SVG included since it is part of the page) and the site's size by file type.
+1. Generates (once; kept with ``--keep``) in ``benchmarks/_work/site-speed``:
+   - the ``cube-awareness`` prompt set of the sample build (the 13 default countries: 248 prompts x 4 images);
+   - N submission folders: ``submission.yaml``, ``metadata.jsonl`` and, unless ``--no-thumbnails``, a tiny
+     64x64 PNG per image, each its own file and sha256, so the renderer makes one thumbnail per image as
+     for a real submission (but decodes 64x64 pixels, not 1024x1024); with ``--no-thumbnails`` the images
+     are "on the Hub" and the site has no thumbnails;
+   - N results folders in the evaluator's format: synthetic per-image scores of the four awareness
+     metrics (no scorer runs: a per-model skill, per-country, Global North and per-era effects, noise),
+     summarised by the evaluator's own code (``_write_results``: 95% bootstrap CIs over prompts for every
+     metric x slice). Every 10th submission lacks one country, so incomplete slices are on the pages too.
+2. Times ``build_site(results, dataset, submissions, out)`` into an empty folder (every thumbnail made),
+   then ``--rebuilds`` times into the same folder (thumbnails of the earlier build reused, as when CI
+   keeps the previous site).
+3. Prints a Markdown table: wall times (target < 30 s), pages, the largest HTML page (target < 200 KB;
+   images excluded; an SVG inlined in a page would count, an SVG file does not) and the site by file type.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ import multiprocessing as mp
 import os
 import platform
 import shutil
+import struct
 import sys
 import time
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 from PIL import Image
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 PROMPT_SET = "cube-awareness"
 WORK = Path(__file__).resolve().parent / "_work" / "site-speed"
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".avif", ".svg", ".ico"}
@@ -75,6 +81,13 @@ def tiny_pngs(n: int = 32) -> list[bytes]:
     return out
 
 
+def tagged(png: bytes, tag: str) -> bytes:
+    """``png`` with a ``tEXt`` chunk before IEND: the same pixels, its own bytes and sha256."""
+    data = b"cultureboard\0" + tag.encode()
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+    return png[:-12] + chunk + png[-12:]
+
+
 def synth_scores(i: int, prompts: list[dict], images: list[tuple[dict, int, str, str]]) -> list[dict]:
     """Score rows in ``evaluate.SCORES_SCHEMA`` for submission ``i``: deterministic, plausible ranges."""
     from cultureboard.evaluators.context import SLICE_FIELDS
@@ -106,7 +119,13 @@ def synth_scores(i: int, prompts: list[dict], images: list[tuple[dict, int, str,
 
 def make_submission(args: tuple) -> str:
     """One submission folder and its results folder (run in a worker process)."""
-    i, work, thumbnails = args
+    try:
+        return _make_submission(*args)
+    except Exception as exc:  # CultureboardError does not unpickle, which would hang Pool.map: send text
+        raise RuntimeError(f"submission {args[0]}: {exc.__class__.__name__}: {exc}") from None
+
+
+def _make_submission(i: int, work: Path, thumbnails: bool) -> str:
     from cultureboard.dataset_folder import local_revision, read_prompt_set
     ev = importlib.import_module("cultureboard.evaluators.evaluate")  # the module: the package re-exports the function
     from cultureboard.evaluators.submission import submission_id, write_submission
@@ -122,7 +141,7 @@ def make_submission(args: tuple) -> str:
     images, lines = [], []
     for n, prompt in enumerate(p for p in prompts if p["country"] != skipped):
         for k in range(prompt["images_per_prompt"]):
-            data = pngs[(n + k + i) % len(pngs)]
+            data = tagged(pngs[(n + k + i) % len(pngs)], f"{sid}/{prompt['prompt_id']}/{k}")  # every image its own
             name = f"images/{prompt['prompt_id']}/{k}.png"
             if thumbnails:
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -185,45 +204,54 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=50)
     parser.add_argument("--no-thumbnails", dest="thumbnails", action="store_false",
                         help="submissions without local images (images on the Hub): the site has no thumbnails")
-    parser.add_argument("--repeat", type=int, default=1, help="time the build this many times (fresh output each)")
+    parser.add_argument("--rebuilds", type=int, default=1, help="builds into the same folder after the first (thumbnails reused)")
     parser.add_argument("--keep", action="store_true", help="keep the generated inputs and the site for the next run")
+    parser.add_argument("--workdir", type=Path, default=WORK, help=f"where inputs and the site go (default {WORK})")
     args = parser.parse_args()
+    work = args.workdir.resolve()
+    if work.is_dir() and any(work.iterdir()) and not (work / "meta.json").is_file() and not (work / "dataset").is_dir():
+        sys.exit(f"{work} holds other files: pass an empty or new --workdir (this script deletes and rewrites it)")
 
     from cultureboard.site.render import build_site
 
-    meta = WORK / "meta.json"
+    meta = work / "meta.json"
     wanted = {"generator": GENERATOR_VERSION, "submissions": args.submissions, "thumbnails": args.thumbnails}
     if not (meta.exists() and json.loads(meta.read_text()) == wanted):
         started = time.perf_counter()
-        generate(WORK, args.submissions, args.thumbnails)
+        generate(work, args.submissions, args.thumbnails)
         print(f"generated {args.submissions} submissions and results in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    n_rows = sum(len(json.loads((d / "summary.json").read_text())["metrics"]) for d in (WORK / "results").iterdir())
+    n_rows = sum(len(json.loads((d / "summary.json").read_text())["metrics"]) for d in (work / "results").iterdir())
 
-    times = []
-    for r in range(args.repeat):
-        out = WORK / f"site-{r}"
-        shutil.rmtree(out, ignore_errors=True)
+    out = work / "site"
+    shutil.rmtree(out, ignore_errors=True)
+    times, info = [], {}
+    for r in range(1 + args.rebuilds):
         started = time.perf_counter()
-        build_site(WORK / "results", WORK / "dataset", WORK / "submissions", out)
+        info = build_site(work / "results", work / "dataset", work / "submissions", out) or {}
         times.append(time.perf_counter() - started)
-        print(f"  build {r + 1}: {times[-1]:.2f} s", file=sys.stderr)
-    sizes = site_sizes(WORK / "site-0")
+        print(f"  {'build' if r == 0 else 'rebuild'}: {times[-1]:.2f} s", file=sys.stderr)
+    sizes = site_sizes(out)
 
     print(f"\n{args.submissions} submissions of {PROMPT_SET} (248 prompts x 4 images, 13 countries; {n_rows:,} summary "
           f"rows in all), thumbnails {'from tiny local PNGs' if args.thumbnails else 'off (images on the Hub)'}; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}\n")
     print("| measure | value | target |")
     print("|---|---|---|")
-    print(f"| build time (best of {len(times)}) | {min(times):.2f} s | < {TARGET_SECONDS:.0f} s |")
+    made = " (every thumbnail made)" if args.thumbnails else ""
+    print(f"| first build{made} | {times[0]:.2f} s | < {TARGET_SECONDS:.0f} s |")
+    if len(times) > 1:
+        print(f"| rebuild (thumbnails reused), best of {len(times) - 1} | {min(times[1:]):.2f} s | < {TARGET_SECONDS:.0f} s |")
+    if "thumbnails" in info:
+        print(f"| thumbnails | {info['thumbnails']:,} made or reused, {info.get('missing_images', 0):,} missing | |")
     print(f"| pages | {sizes['pages']:,} | |")
     print(f"| largest HTML page | {sizes['largest_kb']:.1f} KB (`{sizes['largest']}`) | < {TARGET_KB:.0f} KB |")
     print(f"| all HTML | {sizes['html_mb']:.2f} MB | |")
     print(f"| image files | {sizes['images']:,} | |")
     print("\nfiles by type: " + ", ".join(f"{k} {n:,} ({b / 1e6:.2f} MB)" for k, (n, b) in sizes["by_type"].items()))
-    met = min(times) < TARGET_SECONDS and sizes["largest_kb"] < TARGET_KB
+    met = max(times) < TARGET_SECONDS and sizes["largest_kb"] < TARGET_KB
     print(f"\ntargets {'met' if met else 'NOT met'}")
     if not args.keep:
-        shutil.rmtree(WORK)
+        shutil.rmtree(work)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,45 @@
-"""A knowledge base read from a Wikidata JSON dump (plain, .gz or .bz2), streamed with bounded memory.
+"""A knowledge base read from a Wikidata JSON dump (plain, .gz or .bz2) in one streaming pass.
 
-One pass over the dump keeps only what the traversal needs:
+The pass keeps only what the traversal needs:
 
 * the edge index: every non-deprecated P31/P279 edge, as integer arrays sorted by parent;
 * the country claims (P495/P17) of entities that have edges;
 * the details of candidate artifacts (entities with edges and a requested country), spilled to a
   temporary file with only their offsets in memory;
-* English labels of classes (entities with a P279 claim) and P580 start years of time periods.
+* English labels of classes (entities with a P279 claim) and of the concept roots, and P580 start
+  years of time periods;
+* the English labels of the other entities with an edge (those with P31 only): any of them can be the
+  parent an artifact is found under, so they are spilled to a second temporary file, which
+  ``labels()`` scans for the few that the class labels lack. The dump is never read twice.
 
-Memory grows with the edge index, not with the dump's text. Decompression runs in a reader thread
-(zlib and bz2 release the GIL), so parsing overlaps with it on a second core. Each line is decoded
-with a msgspec schema that names only the fields used, so the rest of an entity (other languages,
-other properties, references) is skipped without building Python objects.
+Memory: the edge index and the country claims grow with the number of edges; the class labels,
+period years and candidate offsets with the number of classes, periods and candidates; the label
+spill buffers at most 65,536 pairs before writing them. Nothing grows with the dump's text or its
+number of entities beyond that; the spilled details and labels are on disk (the labels there take
+roughly 30 bytes per entity with an edge).
+
+Speed: a compressed dump is decompressed by a child process (the gzip/bz2 modules in a second
+Python interpreter) that writes into a pipe, so decompression runs on another core and never waits
+for this process's GIL. The text is cut into blocks of whole lines, about 256 KiB each, and a block
+is decoded by one msgspec call as a JSON array, the dump's own line-ending commas separating its
+items. The schema names only the fields used, so the rest of an entity (other languages, other
+properties, references) is skipped without building Python objects. A block that is not one valid
+entity per line is decoded again line by line, so that each malformed line is counted with its own
+line number.
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
+import fcntl
 import gzip
+import itertools
 import os
 import queue
+import struct
+import subprocess
+import sys
 import tempfile
 import threading
 import zlib
@@ -38,33 +58,33 @@ from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, qid_number, 
 # ---------------------------------------------------------------- the parts of an entity we read
 
 
-class _Text(msgspec.Struct, frozen=True):
+class _Text(msgspec.Struct, frozen=True, gc=False):
     value: str
 
 
-class _Lang(msgspec.Struct, frozen=True):
+class _Lang(msgspec.Struct, frozen=True, gc=False):
     en: _Text | None = None
 
 
-class _Aliases(msgspec.Struct, frozen=True):
+class _Aliases(msgspec.Struct, frozen=True, gc=False):
     en: list[_Text] = []
 
 
-class _Value(msgspec.Struct, frozen=True):
+class _Value(msgspec.Struct, frozen=True, gc=False):
     value: Any
 
 
-class _Snak(msgspec.Struct, frozen=True):
+class _Snak(msgspec.Struct, frozen=True, gc=False):
     snaktype: str = "value"
     datavalue: _Value | None = None
 
 
-class _Statement(msgspec.Struct, frozen=True):
+class _Statement(msgspec.Struct, frozen=True, gc=False):
     mainsnak: _Snak
     rank: str = "normal"
 
 
-class _Claims(msgspec.Struct, frozen=True):
+class _Claims(msgspec.Struct, frozen=True, gc=False):
     P31: list[_Statement] = []
     P279: list[_Statement] = []
     P495: list[_Statement] = []
@@ -77,13 +97,44 @@ class _Claims(msgspec.Struct, frozen=True):
     P580: list[_Statement] = []
 
 
-class _Entity(msgspec.Struct):
+class _Entity(msgspec.Struct, gc=False):
+    """An entity with every part the builder reads (the RDF export, kb_rdf, reads it whole)."""
+
     id: str
     labels: _Lang = _Lang()
     descriptions: _Lang = _Lang()
     aliases: _Aliases = _Aliases()
     claims: _Claims = _Claims()
     sitelinks: dict[str, msgspec.Raw] = {}
+
+
+_NO_STATEMENTS = msgspec.Raw(b"[]")
+_NO_TERMS = msgspec.Raw(b"{}")
+
+
+class _IndexClaims(msgspec.Struct, frozen=True, gc=False):
+    P31: list[_Statement] = []
+    P279: list[_Statement] = []
+    P495: list[_Statement] = []
+    P17: list[_Statement] = []
+    P580: list[_Statement] = []
+    P2012: msgspec.Raw = _NO_STATEMENTS
+    P361: msgspec.Raw = _NO_STATEMENTS
+    P18: msgspec.Raw = _NO_STATEMENTS
+    P571: msgspec.Raw = _NO_STATEMENTS
+    P2348: msgspec.Raw = _NO_STATEMENTS
+
+
+class _Indexed(msgspec.Struct, gc=False):
+    """An entity as the index pass reads it: what every entity is checked for is decoded; what only
+    a candidate's details need is kept as raw JSON (checked, not built) and decoded for candidates."""
+
+    id: str
+    labels: _Lang = _Lang()
+    descriptions: msgspec.Raw = _NO_TERMS
+    aliases: msgspec.Raw = _NO_TERMS
+    claims: _IndexClaims = _IndexClaims()
+    sitelinks: msgspec.Raw = _NO_TERMS
 
 
 class _Stored(msgspec.Struct, array_like=True):
@@ -100,8 +151,15 @@ class _Stored(msgspec.Struct, array_like=True):
 
 
 _decode_entity = msgspec.json.Decoder(_Entity).decode
+_decode_indexed = msgspec.json.Decoder(_Indexed).decode
+_decode_indexed_list = msgspec.json.Decoder(list[_Indexed]).decode
+_decode_lang = msgspec.json.Decoder(_Lang).decode
+_decode_aliases = msgspec.json.Decoder(_Aliases).decode
+_decode_sitelinks = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_statements = msgspec.json.Decoder(list[_Statement]).decode
 _encode = msgspec.msgpack.Encoder().encode
 _decode_stored = msgspec.msgpack.Decoder(_Stored).decode
+_decode_labels = msgspec.msgpack.Decoder(list[str]).decode
 
 
 def _values(statements: list[_Statement]) -> list[Any]:
@@ -113,19 +171,31 @@ def _values(statements: list[_Statement]) -> list[Any]:
     ]
 
 
+def _item_qid(s: _Statement) -> str | None:
+    """The item QID (Q + digits) a statement gives, if it counts."""
+    snak = s.mainsnak
+    if s.rank != "deprecated" and snak.snaktype == "value" and snak.datavalue is not None:
+        v = snak.datavalue.value
+        if isinstance(v, dict):
+            q = v.get("id")
+            if isinstance(q, str) and q[:1] == "Q" and q[1:].isdecimal():
+                return q
+    return None
+
+
 def _item_ids(statements: list[_Statement]) -> list[str]:
-    if not statements:  # the common case: most entities lack most properties
+    """The distinct item QIDs of the statements that count, in numeric order."""
+    return sorted({q for s in statements if (q := _item_qid(s))}, key=qid_number)
+
+
+def _item_numbers(statements: list[_Statement]) -> list[int]:
+    """The numbers of ``_item_ids(statements)``, in order."""
+    if not statements:  # the common cases first: no statement, or one
         return []
-    out = set()
-    for s in statements:
-        snak = s.mainsnak
-        if s.rank != "deprecated" and snak.snaktype == "value" and snak.datavalue is not None:
-            v = snak.datavalue.value
-            if isinstance(v, dict):
-                q = v.get("id")
-                if isinstance(q, str) and q.startswith("Q"):
-                    out.add(q)
-    return sorted(out, key=qid_number)
+    if len(statements) == 1:
+        q = _item_qid(statements[0])
+        return [int(q[1:])] if q else []
+    return sorted(map(qid_number, {q for s in statements if (q := _item_qid(s))}))
 
 
 def _best_string(statements: list[_Statement]) -> str | None:
@@ -155,69 +225,246 @@ def open_dump(path: Path):
     return open(path, "rb")
 
 
-_CHUNK = 4 << 20
+_READ = 256 << 10  # bytes asked for per read; a block of whole lines is about this size
+_PIPE_SIZE = 1 << 20  # pipe buffer asked for (Linux): how far the decompressing child may run ahead
+
+# The decompressing child: the gzip/bz2 modules in a second interpreter, so that open_dump's error
+# messages are kept. A failure exits with "ExceptionName: message" on stderr.
+_CHILD_SCRIPT = """\
+import bz2, gzip, shutil, sys
+try:
+    with (gzip.open if sys.argv[1] == ".gz" else bz2.open)(sys.argv[2], "rb") as fh:
+        shutil.copyfileobj(fh, sys.stdout.buffer, 1 << 20)
+except Exception as exc:
+    sys.exit(f"{exc.__class__.__name__}: {exc}")
+"""
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
-    """Decompressed chunks of the dump, read ahead by a background thread."""
-    q: queue.Queue = queue.Queue(maxsize=4)
+def _decompress_command(path: Path) -> list[str] | None:
+    """The command that writes a .gz/.bz2 dump decompressed to stdout; None when no interpreter can be started."""
+    if not sys.executable:
+        return None
+    return [sys.executable, "-I", "-S", "-c", _CHILD_SCRIPT, path.suffix, os.fspath(path)]
+
+
+def _unreadable(path: Path, detail: str) -> CultureboardError:
+    return CultureboardError(
+        path, f"cannot be read as a Wikidata JSON dump ({detail})",
+        "check the download is complete (compare its checksum) and that .gz/.bz2 files are not truncated",
+    )
+
+
+def _from_file(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as fh:
+        while data := fh.read(_READ):
+            yield data
+
+
+def _from_child(path: Path, command: list[str]) -> Iterator[bytes]:
+    """Read the decompressing child's stdout in this thread: the pipe is the read-ahead buffer.
+
+    Each read returns what the child has written so far (up to ``_READ``), so while this process
+    parses a block the child fills the pipe on another core. The child is killed and reaped when
+    the reading stops early (an error, or the generator closed)."""
+    with tempfile.TemporaryFile(prefix="cultureboard-gunzip-") as err:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, bufsize=0)
+        try:
+            with contextlib.suppress(AttributeError, OSError):  # F_SETPIPE_SZ is Linux-only; 64 KiB elsewhere
+                fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+            while data := proc.stdout.read(_READ):
+                yield data
+            status = proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+        if status != 0:
+            err.seek(0)
+            message = " ".join(err.read().decode("utf-8", "replace").split())
+            raise _unreadable(path, message or f"decompression exited with status {status}")
+
+
+def _from_thread(path: Path) -> Iterator[bytes]:
+    """Decompress in a reader thread (zlib and bz2 release the GIL while they work): the fallback
+    when no child process can be started."""
+    q: queue.Queue = queue.Queue(maxsize=16)
+    stop = threading.Event()
 
     def reader():
         try:
             with open_dump(path) as fh:
-                while chunk := fh.read(_CHUNK):
-                    q.put(chunk)
+                while not stop.is_set() and (data := fh.read(_READ)):
+                    q.put(data)
             q.put(None)
         except BaseException as exc:  # handed to the consumer, which reports it
             q.put(exc)
 
-    threading.Thread(target=reader, daemon=True).start()
-    while True:
-        item = q.get()
-        if item is None:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    try:
+        while (item := q.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a reader waiting to put, so that it sees ``stop`` and ends
+            with contextlib.suppress(queue.Empty):
+                q.get(timeout=0.05)
+
+
+def dump_blocks(path: Path) -> Iterator[bytes]:
+    """The dump's text in blocks of whole lines.
+
+    Blocks are about ``_READ`` bytes (more when a line is longer); the last one may lack its final
+    newline. This is the only place the dump is read: a compressed dump through a decompressing
+    child process, or a reader thread where no child can be started."""
+    if path.suffix in (".gz", ".bz2"):
+        command = _decompress_command(path)
+        source = _from_child(path, command) if command else _from_thread(path)
+    else:
+        source = _from_file(path)
+    rest = b""
+    with contextlib.closing(source):
+        try:
+            for data in source:
+                cut = data.rfind(b"\n") + 1
+                if not cut:  # inside a long line
+                    rest += data
+                    continue
+                yield rest + memoryview(data)[:cut]
+                rest = data[cut:]
+        except (OSError, EOFError, zlib.error) as exc:  # the reader thread's or the plain file's
+            raise _unreadable(path, f"{exc.__class__.__name__}: {exc}") from None
+    if rest:
+        yield rest
+
+
+def _block_lines(first: int, block: bytes) -> Iterator[tuple[int, bytes]]:
+    """(line number, entity JSON) for each entity line of a block whose first line is number ``first``:
+    the array brackets and trailing commas removed."""
+    for lineno, line in enumerate(block.split(b"\n"), first):
+        line = line.strip()
+        if line.endswith(b","):
+            line = line[:-1]
+        if line and line not in (b"[", b"]"):
+            yield lineno, line
+
+
+def _decode_block(block: bytes, newlines: int) -> tuple[int, list[_Indexed]] | None:
+    """A block's entities decoded by one call, and the number of lines before the first of them.
+
+    The lines already end with the commas that separate array items, so the block, less the dump's
+    opening ``[`` or closing ``]`` line and its last comma, is decoded as one JSON array. None when
+    that fails or does not give one entity per line (``newlines`` is the block's count): the caller
+    then decodes the lines one by one, to count each bad line with its number."""
+    start, end = 0, len(block)
+    if block[:1] == b"[":  # the dump's first line
+        start = block.find(b"\n") + 1
+        if not start or block[:start].strip() != b"[":
+            return None
+    while end > start and block[end - 1] in b" \t\r\n":
+        end -= 1
+    if block[end - 1:end] == b"]":  # the dump's last line
+        k = block.rfind(b"\n", start, end)
+        if k < 0 or block[k + 1:end].strip() != b"]":
+            return None
+        end = k
+        while end > start and block[end - 1] in b" \t\r\n":
+            end -= 1
+    if block[end - 1:end] == b",":
+        end -= 1
+    if end <= start:
+        return None
+    try:
+        entities = _decode_indexed_list(b"".join((b"[", memoryview(block)[start:end], b"]")))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    skipped = block.count(b"\n", 0, start)
+    if len(entities) != newlines - skipped - block.count(b"\n", end) + 1:
+        return None
+    return skipped, entities
+
+
+def dump_entities(path: Path) -> Iterator[tuple[int, _Indexed | None]]:
+    """(line number, entity) for each entity line of the dump; None for a line that is not a valid entity."""
+    first = 1  # the number of the block's first line
+    with contextlib.closing(dump_blocks(path)) as blocks:
+        for block in blocks:
+            newlines = block.count(b"\n")
+            decoded = _decode_block(block, newlines)
+            if decoded is not None:
+                skipped, entities = decoded
+                yield from zip(itertools.count(first + skipped), entities)
+            else:
+                for lineno, line in _block_lines(first, block):
+                    try:
+                        entity = _decode_indexed(line)
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        entity = None
+                    yield lineno, entity
+            first += newlines
 
 
 def dump_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, entity JSON) for each entity line: the array brackets and trailing commas removed."""
-    rest = b""
-    lineno = 0
-    try:
-        for chunk in _chunks(path):
-            lines = (rest + chunk).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                lineno += 1
-                line = line.strip()
-                if line.endswith(b","):
-                    line = line[:-1]
-                if line and line not in (b"[", b"]"):
-                    yield lineno, line
-    except (OSError, EOFError, zlib.error) as exc:
-        raise CultureboardError(
-            path, f"cannot be read as a Wikidata JSON dump ({exc.__class__.__name__}: {exc})",
-            "check the download is complete (compare its checksum) and that .gz/.bz2 files are not truncated",
-        ) from None
-    line = rest.strip().rstrip(b",")
-    if line and line not in (b"[", b"]"):
-        yield lineno + 1, line
+    first = 1
+    with contextlib.closing(dump_blocks(path)) as blocks:
+        for block in blocks:
+            yield from _block_lines(first, block)
+            first += block.count(b"\n")
 
 
-def _head_has_id(head: bytes, ids: set[bytes]) -> bool:
-    """Whether ``"id":"X"`` occurs in ``head`` for some X in ``ids``: one set lookup per ``"id":"`` found,
-    rather than one substring search per wanted id (ids hold no quote, so the token ends at the next one)."""
-    i = head.find(b'"id":"')
-    while i >= 0:
-        j = head.find(b'"', i + 6)
-        if j < 0:
-            return False
-        if head[i + 6:j] in ids:
-            return True
-        i = head.find(b'"id":"', i + 1)
-    return False
+class _LabelSpill:
+    """(entity number, English label) pairs kept on disk, scanned for the few numbers asked for.
+
+    Pairs are buffered and written in batches: a header (count, size of the labels), the numbers as
+    int64, then the labels as one msgpack array, so that a scan decodes the labels of a batch only
+    when one of its numbers is wanted."""
+
+    _BATCH = 1 << 16
+    _HEADER = struct.Struct("<II")
+
+    def __init__(self):
+        self._file = tempfile.TemporaryFile(prefix="cultureboard-labels-")
+        self._numbers = array("q")
+        self._labels: list[str] = []
+
+    def add(self, number: int, label: str) -> None:
+        self._numbers.append(number)
+        self._labels.append(label)
+        if len(self._labels) >= self._BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._labels:
+            labels = _encode(self._labels)
+            self._file.write(self._HEADER.pack(len(self._labels), len(labels)))
+            self._file.write(self._numbers.tobytes())
+            self._file.write(labels)
+            self._numbers, self._labels = array("q"), []
+
+    def find(self, numbers: Iterable[int]) -> dict[int, str]:
+        """The labels of ``numbers`` (a later pair for the same number wins, as in the dump)."""
+        self._flush()
+        wanted = np.fromiter(numbers, dtype=np.int64)
+        out: dict[int, str] = {}
+        self._file.seek(0)
+        while header := self._file.read(self._HEADER.size):
+            count, size = self._HEADER.unpack(header)
+            batch = np.frombuffer(self._file.read(8 * count), dtype=np.int64)
+            hits = np.flatnonzero(np.isin(batch, wanted))
+            if hits.size:
+                labels = _decode_labels(self._file.read(size))
+                out.update((int(batch[i]), labels[i]) for i in hits)
+            else:
+                self._file.seek(size, os.SEEK_CUR)
+        self._file.seek(0, os.SEEK_END)
+        return out
+
+    def close(self) -> None:
+        self._file.close()
 
 
 # ---------------------------------------------------------------------------- the knowledge base
@@ -252,7 +499,12 @@ class DumpKnowledgeBase:
         self.report = DumpReport(path=str(self.path))
         self._spill = tempfile.TemporaryFile(prefix="cultureboard-kb-")
         self._offsets: dict[int, tuple[int, int]] = {}
-        self._index(max_malformed)
+        self._other_labels = _LabelSpill()
+        try:
+            self._index(max_malformed)
+        except BaseException:
+            self.close()
+            raise
 
     # -- building the index
 
@@ -263,50 +515,57 @@ class DumpKnowledgeBase:
         label_ids, label_text = array("q"), []
         period_ids, period_years = array("q"), array("q")
         pos = 0
-        for lineno, line in dump_lines(self.path):
-            rep.lines = lineno
-            try:
-                e = _decode_entity(line)
-                num = qid_number(e.id) if e.id[:1] == "Q" else None
-            except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
-                rep.malformed += 1
-                if len(rep.malformed_examples) < 10:
-                    rep.malformed_examples.append(lineno)
-                continue
-            rep.entities += 1
-            if num is None:
-                continue  # properties and lexemes are not part of the class hierarchy
-            c = e.claims
-            parents31, parents279 = _item_ids(c.P31), _item_ids(c.P279)
-            for p in parents31:
-                child.append(num)
-                parent.append(qid_number(p))
-                prop.append(0)
-            for p in parents279:
-                child.append(num)
-                parent.append(qid_number(p))
-                prop.append(1)
-            if e.labels.en is not None and (parents279 or num in self._always_label):
-                label_ids.append(num)
-                label_text.append(e.labels.en.value)
-            if c.P580:
-                year = _earliest_year(c.P580)
-                if year is not None:
-                    period_ids.append(num)
-                    period_years.append(year)
-            if not (parents31 or parents279) or not (c.P495 or c.P17):
-                continue  # no edge, or no country statement: nothing more to record
-            countries = [(0, q) for q in _item_ids(c.P495)] + [(1, q) for q in _item_ids(c.P17)]
-            for code, q in countries:
-                c_ent.append(num)
-                c_prop.append(code)
-                c_country.append(qid_number(q))
-            if any(qid_number(q) in self._wanted for _, q in countries):
-                blob = _encode(self._stored(e))
-                self._spill.write(blob)
-                self._offsets[num] = (pos, len(blob))
-                pos += len(blob)
-                rep.candidates += 1
+        def malformed(lineno: int) -> None:
+            rep.malformed += 1
+            if len(rep.malformed_examples) < 10:
+                rep.malformed_examples.append(lineno)
+
+        with contextlib.closing(dump_entities(self.path)) as entities:
+            for lineno, e in entities:
+                rep.lines = lineno
+                if e is None or (e.id[:1] == "Q" and not e.id[1:].isdecimal()):
+                    malformed(lineno)
+                    continue
+                if e.id[:1] != "Q":
+                    rep.entities += 1  # properties and lexemes are not part of the class hierarchy
+                    continue
+                num = qid_number(e.id)
+                c = e.claims
+                parents31, parents279 = _item_numbers(c.P31), _item_numbers(c.P279)
+                countries, details = [], None
+                if (parents31 or parents279) and (c.P495 or c.P17):
+                    countries = [(0, q) for q in _item_numbers(c.P495)] + [(1, q) for q in _item_numbers(c.P17)]
+                    if any(q in self._wanted for _, q in countries):
+                        try:
+                            details = _encode(self._stored(e))
+                        except (msgspec.DecodeError, msgspec.ValidationError):
+                            malformed(lineno)
+                            continue
+                rep.entities += 1
+                child.extend([num] * (len(parents31) + len(parents279)))
+                parent.extend(parents31)
+                parent.extend(parents279)
+                prop.extend([0] * len(parents31) + [1] * len(parents279))
+                if e.labels.en is not None:
+                    if parents279 or num in self._always_label:
+                        label_ids.append(num)
+                        label_text.append(e.labels.en.value)
+                    elif parents31:  # may be the parent an artifact is found under
+                        self._other_labels.add(num, e.labels.en.value)
+                if c.P580:
+                    year = _earliest_year(c.P580)
+                    if year is not None:
+                        period_ids.append(num)
+                        period_years.append(year)
+                for code, q in countries:
+                    c_ent.append(num)
+                    c_prop.append(code)
+                    c_country.append(q)
+                if details is not None:
+                    self._spill.write(details)
+                    self._offsets[num] = (pos, len(details))
+                    pos += len(details)
+                    rep.candidates += 1
         if rep.entities == 0:
             raise CultureboardError(
                 self.path, "holds no Wikidata entity", "pass a Wikidata JSON dump: a JSON array with one entity per line"
@@ -331,17 +590,24 @@ class DumpKnowledgeBase:
         self._periods = dict(zip(period_ids, period_years))
 
     @staticmethod
-    def _stored(e: _Entity) -> _Stored:
-        c = e.claims
+    def _stored(e: _Indexed) -> _Stored:
+        """A candidate's details, decoding the parts the index pass kept raw (a DecodeError or
+        ValidationError if one is not what it should be)."""
+
+        def statements(prop: str) -> list[_Statement]:
+            s = getattr(e.claims, prop)
+            return _decode_statements(s) if isinstance(s, msgspec.Raw) else s
+
+        description = _decode_lang(e.descriptions).en
         return _Stored(
             name=e.labels.en.value if e.labels.en else None,
-            description=e.descriptions.en.value if e.descriptions.en else None,
-            aliases=sorted({a.value for a in e.aliases.en}),
-            sitelinks=len(e.sitelinks),
-            image=_best_string(c.P18),
-            inception_year=_earliest_year(c.P571),
-            time_period=_item_ids(c.P2348),
-            claims={p: _item_ids(getattr(c, p)) for p in ("P31", "P279", "P495", "P17", "P2012", "P361")},
+            description=description.value if description else None,
+            aliases=sorted({a.value for a in _decode_aliases(e.aliases).en}),
+            sitelinks=len(_decode_sitelinks(e.sitelinks)),
+            image=_best_string(statements("P18")),
+            inception_year=_earliest_year(statements("P571")),
+            time_period=_item_ids(statements("P2348")),
+            claims={p: _item_ids(statements(p)) for p in ("P31", "P279", "P495", "P17", "P2012", "P361")},
         )
 
     # -- the KnowledgeBase questions
@@ -379,19 +645,16 @@ class DumpKnowledgeBase:
         return out
 
     def labels(self, qids: Iterable[str]) -> dict[str, str]:
-        """Class labels come from the index; any other label needs one more, filtered pass."""
+        """English labels of roots and of entities with an edge (every node a traversal reaches has one).
+
+        Class and root labels come from memory; the others from the label spill, scanned once for
+        all of them. An entity without any P31/P279 edge is not answered."""
         qids = set(qids)
         out = {q: self._labels[qid_number(q)] for q in qids if qid_number(q) in self._labels}
-        missing = {q.encode() for q in qids - set(out)}
+        missing = {qid_number(q): q for q in qids - set(out)}
         if missing:
-            for _, line in dump_lines(self.path):
-                if _head_has_id(line[:64], missing):
-                    try:
-                        e = _decode_entity(line)
-                    except (msgspec.DecodeError, msgspec.ValidationError):
-                        continue
-                    if e.id in qids and e.labels.en is not None:
-                        out[e.id] = e.labels.en.value
+            for number, label in self._other_labels.find(missing).items():
+                out[missing[number]] = label
         return out
 
     def start_years(self, qids: Iterable[str]) -> dict[str, int]:
@@ -399,3 +662,4 @@ class DumpKnowledgeBase:
 
     def close(self) -> None:
         self._spill.close()
+        self._other_labels.close()

@@ -280,7 +280,7 @@ def site_build(results, dataset, submissions, out, ratings):
 @publish.command(name="results")
 @click.argument("results", type=click.Path(file_okay=False))
 @click.option("--repo", required=True, help="Hub dataset repository for results, ORG/NAME.")
-@click.option("--submission", help="Publish only this submission id (default: all).")
+@click.option("--submission", help="Check that this submission id has results and name it in the commit (every submission is uploaded, so the splits and `latest` always agree).")
 def publish_results_command(results, repo, submission):
     """Upload results to a Hub dataset: one split per submission plus `latest`."""
     from cultureboard.evaluators.publish_results import publish_results
@@ -295,12 +295,10 @@ def publish_results_command(results, repo, submission):
 @click.option("--tolerance", default=0.02, show_default=True, help="Largest absolute change tolerated per metric x slice.")
 def compare_results_command(baseline, new, tolerance):
     """Compare two results of the same submission; exit 1 when scores drifted beyond the tolerance."""
-    from cultureboard.evaluators.drift import compare_results
+    from cultureboard.evaluators.drift import compare_results, format_drifts
 
     drifts = compare_results(baseline, new, tolerance=tolerance)
-    for d in drifts:
-        click.echo(" ".join(f"{k}={v}" for k, v in d.items()))
-    click.echo(f"{len(drifts)} drift(s) beyond {tolerance}" if drifts else f"no drift beyond {tolerance}")
+    click.echo(format_drifts(drifts))
     raise click.exceptions.Exit(1 if drifts else 0)
 
 

@@ -21,11 +21,10 @@ from typing import Callable
 
 from .errors import CultureboardError
 
-#: A small slice of the sample: two Global North and two Global South countries keeps the demo quick.
-DEMO_COUNTRIES = ["IT", "JP", "BR", "NG"]
-#: The prompt sets the evaluator scores today, and the stand-in models generated for each.
-DEMO_SETS = ("cube-awareness", "cube-diversity")
-STANDIN_MODELS = ("tiny-a", "tiny-b")
+#: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick.
+DEMO_COUNTRIES = ["IT", "JP", "NG"]
+#: The stand-in models, and the prompt sets (those the evaluator scores today) each generates.
+STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity"), "tiny-b": ("cube-awareness",)}
 
 
 def cache_root() -> Path:
@@ -79,8 +78,8 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
     models = pipelines or _standin_pipelines(standins / "generators")
     scorer_config = None if scorers == "default" else (_standin_scorers(standins / "scorers") if scorers == "tiny" else scorers)
     written = []
-    for prompt_set in DEMO_SETS:
-        for name, pipeline in models.items():
+    for name, pipeline in models.items():
+        for prompt_set in STANDIN_MODELS.get(name, ("cube-awareness", "cube-diversity")):
             folder = submissions / f"demo__{name}__{prompt_set}"
             echo(f"[2/5] generate: {prompt_set} with {name} -> {folder}")
             generate(dataset, prompt_set, pipeline, folder, organization="demo", model_name=name, tag=prompt_set,

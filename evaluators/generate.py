@@ -279,7 +279,7 @@ def _dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
 def _resolve(pipeline: str) -> tuple[str, str, Path]:
     """(model id, revision, local folder) of a local pipeline folder or a Hub id ``ID[@REVISION]``.
 
-    A local folder's revision is ``local:<sha256>`` over every file in it (path and content): its
+    A local folder's id is ``local/<folder name>`` and its revision is ``local:<sha256>`` over every file in it (path and content): its
     model_index.json alone is the same for every checkpoint of an architecture (hashing takes seconds per
     GB). A Hub id is resolved
     through the Hub cache (offline) or downloaded, and its revision is the snapshot's commit hash.
@@ -294,7 +294,7 @@ def _resolve(pipeline: str) -> tuple[str, str, Path]:
         h = hashlib.sha256()
         for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
             h.update(f.relative_to(path).as_posix().encode() + b"\0" + bytes.fromhex(file_sha256(f)))
-        return pipeline, "local:" + h.hexdigest(), path
+        return f"local/{path.resolve().name}", "local:" + h.hexdigest(), path  # no machine-specific path
     repo, _, revision = pipeline.partition("@")
     try:
         folder = Path(DiffusionPipeline.download(repo, revision=revision or None))

@@ -1,1 +1,4 @@
-"""The static leaderboard site renderer (Jinja). Not built yet: see the leaderboard site issue."""
+"""The static leaderboard site: Jinja templates rendered from results, the dataset and submissions.
+
+Public API: :func:`cultureboard.site.render.build_site` (``cultureboard site build``).
+"""

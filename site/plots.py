@@ -26,7 +26,7 @@ SVG_NS = "http://www.w3.org/2000/svg"
 FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 FONT_SIZE = 11
 CHAR_W = 0.6 * FONT_SIZE  # rough advance width of one character, for layout only
-LABEL_CHARS = 32  # longer labels are shortened on the plot (full text stays in the tooltip)
+LABEL_CHARS = 36  # longer labels are shortened on the plot (full text stays in the tooltip)
 TEXT, GRID, AXIS, MISSING = "#222", "#ddd", "#555", "#e6e6e6"
 VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
@@ -69,7 +69,12 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 
 def _short(label: str, chars: int = LABEL_CHARS) -> str:
-    return label if len(label) <= chars else label[: chars - 1] + "\u2026"
+    """``label`` cut in the middle to ``chars`` characters: names that differ only at the end (``..._run-07``)
+    stay distinguishable."""
+    if len(label) <= chars:
+        return label
+    head = (chars - 1) // 2
+    return label[:head] + "\u2026" + label[len(label) - (chars - 1 - head):]
 
 
 def _unique(values: Iterable[str]) -> list[str]:
@@ -81,6 +86,7 @@ def _text(x: float, y: float, content: str, *, anchor: str = "start", extra: str
 
 
 def _document(width: float, height: float, title: str, desc: str, body: Sequence[str]) -> str:
+    width = max(width, 16 + len(title) * 13 * 0.62)  # room for the visible title (13 px bold)
     head = (f'<svg xmlns="{SVG_NS}" width="{_n(width)}" height="{_n(height)}" viewBox="0 0 {_n(width)} {_n(height)}" '
             f'role="img" font-family="{_esc(FONT)}" font-size="{FONT_SIZE}" fill="{TEXT}">')
     return "\n".join([head, f"<title>{_esc(title)}</title>", f"<desc>{_esc(desc)}</desc>",
@@ -93,39 +99,53 @@ def _empty(title: str, what: str) -> str:
 
 
 def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values covering [low, high] (low < high)."""
+    """About ``count`` round tick values from at most ``low`` to at least ``high`` (low < high)."""
     raw = (high - low) / count
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.floor(low / step + 1e-9) * step
-    ticks, k = [], 0
-    while first + k * step <= high + step * 1e-9 or len(ticks) < 2:
-        ticks.append(round(first + k * step, 12))
-        k += 1
-    if ticks[-1] < high:
-        ticks.append(round(first + k * step, 12))
-    return ticks
+    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, last + 1)]
+
+
+def _tick_digits(ticks: list[float]) -> int:
+    """The decimals the ticks need (0.25 steps: 2, 0.5 steps: 1, 5 steps: 0)."""
+    return next(d for d in range(7) if all(abs(round(t, d) - t) < 1e-9 for t in ticks) or d == 6)
 
 
 def _tick_label(value: float, ticks: list[float]) -> str:
-    """``value`` with as many decimals as the ticks need (0.25 steps: 2, 0.5 steps: 1, 5 steps: 0)."""
-    digits = next(d for d in range(7) if all(abs(round(t, d) - t) < 1e-9 for t in ticks) or d == 6)
-    return _fmt(value, digits)
+    return _fmt(value, _tick_digits(ticks))
 
 
-def _domain(values: Iterable[float | None], include_zero: bool = True) -> list[float]:
-    """Nice ticks over ``values`` (and zero)."""
-    finite = [v for v in values if v is not None] + ([0.0] if include_zero else [])
+def _distinct_digits(values: list[float], digits: int) -> int:
+    """At least ``digits`` decimals, more (up to 6) until different ``values`` print differently."""
+    while digits < 6 and len({_fmt(v, digits) for v in values}) < len(set(values)):
+        digits += 1
+    return digits
+
+
+def _domain(values: Iterable[float | None]) -> list[float]:
+    """Nice ticks over ``values`` and zero (bars start at zero)."""
+    finite = [v for v in values if v is not None] + [0.0]
     low, high = min(finite), max(finite)
     if low == high:
         low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
     return _nice_ticks(low, high)
 
 
-def _ci_text(value: float | None, low: float | None, high: float | None) -> str:
-    text = _fmt(value)
+def _ci_digits(triples: Iterable[tuple], ticks: list[float]) -> int:
+    """Decimals for "value [low, high]" labels: at least 2 and the ticks' own, more (up to 4) until the
+    bounds of every CI that has width print differently."""
+    triples = [t for t in triples if None not in t[:3]]
+    digits = max(2, _tick_digits(ticks))
+    while digits < 4 and any(lo < hi and _fmt(lo, digits) == _fmt(hi, digits) for _, lo, hi in triples):
+        digits += 1
+    return digits
+
+
+def _ci_text(value: float | None, low: float | None, high: float | None, digits: int = 2) -> str:
+    text = _fmt(value, digits)
     if value is not None and low is not None and high is not None:
-        text += f" [{_fmt(low)}, {_fmt(high)}]"
+        text += f" [{_fmt(low, digits)}, {_fmt(high, digits)}]"
     return text
 
 
@@ -201,14 +221,16 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     low = vmin if vmin is not None else (min(values) if values else 0.0)
     high = vmax if vmax is not None else (max(values) if values else 1.0)
     span = (high - low) or 1.0
+    cell_digits = digits + 1 if span < 10 ** (1 - digits) else digits  # 0.50-0.51: three decimals
 
     cell_w = max(34.0, max(len(c) for c in countries) * CHAR_W + 8) if len(countries) <= 20 else 30.0
     cell_h = 22.0
-    rotate = max(len(c) for c in countries) * CHAR_W + 6 > cell_w
+    rotate = max(len(c) for c in countries) * CHAR_W + 6 > cell_w  # labels at -45 degrees
+    reach = min(LABEL_CHARS, max(len(c) for c in countries)) * CHAR_W * 0.72 if rotate else 0.0
     left = 12 + min(LABEL_CHARS, max(len(m) for m in models)) * CHAR_W
-    top = 30 + (min(LABEL_CHARS, max(len(c) for c in countries)) * CHAR_W * 0.72 + 14 if rotate else 18)
+    top = 30 + (reach + 14 if rotate else 18)
     grid_w, grid_h = cell_w * len(countries), cell_h * len(models)
-    width = max(left + grid_w + 16, 380.0)
+    width = max(left + grid_w + 16 + reach, 380.0)
     height = top + grid_h + 62
     printed = len(models) * len(countries) <= MAX_PRINTED_CELLS
 
@@ -226,7 +248,7 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
         for j, country in enumerate(countries):
             x = left + j * cell_w
             value = grid.get((model, country))
-            tooltip = f"{model} \u00d7 {country}: {_fmt(value, digits)}"
+            tooltip = f"{model} \u00d7 {country}: {_fmt(value, cell_digits)}"
             if value is None:
                 missing += 1
                 body += _missing_cell(x, y, cell_w, cell_h, tooltip)
@@ -235,7 +257,7 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
             body.append(f'<rect class="cell" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
                         f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{_esc(tooltip)}</title></rect>')
             if printed:
-                body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, digits), anchor="middle",
+                body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, cell_digits), anchor="middle",
                                   extra=f' fill="{_ink(fill)}" font-size="10" pointer-events="none"'))
 
     # legend: a ramp of 40 steps with its ends and middle labelled, and the "no data" swatch
@@ -244,14 +266,16 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     for k in range(steps):
         body.append(f'<rect x="{_n(lx + k * ramp_w / steps)}" y="{_n(ly)}" width="{_n(ramp_w / steps + 0.5)}" '
                     f'height="10" fill="{_colour(k / (steps - 1))}"/>')
-    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
-        body.append(_text(lx + frac * ramp_w, ly + 24, _fmt(low + frac * (high - low), digits), anchor=anchor))
+    ends = [low + frac * (high - low) for frac in (0, 0.5, 1)]
+    legend_digits = _distinct_digits(ends, digits)
+    for frac, value, anchor in zip((0, 0.5, 1), ends, ("start", "middle", "end")):
+        body.append(_text(lx + frac * ramp_w, ly + 24, _fmt(value, legend_digits), anchor=anchor))
     body += [f'<rect x="{_n(lx + ramp_w + 24)}" y="{_n(ly)}" width="14" height="10" fill="{MISSING}" stroke="#aaa"/>',
              _text(lx + ramp_w + 42, ly + 9, "no data"), "</g>"]
 
     if desc is None:
         desc = (f"Heatmap of {len(models)} models (rows) by {len(countries)} countries (columns); colour from "
-                f"{_fmt(low, digits)} (dark purple) to {_fmt(high, digits)} (yellow); "
+                f"{_fmt(low, legend_digits)} (dark purple) to {_fmt(high, legend_digits)} (yellow); "
                 f"{missing} of {len(models) * len(countries)} cells have no data (hatched grey).")
     return _document(width, height, title, desc, body)
 
@@ -270,8 +294,10 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
         return _empty(title, "Gap plot")
     data = [(str(r["model"]), _num(r.get("gap")), _num(r.get("low")), _num(r.get("high"))) for r in rows]
     ticks = _domain(v for _, g, lo, hi in data for v in (g, lo, hi))
+    digits = _ci_digits([(g, lo, hi) for _, g, lo, hi in data], ticks)
     row_h, plot_w = 24.0, 320.0
-    left = 12 + min(LABEL_CHARS, max(len(m) for m, *_ in data)) * CHAR_W
+    # the "<- negative" label sits left of the zero line: leave it room even when the names are short
+    left = 12 + min(LABEL_CHARS, max([len(m) for m, *_ in data] + [len(negative) + 2])) * CHAR_W
     top = 50.0
     note_x = left + plot_w + 12
     width = note_x + 24 * CHAR_W
@@ -287,7 +313,7 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
     for i, (model, gap, low, high) in enumerate(data):
         cy = top + (i + 0.5) * row_h
         body.append(_text(left - 6, cy + 4, _short(model), anchor="end"))
-        summary = _ci_text(gap, low, high)
+        summary = _ci_text(gap, low, high, digits)
         if gap is None:
             body.append(_text(x(0) + 6, cy + 4, "no data", extra=' class="missing" fill="#777"'))
         else:
@@ -303,7 +329,7 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
         shown = [d for d in data if d[1] is not None]
         desc = (f"Bars from zero for {len(data)} models, {len(shown)} with data: right of zero = {positive}, "
                 f"left = {negative}; whiskers are 95% confidence intervals. "
-                + "; ".join(f"{m}: {_ci_text(g, lo, hi)}" for m, g, lo, hi in data[:50]) + ".")
+                + "; ".join(f"{m}: {_ci_text(g, lo, hi, digits)}" for m, g, lo, hi in data) + ".")
     return _document(width, height, title, desc, body)
 
 
@@ -324,6 +350,7 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
             raise ValueError(f"era_bars_svg: two rows for model {key[0]!r} and era {key[1]!r}")
         data[key] = (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
     ticks = _domain(v for triple in data.values() for v in triple)
+    digits = _ci_digits(data.values(), ticks)
     bar_h, gap_h, plot_w = 11.0, 9.0, 320.0
     band = bar_h * len(eras) + gap_h
     left = 12 + min(LABEL_CHARS, max(len(m) for m in models)) * CHAR_W
@@ -350,7 +377,7 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         for k, era in enumerate(eras):
             cy = y0 + (k + 0.5) * bar_h
             value, low, high = data.get((model, era), (None, None, None))
-            summary = _ci_text(value, low, high)
+            summary = _ci_text(value, low, high, digits)
             if value is None:
                 body.append(_text(x(0) + 4, cy + 3.5, f"{era}: no data", extra=' class="missing" font-size="9" fill="#777"'))
                 continue
@@ -363,7 +390,7 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
             body.append(_text(note_x, cy + 3.5, f"{_short(era, 12)}: {summary}", extra=' font-size="9" fill="#555"'))
 
     if desc is None:
+        missing = sum(data.get((m, e), (None,))[0] is None for m in models for e in eras)
         desc = (f"Grouped bars for {len(models)} models and {len(eras)} eras ({', '.join(eras)}); whiskers are 95% "
-                f"confidence intervals; {sum(1 for m in models for e in eras if data.get((m, e), (None,))[0] is None)} "
-                "model-era pairs have no data.")
+                f"confidence intervals; {missing} model-era pairs have no data.")
     return _document(width, height, title, desc, body)

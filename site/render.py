@@ -18,13 +18,14 @@ served; no page requests anything from another site)::
     static/style.css, static/app.js   table sorting and filtering (vanilla JS, no network access)
 
 Comparability (DESIGN principle 6): the submissions of a prompt set are split into groups that share the
-dataset revision, every scorer's checkpoint, revision and preprocessing, and the evaluator's settings
-(seeds excepted); ranks are computed within a group only, and a page showing several groups of one prompt
-set says what sets each apart.
+dataset revision, every scorer's checkpoint, revision and preprocessing, and the evaluator's settings (seed
+and bootstrap count excepted); ranks are computed within a group only, and a page showing several groups of
+one prompt set says what sets each apart.
 
 Uncertainty (principle 4): every number is shown with its 95% CI, n images and n prompts; ranks are
 ranges from :func:`cultureboard.evaluators.stats.rank_ties` (overlapping CIs are ties); a slice entry with
-fewer than :data:`MIN_PROMPTS` prompts or an incomplete coverage carries a visible "too little data" badge.
+fewer than :data:`MIN_PROMPTS` prompts or an incomplete coverage carries a visible "too little data" badge,
+and one with fewer prompts is not ranked.
 
 Safety: Jinja autoescapes every template, pages carry a Content-Security-Policy that allows only the
 site's own files, scripts are files (no inline script or event handler), and external links (model and
@@ -38,12 +39,13 @@ import dataclasses
 import io
 import json
 import math
+import os
 import re
 import shutil
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -54,6 +56,7 @@ import yaml
 from PIL import Image
 
 from cultureboard.atomic import atomic_dir
+from cultureboard.builder.prompt_common import slug
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
@@ -71,7 +74,7 @@ MAIN_METRIC = {"cube-awareness": "cube.cultural_relevance", "cube-diversity": "c
 #: The paper and code of each family, linked from metric pages.
 PAPERS = {"cube": {"paper": "https://arxiv.org/abs/2407.06863",
                    "code and data": "https://github.com/google-research-datasets/cube"}}
-#: A slice entry with fewer prompts than this gets the "too little data" badge.
+#: A slice entry with fewer prompts than this gets the "too little data" badge and is not ranked.
 MIN_PROMPTS = 5
 #: slice type -> folder of its pages.
 SLICE_FOLDERS = {"country": "country", "region_group": "region", "continent": "region", "era": "era",
@@ -131,7 +134,7 @@ class Group:
 class Column:
     key: str
     label: str
-    kind: str  # text | link | rank | score | num | thumb (not downloaded)
+    kind: str  # text | link | rank | score | num | pct | thumb (not downloaded)
     title: str = ""
 
 
@@ -161,10 +164,12 @@ class Board:
         self._ranks: dict[tuple, dict[str, dict]] = {}
 
     def ranks(self, group: Group, metric: str, slice_type: str, slice_: str) -> dict[str, dict]:
-        """sid -> {rank, best, worst} on ``metric`` in the slice, among the group's results that have it."""
+        """sid -> {rank, best, worst} on ``metric`` in the slice, among the group's results that have it from
+        at least :data:`MIN_PROMPTS` prompts (fewer give CIs too unreliable to order by)."""
         key = (group.name, metric, slice_type, slice_)
         if key not in self._ranks:
-            ranked = [r for r in group.results if (metric, slice_type, slice_) in r.entries]
+            ranked = [r for r in group.results if r.entries.get((metric, slice_type, slice_), {}).get("n_prompts", 0)
+                      >= MIN_PROMPTS]
             out = {}
             if ranked:
                 e = [r.entries[(metric, slice_type, slice_)] for r in ranked]
@@ -227,11 +232,7 @@ def _load_results(results: Path, submissions: Path) -> list[Result]:
         if not (sub / SUBMISSION_YAML).is_file() or not (sub / METADATA).is_file():
             raise CultureboardError(folder, f"was scored from a submission that {submissions} lacks ({sub.name})",
                                     "pass the --submissions folder that holds every scored submission")
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        for card in summary["metrics_info"]:
-            if not _NAME.fullmatch(card["name"]):
-                raise CultureboardError(folder / "summary.json", f"names a metric {card['name']!r}",
-                                        "rerun the evaluator: metric names are letters, digits, '.', '_' and '-'")
+        summary = _read_summary(folder / "summary.json")
         images = [json.loads(line) for line in (sub / METADATA).read_text(encoding="utf-8").splitlines() if line.strip()]
         for im in images:
             if not _SHA256.fullmatch(str(im.get("sha256"))):
@@ -242,6 +243,21 @@ def _load_results(results: Path, submissions: Path) -> list[Result]:
         loaded.append(Result(sid, summary, pd.read_parquet(folder / "scores.parquet"),
                              yaml.safe_load((sub / SUBMISSION_YAML).read_text(encoding="utf-8")), sub, images, entries))
     return loaded
+
+
+def _read_summary(path: Path) -> dict:
+    """summary.json, checked for what the pages rely on: names safe in paths, a card for every metric."""
+    fix = "rerun `cultureboard evaluate` for this submission"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        names = {card["name"] for card in summary["metrics_info"]} | {summary["provenance"]["prompt_set"]}
+        uncarded = {e["metric"] for e in summary["metrics"]} - names
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CultureboardError(path, f"is not an evaluator summary ({exc.__class__.__name__}: {exc})", fix) from None
+    if uncarded or not all(_NAME.fullmatch(str(n)) for n in names):
+        raise CultureboardError(path, f"has metrics without a card {sorted(uncarded)} or names unfit for file names "
+                                f"{sorted(n for n in names if not _NAME.fullmatch(str(n)))}", fix)
+    return summary
 
 
 def _load_ratings(ratings: str | Path | None) -> dict[str, list[dict]]:
@@ -281,10 +297,6 @@ def _groups(results: list[Result]) -> dict[str, list[Group]]:
 # --- names and formats
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
-
-
 def _slice_order(slice_type: str, slice_: str) -> tuple:
     """Eras in time order, other slices by name."""
     era = ERA_ORDER.index(slice_) if slice_type == "era" and slice_ in ERA_ORDER else len(ERA_ORDER)
@@ -303,7 +315,7 @@ def _slice_name(slice_type: str, slice_: str) -> str:
 def _slice_path(slice_type: str, slice_: str) -> str | None:
     if slice_type not in SLICE_FOLDERS:
         return None
-    name = slice_ if slice_type == "country" and _NAME.fullmatch(slice_) else _slug(slice_)
+    name = slice_ if slice_type == "country" and _NAME.fullmatch(slice_) else slug(slice_)
     return f"{SLICE_FOLDERS[slice_type]}/{name}.html"
 
 
@@ -320,7 +332,8 @@ def caveat(entry: dict) -> dict | None:
     labels, reasons = [], []
     if entry["n_prompts"] < MIN_PROMPTS:
         labels.append("few prompts")
-        reasons.append(f"only {entry['n_prompts']} prompt(s) (fewer than {MIN_PROMPTS}): the CI and rank are unreliable")
+        reasons.append(f"only {entry['n_prompts']} prompt(s) (fewer than {MIN_PROMPTS}): the CI is unreliable, "
+                       "so it is not ranked")
     if not entry.get("complete"):
         labels.append("incomplete")
         reasons.append(f"coverage {_pct(entry.get('coverage'))}: not every prompt of this slice was scored, "
@@ -338,7 +351,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct)
-    env.globals.update(csp=CSP, caveat=caveat, slice_name=_slice_name, slice_label=SLICE_LABELS, link=_link)
+    env.globals.update(csp=CSP, caveat=caveat, link=_link)
     return env
 
 
@@ -383,7 +396,7 @@ class _Site:
         writer.writerows([_csv_cell(row[k]) for k in keys] for row in flat)
         self._write(stem + ".csv", buffer.getvalue())
         self._write(stem + ".json", json.dumps({"page": page, "table": name, "columns": keys, "rows": flat},
-                                               indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+                                               ensure_ascii=False, allow_nan=False) + "\n")
         return Table(name, columns, rows, stem + ".csv", stem + ".json")
 
     def plot(self, page: str, name: str, svg: str) -> str:
@@ -425,7 +438,7 @@ def _csv_cell(value):
 
 
 def _leaderboard(site: _Site, board: Board, page: str, group: Group, slice_type: str, slice_: str,
-                 metrics: list[str] | None = None, name: str | None = None) -> Table | None:
+                 metrics: list[str] | None = None) -> Table | None:
     """Submissions of ``group`` ranked on the first of ``metrics`` in one slice; None when none has it."""
     metrics = metrics or group.metrics
     members = [r for r in group.results if any((m, slice_type, slice_) in r.entries for m in metrics)]
@@ -436,14 +449,16 @@ def _leaderboard(site: _Site, board: Board, page: str, group: Group, slice_type:
     main = board.cards[metrics[0]]
     columns = [Column("rank", "Rank", "rank", f"Rank range on {main['title']}: entries whose 95% CIs overlap are tied"),
                Column("submission", "Submission", "link"), Column("model", "Model", "text"),
-               Column("weights", "Weights", "text")]
+               Column("weights", "Weights", "text"),
+               Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}")]
     columns += [Column(m, board.cards[m]["title"], "score",
                        f"{m}: {board.cards[m]['direction']} is better; value [95% CI], n = images / prompts")
                 for m in metrics]
     rows = [{"rank": ranks.get(r.sid), "submission": {"text": r.sid, "href": f"model/{r.sid}.html"},
              "model": str(get(r.spec, "model.id")), "weights": str(get(r.spec, "model.weights")),
+             "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
              **{m: r.entries.get((m, slice_type, slice_)) for m in metrics}} for r in members]
-    return site.table(page, name or group.name, columns, rows)
+    return site.table(page, group.name, columns, rows)
 
 
 def _sections(site: _Site, board: Board, page: str, slice_type: str, slice_: str) -> list[dict]:
@@ -478,8 +493,8 @@ def _plots(site: _Site, board: Board, page: str, group: Group) -> list[dict]:
         out.append({"src": site.plot(page, f"{group.name}-heatmap", plots.heatmap_svg(cells, f"{title} by country")),
                     "alt": f"Heatmap of {title}, submissions by country", "table": None})
     if gaps:
-        svg = plots.gap_svg([{"model": r.sid, "gap": g["value"], "low": g["ci_low"], "high": g["ci_high"]} for r, g in gaps],
-                            f"{title}: Global North minus Global South")
+        svg = plots.gap_svg([{"model": r.sid, "gap": g["value"], "low": g["ci_low"], "high": g["ci_high"]}
+                             for r, g in gaps], f"{title}: Global North minus Global South")
         out.append({"src": site.plot(page, f"{group.name}-gap", svg),
                     "alt": f"Global North minus Global South gap of {title}, with 95% CIs", "table": None})
         columns = [Column("submission", "Submission", "link"),
@@ -511,7 +526,8 @@ def _gap(result: Result, metric: str) -> dict | None:
     settings = result.summary["provenance"]["settings"]
     rng, n_boot, level = np.random.default_rng(settings["seed"]), settings["n_boot"], settings["ci_level"]
     a, b = units["GN"].to_numpy(), units["GS"].to_numpy()
-    reps = a[rng.integers(0, len(a), (n_boot, len(a)))].mean(axis=1) - b[rng.integers(0, len(b), (n_boot, len(b)))].mean(axis=1)
+    reps = (a[rng.integers(0, len(a), (n_boot, len(a)))].mean(axis=1)
+            - b[rng.integers(0, len(b), (n_boot, len(b)))].mean(axis=1))
     low, high = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
     coverage = None if gn["coverage"] is None or gs["coverage"] is None else min(gn["coverage"], gs["coverage"])
     return {"value": float(a.mean() - b.mean()), "ci_low": float(low), "ci_high": float(high),
@@ -533,13 +549,15 @@ def _slice_pages(site: _Site, board: Board) -> None:
         title = f"{SLICE_LABELS[slice_type]}: {_slice_name(slice_type, slice_)}"
         site.page(path, "slice.html", title, sections=_sections(site, board, path, slice_type, slice_))
         listing.append({"type": SLICE_LABELS[slice_type], "slice": {"text": _slice_name(slice_type, slice_), "href": path},
-                        "results": sum(any(k[1:] == (slice_type, slice_) for k in r.entries) for r in board.results.values())})
+                        "results": sum(any(k[1:] == (slice_type, slice_) for k in r.entries)
+                                       for r in board.results.values())})
     columns = [Column("type", "Type", "text"), Column("slice", "Slice", "link"),
                Column("results", "Submissions", "num", "Submissions with scores on this slice")]
     site.page("slices.html", "slices.html", "Slices", table=site.table("slices.html", "slices", columns, listing))
 
 
 def _model_pages(site: _Site, board: Board, r: Result, thumbs: dict, page_size: int) -> None:
+    """The submission's page (model card, provenance, per-slice table) and its image browser."""
     page, group = f"model/{r.sid}.html", board.group_of[r.sid]
     card = [{"field": f.path, "help": f.help, "value": get(r.spec, f.path)} for f in FIELDS
             if get(r.spec, f.path) is not None]
@@ -549,37 +567,42 @@ def _model_pages(site: _Site, board: Board, r: Result, thumbs: dict, page_size: 
                       "the comparable submissions")]
     columns += [Column(m, board.cards[m]["title"], "score", f"{m}: {board.cards[m]['direction']} is better")
                 for m in group.metrics]
-    rows = [{"slice_type": SLICE_LABELS[st], "slice": {"text": _slice_name(st, s), "href": _slice_path(st, s) or "index.html"},
+    rows = [{"slice_type": SLICE_LABELS[st],
+             "slice": {"text": _slice_name(st, s), "href": _slice_path(st, s) or "index.html"},
              "rank": board.ranks(group, group.metrics[0], st, s).get(r.sid),
              **{m: r.entries.get((m, st, s)) for m in group.metrics}} for st, s in slices]
-    per_slice = site.table(page, "slices", columns, rows)
+    images = _image_pages(site, board, r, thumbs, page_size)
+    site.page(page, "model.html", f"Submission {r.sid}", r=r, group=group, card=card,
+              per_slice=site.table(page, "slices", columns, rows), provenance=r.summary["provenance"],
+              images_at=str(get(r.spec, "images.location")), **images)
 
-    image_metrics = sorted(set(r.scores.loc[r.scores["file_name"].notna(), "metric"]))
-    values = r.scores[r.scores["file_name"].notna()].groupby(["file_name", "metric"])["value"].mean().to_dict()
+
+def _image_pages(site: _Site, board: Board, r: Result, thumbs: dict, page_size: int) -> dict:
+    """model/<id>/images-<n>.html: each image with its thumbnail, prompt and per-image scores; returns what
+    the model page says about them."""
+    scored = r.scores[r.scores["file_name"].notna()]
+    metrics = sorted(set(scored["metric"]))
+    values = scored.groupby(["file_name", "metric"])["value"].mean().to_dict()
     columns = [Column("image", "Image", "thumb"), Column("prompt", "Prompt", "text"),
                Column("sample_idx", "Sample", "num")]
-    columns += [Column(m, board.cards[m]["title"] if m in board.cards else m, "num") for m in image_metrics]
+    columns += [Column(m, board.cards[m]["title"], "num") for m in metrics]
     columns += [Column("prompt_id", "Prompt id", "text"), Column("file_name", "File", "text"),
                 Column("sha256", "sha256", "text")]
-    rows = []
-    for im in r.images:
-        status = thumbs.get((r.sid, im["sha256"]), "not fetched")
-        rows.append({"image": {"status": status, "src": f"thumbs/{r.sid}/{im['sha256']}.webp"},
-                     "prompt_id": im["prompt_id"], "prompt": board.prompts.get(im["prompt_id"], {}).get("text"),
-                     "sample_idx": im["sample_idx"], "file_name": im["file_name"], "sha256": im["sha256"],
-                     **{m: values.get((im["file_name"], m)) for m in image_metrics}})
-    images = site.table(page, "images", columns, rows)
-    pages = max(1, math.ceil(len(rows) / page_size))
-    links = [f"model/{r.sid}/images-{n}.html" for n in range(1, pages + 1)]
-    missing = sum(row["image"]["status"] in ("missing", "unreadable") for row in rows)
-    site.page(page, "model.html", f"Submission {r.sid}", r=r, group=group, card=card, per_slice=per_slice,
-              provenance=r.summary["provenance"], images_at=str(get(r.spec, "images.location")),
-              fetched=any(row["image"]["status"] != "not fetched" for row in rows), image_pages=links, missing=missing,
-              n_images=len(rows))
+    rows = [{"image": {"status": thumbs.get((r.sid, im["sha256"]), "not fetched"),
+                       "src": f"thumbs/{r.sid}/{im['sha256']}.webp"},
+             "prompt": board.prompts.get(im["prompt_id"], {}).get("text"), "sample_idx": im["sample_idx"],
+             **{m: values.get((im["file_name"], m)) for m in metrics},
+             "prompt_id": im["prompt_id"], "file_name": im["file_name"], "sha256": im["sha256"]} for im in r.images]
+    table = site.table(f"model/{r.sid}.html", "images", columns, rows)
+    count = max(1, math.ceil(len(rows) / page_size))
+    links = [f"model/{r.sid}/images-{n}.html" for n in range(1, count + 1)]
     for n, path in enumerate(links, 1):
-        chunk = dataclasses.replace(images, rows=rows[(n - 1) * page_size: n * page_size], partial=pages > 1)
-        site.page(path, "images.html", f"Images of {r.sid}, page {n} of {pages}", r=r, table=chunk, pages=links,
+        part = dataclasses.replace(table, rows=rows[(n - 1) * page_size: n * page_size], partial=count > 1)
+        site.page(path, "images.html", f"Images of {r.sid}, page {n} of {count}", r=r, table=part, pages=links,
                   current=n)
+    statuses = [row["image"]["status"] for row in rows]
+    return {"image_pages": links, "n_images": len(rows), "fetched": "not fetched" not in statuses,
+            "missing": sum(s in ("missing", "unreadable") for s in statuses)}
 
 
 def _metric_pages(site: _Site, board: Board) -> None:
@@ -592,7 +615,7 @@ def _metric_pages(site: _Site, board: Board) -> None:
         boards = [b for b in boards if b["table"]]
         checkpoints = sorted({(s["name"], s["model_id"], s["revision"]) for g in groups for r in g.results
                               for s in r.summary["provenance"]["scorers"] if s["name"] == card["scorer"]})
-        columns = [Column(k, label, "num" if k == "n" else "text") for k, label in (
+        columns = [Column(k, label, "text" if k in ("target", "country") else "num") for k, label in (
             ("target", "Human rating"), ("country", "Country"), ("n", "n images"), ("pearson", "Pearson r"),
             ("pearson_p", "p"), ("spearman", "Spearman rho"), ("spearman_p", "p"))]
         rows = [{**{c.key: row.get(c.key) for c in columns}, "country": row.get("country") or "all"}
@@ -632,7 +655,10 @@ def _thumbnails(board: Board, old: Path, new: Path, px: int) -> dict[tuple[str, 
         (sid, sha), source = job
         target, earlier = new / sid / f"{sha}.webp", old / sid / f"{sha}.webp"
         if reuse and earlier.is_file():
-            shutil.copyfile(earlier, target)
+            try:
+                os.link(earlier, target)  # same file system (the output's parent): no copy of the data
+            except OSError:
+                shutil.copyfile(earlier, target)
             return "ok"
         if source is None or not source.is_file():
             return "missing"

@@ -265,7 +265,7 @@ def test_separate_i2i_pipeline_is_recorded(chain, tiny, tmp_path):
     out = tmp_path / NAME
     generate(dataset, ECB, str(pipeline), out, i2i_pipeline=str(pipeline), **FAST)
     extra = spec_of(out)["generation"]["extra"]
-    assert extra["i2i_model"] == {"id": str(pipeline), "revision": spec_of(chain)["model"]["revision"]}
+    assert extra["i2i_model"] == {"id": f"local/{pipeline.name}", "revision": spec_of(chain)["model"]["revision"]}
     assert metadata(out) == metadata(chain)  # the same weights turned into their img2img form
 
 

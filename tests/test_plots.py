@@ -174,3 +174,26 @@ def test_negative_values_and_constant_values_render():
     assert float(by_class(root, "rect", "bar")[0].get("width")) > 1
     root = parse(heatmap_svg([{"model": "m", "country": "JP", "value": 0.5}, {"model": "n", "country": "JP", "value": 0.5}], "t"))
     assert len(by_class(root, "rect", "cell")) == 2
+
+
+def test_narrow_ranges_print_enough_decimals_and_long_titles_fit():
+    title = "Cultural relevance (zero-shot country), cube-awareness by country"
+    cells = [{"model": m, "country": c, "value": v} for m, c, v in
+             (("a", "IT", 0.5012), ("a", "NG", 0.5098), ("b", "IT", 0.5051), ("b", "NG", 0.5070))]
+    root = parse(heatmap_svg(cells, title))
+    assert float(root.get("width")) >= len(title) * 7, "the visible title does not fit the plot"
+    legend = [t.text for t in by_class(root, "g", "legend")[0].iter(f"{NS}text")][:3]
+    assert len(set(legend)) == 3, f"legend labels of a narrow range repeat: {legend}"
+    assert "0.501" in all_text(root), "values of a narrow range are printed with three decimals"
+    root = parse(gap_svg([{"model": "m", "gap": -0.0101, "low": -0.012, "high": -0.0071}], "t"))
+    assert "-0.0101 [-0.0120, -0.0071]" in all_text(root), "a small gap's CI is printed as [-0.01, -0.01]"
+    root = parse(era_bars_svg([{"model": "m", "era": "modern", "value": 0.4987, "low": 0.4951, "high": 0.5012}], "t"))
+    assert "0.499 [0.495, 0.501]" in all_text(root), "a narrow CI is printed as [0.50, 0.50]"
+
+
+def test_long_labels_are_cut_in_the_middle():
+    names = [f"open-diffusion-collective__playground-v2-5__run-{i:02d}" for i in (7, 17)]
+    root = parse(gap_svg([{"model": m, "gap": 0.1, "low": 0.0, "high": 0.2} for m in names], "t"))
+    shown = [t.text for t in root.iter(f"{NS}text") if t.text and "\u2026" in t.text]
+    assert len(shown) == 2 and shown[0] != shown[1] and shown[0].endswith("run-07"), shown
+    assert {b.find(f"{NS}title").text.split(":")[0] for b in by_class(root, "rect", "bar")} == set(names)
