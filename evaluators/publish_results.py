@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from cultureboard.errors import CultureboardError
+from cultureboard.hub import check_repo_id, upload_folder
 
 LATEST = "latest"
 SCORES = "scores.parquet"
@@ -156,15 +157,11 @@ def publish_results(results_dir: str | Path, repo: str, submission: str | None =
     ``submission``: the submission this upload is for (as after an evaluation); it must have results
     in ``results_dir`` and names the commit. Every submission is staged either way (see the module).
     """
-    from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
-
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise CultureboardError(results_dir, "is not a folder", "pass the results folder (results/) that "
                                 "`cultureboard evaluate --out` wrote", exit_code=2)
-    if repo.count("/") != 1 or not all(repo.split("/")):
-        raise CultureboardError(f"--repo {repo}", "is not ORG/NAME", "name the Hub dataset repository as ORG/NAME", exit_code=2)
+    check_repo_id(repo)
     if submission is not None and submission not in find_submissions(results_dir):
         raise CultureboardError(results_dir / submission, f"has no {SCORES}",
                                 f"run `cultureboard evaluate submissions/{submission} --out {results_dir}` first "
@@ -173,15 +170,6 @@ def publish_results(results_dir: str | Path, repo: str, submission: str | None =
         staged = Path(tmp) / "staged"
         splits = stage_results(results_dir, staged)
         message = f"cultureboard results: {submission}" if submission else f"cultureboard results ({len(splits)} submissions)"
-        api = api or HfApi()
-        try:
-            api.create_repo(repo, repo_type="dataset", exist_ok=True)
-            info = api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=str(staged), commit_message=message)
-        except HfHubHTTPError as exc:
-            raise CultureboardError(f"--repo {repo}", f"the Hub refused the upload ({exc})",
-                                    "check that HF_TOKEN is set and has write access to the repository") from None
-        except Exception as exc:  # offline mode, DNS, refused connection: the transport's own error types
-            raise CultureboardError(f"--repo {repo}", f"the Hub is unreachable ({exc.__class__.__name__}: {exc})",
-                                    "run publish on a machine with network access (HF_HUB_OFFLINE unset) and HF_TOKEN set") from None
+        info = upload_folder(repo, staged, message, api=api)
     return {"commit": info.oid, "splits": splits, "url": getattr(info, "commit_url", None)}
 

@@ -1,0 +1,32 @@
+"""Uploads to the Hugging Face Hub, shared by ``publish dataset`` and ``publish results``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import CultureboardError
+
+
+def check_repo_id(repo: str) -> None:
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise CultureboardError(f"--repo {repo}", "is not ORG/NAME", "name the Hub dataset repository as ORG/NAME", exit_code=2)
+
+
+def upload_folder(repo: str, folder: str | Path, message: str, *, api=None, create_pr: bool = False,
+                  ignore_patterns: list[str] | None = None):
+    """Create the dataset repo if needed and upload ``folder`` as one commit; returns the CommitInfo.
+    Refusals and transport failures become one-line errors with the fix."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = api or HfApi()
+    try:
+        api.create_repo(repo, repo_type="dataset", exist_ok=True)
+        return api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=str(folder), create_pr=create_pr,
+                                 commit_message=message, ignore_patterns=ignore_patterns)
+    except HfHubHTTPError as exc:
+        raise CultureboardError(f"--repo {repo}", f"the Hub refused the upload ({exc})",
+                                "check that HF_TOKEN is set and has write access to the repository") from None
+    except Exception as exc:  # offline mode, DNS, refused connection: the transport's own error types
+        raise CultureboardError(f"--repo {repo}", f"the Hub is unreachable ({exc.__class__.__name__}: {exc})",
+                                "run publish on a machine with network access (HF_HUB_OFFLINE unset) and HF_TOKEN set") from None
