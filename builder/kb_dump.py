@@ -510,11 +510,13 @@ class DumpKnowledgeBase:
 
     def _index(self, max_malformed: float) -> None:
         rep = self.report
-        child, parent, prop = array("q"), array("q"), array("b")
+        children, parents = (array("q"), array("q")), (array("q"), array("q"))  # per edge property: P31, P279
         c_ent, c_prop, c_country = array("q"), array("b"), array("q")
         label_ids, label_text = array("q"), []
         period_ids, period_years = array("q"), array("q")
+        wanted, always_label, spill_label = self._wanted, self._always_label, self._other_labels.add
         pos = 0
+
         def malformed(lineno: int) -> None:
             rep.malformed += 1
             if len(rep.malformed_examples) < 10:
@@ -529,29 +531,29 @@ class DumpKnowledgeBase:
                 if e.id[:1] != "Q":
                     rep.entities += 1  # properties and lexemes are not part of the class hierarchy
                     continue
-                num = qid_number(e.id)
+                num = int(e.id[1:])
                 c = e.claims
-                parents31, parents279 = _item_numbers(c.P31), _item_numbers(c.P279)
+                edges = _item_numbers(c.P31), _item_numbers(c.P279)
                 countries, details = [], None
-                if (parents31 or parents279) and (c.P495 or c.P17):
+                if (edges[0] or edges[1]) and (c.P495 or c.P17):
                     countries = [(0, q) for q in _item_numbers(c.P495)] + [(1, q) for q in _item_numbers(c.P17)]
-                    if any(q in self._wanted for _, q in countries):
+                    if any(q in wanted for _, q in countries):
                         try:
                             details = _encode(self._stored(e))
                         except (msgspec.DecodeError, msgspec.ValidationError):
                             malformed(lineno)
                             continue
                 rep.entities += 1
-                child.extend([num] * (len(parents31) + len(parents279)))
-                parent.extend(parents31)
-                parent.extend(parents279)
-                prop.extend([0] * len(parents31) + [1] * len(parents279))
+                for code, targets in enumerate(edges):
+                    if targets:
+                        children[code].extend([num] * len(targets))
+                        parents[code].extend(targets)
                 if e.labels.en is not None:
-                    if parents279 or num in self._always_label:
+                    if edges[1] or num in always_label:
                         label_ids.append(num)
                         label_text.append(e.labels.en.value)
-                    elif parents31:  # may be the parent an artifact is found under
-                        self._other_labels.add(num, e.labels.en.value)
+                    elif edges[0]:  # may be the parent an artifact is found under
+                        spill_label(num, e.labels.en.value)
                 if c.P580:
                     year = _earliest_year(c.P580)
                     if year is not None:
@@ -577,11 +579,13 @@ class DumpKnowledgeBase:
                 f"above the threshold of {max_malformed:.2%}",
                 "re-download the dump, or raise --max-malformed if the damage is known and acceptable",
             )
+        prop = np.repeat(np.arange(len(EDGE_PROPERTIES), dtype=np.int8), [len(a) for a in children])
+        child = np.concatenate([np.frombuffer(a, dtype=np.int64) for a in children])
+        parent = np.concatenate([np.frombuffer(a, dtype=np.int64) for a in parents])
+        del children, parents  # copied: free them before sorting
         rep.edges = len(child)
-        order = np.lexsort((np.frombuffer(child, dtype=np.int64), np.frombuffer(parent, dtype=np.int64)))
-        self._e_parent = np.frombuffer(parent, dtype=np.int64)[order]
-        self._e_child = np.frombuffer(child, dtype=np.int64)[order]
-        self._e_prop = np.frombuffer(prop, dtype=np.int8)[order]
+        order = np.lexsort((child, parent))
+        self._e_parent, self._e_child, self._e_prop = parent[order], child[order], prop[order]
         order = np.argsort(np.frombuffer(c_ent, dtype=np.int64), kind="stable")
         self._c_ent = np.frombuffer(c_ent, dtype=np.int64)[order]
         self._c_prop = np.frombuffer(c_prop, dtype=np.int8)[order]

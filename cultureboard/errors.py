@@ -17,6 +17,9 @@ class CultureboardError(Exception):
         self.exit_code = exit_code
         super().__init__(self.message)
 
+    def __reduce__(self):  # picklable, so an error raised in a worker process reaches the parent intact
+        return (type(self), (self.source, self.problem, self.fix, self.exit_code))
+
     @property
     def message(self) -> str:
         return f"{self.source}: {self.problem} (fix: {self.fix})"

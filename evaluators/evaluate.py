@@ -70,7 +70,8 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, scorers: str | Path | dict | None = None,
              shard: tuple[int, int] | None = None, device: str | None = None, dtype: str | None = None,
-             cache: str | Path | None = None, seed: int = 0, n_boot: int = 1000, repetitions: int = 50) -> Path:
+             cache: str | Path | None = None, seed: int = 0, n_boot: int = 1000, repetitions: int = 50,
+             references: str | Path | None = None) -> Path:
     """Score ``submission`` against ``dataset``; returns the results (or shard) folder written."""
     submission, dataset = Path(submission), Path(dataset)
     report = validate(submission, dataset)
@@ -102,7 +103,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         return loaded[scorer_name]
 
     ctx = Context(images, prompts, dataset, EmbeddingCache(cache or default_cache_dir()), load, seed,
-                  {"repetitions": repetitions})
+                  {"repetitions": repetitions, "references": references})
     rows = score(ctx) if images else []
     table = pa.Table.from_pylist(rows, schema=SCORES_SCHEMA)
     provenance = {
@@ -113,7 +114,8 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         "prompt_set": name,
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        "settings": {"seed": seed, "n_boot": n_boot, "repetitions": repetitions, "ci_level": 0.95},
+        "settings": {"seed": seed, "n_boot": n_boot, "repetitions": repetitions, "ci_level": 0.95,
+                     "references": _folder_hash(references) if references else None},
     }
     sid = submission_id(spec)
     out = Path(out)
@@ -182,6 +184,14 @@ def _images(submission: Path, spec: dict, prompts: dict) -> list[Image]:
     root = fetch_hub_images(location, [m["file_name"] for m in lines]) if location.kind == "hub" else submission
     return [Image(m["file_name"], root / m["file_name"], m["sha256"], m["prompt_id"], m["sample_idx"],
                   prompts[m["prompt_id"]]) for m in lines]
+
+
+def _folder_hash(folder: str | Path) -> str:
+    """sha256 over the names and contents of a folder's files (the reference images used)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_file()):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
 
 
 def _submission_hash(submission: Path) -> str:

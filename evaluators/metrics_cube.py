@@ -12,8 +12,11 @@ Awareness (``cube-awareness``, section 4): the paper measures it with human rati
 
 Diversity (``cube-diversity``, section 5, appendices J, K): each image is mapped to its closest
 artifact of the artifact space by zero-shot retrieval over artifact names ("An image of {name}.")
-with the multilingual SigLIP scorer (``cube.retrieval``: the cosine of the match, its labels in
-``detail``), giving (continent, country, artifact). The images of each pool (the prompts of one
+with the multilingual SigLIP scorer (``cube.retrieval``: the score of the match, its labels in
+``detail``), giving (continent, country, artifact). With reference images (``references``: a folder of
+``<qid>.<ext>`` files, e.g. the artifacts' Wikidata P18 images fetched from Commons), an artifact that
+has one is scored by the mean of the image-text and image-image cosines, as CUBE refines retrieval
+with reference images (J.2.1); the others by the image-text cosine alone. The images of each pool (the prompts of one
 level x concept x country: CUBE pools its 5 rephrasings) are scored with the quality-weighted,
 size-normalised Vendi score (eq. 3) of the kernel w1 [same continent] + w2 [same country] +
 w3 [same artifact], for the five presets of J.2.2, over ``repetitions`` random groups of 8 images
@@ -25,12 +28,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
+from cultureboard.provenance import file_sha256
 
 from .context import Context, Image, Metric, score_row
 from .vendi import CUBE_KERNEL_PRESETS, grouped_qvendi
@@ -39,6 +44,7 @@ FAMILY = "cube"
 ALIGNMENT, QUALITY, RETRIEVAL = "siglip2-so400m", "hpsv2.1", "msiglip"
 SOURCE = "Kannen et al., Beyond Aesthetics: Cultural Competence in Text-to-Image Models, NeurIPS 2024 D&B"
 GROUP_SIZE = 8
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp"}
 
 METRICS = [
     Metric("cube.faithfulness", FAMILY, "Faithfulness (image-text alignment)", "cos(f_img(x), f_txt(prompt))",
@@ -51,7 +57,8 @@ METRICS = [
            ALIGNMENT, SOURCE + ", section 4 (automatic proxy)"),
     Metric("cube.quality", FAMILY, "Quality (HPS v2.1)", "cos(f_img(x), f_txt(prompt)) of the HPS v2.1 model",
            "higher", "[-1, 1], typically 0.2-0.35", QUALITY, SOURCE + ", section 5.1.2"),
-    Metric("cube.retrieval", FAMILY, "Artifact retrieval score", "max_a cos(f_img(x), f_txt('An image of a.'))",
+    Metric("cube.retrieval", FAMILY, "Artifact retrieval score",
+           "max_a cos(f_img(x), f_txt('An image of a.')), averaged with cos(f_img(x), f_img(ref_a)) where a has a reference image",
            "higher", "[-1, 1]", RETRIEVAL, SOURCE + ", appendix J.2.1"),
     *[Metric(f"cube.qvs.{preset}", FAMILY, f"Cultural diversity qVS, {preset} kernel w={w}",
              "mean over groups of 8: (1/N sum s(x_i)) * VS_1(X; w1 k_continent + w2 k_country + w3 k_artifact) / N",
@@ -110,11 +117,25 @@ def _artifact_space(ctx: Context) -> list[dict]:
     return [r for s in shards for r in pq.read_table(s).to_pylist()]
 
 
+def _reference_embeddings(ctx: Context) -> dict[str, np.ndarray]:
+    """{qid: embedding} of the reference images in ``ctx.options["references"]`` (none without it)."""
+    folder = ctx.options.get("references")
+    if not folder:
+        return {}
+    files = {p.stem: p for p in sorted(Path(folder).iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES}
+    if not files:
+        raise CultureboardError(folder, "holds no reference images", "name them <qid>.jpg / .png / .webp")
+    hashes = {qid: file_sha256(path) for qid, path in files.items()}
+    vectors = ctx.cache.embed_images(ctx.load(RETRIEVAL), [(hashes[q], files[q]) for q in files])
+    return {qid: vectors[h] for qid, h in hashes.items()}
+
+
 def score_diversity(ctx: Context) -> list[dict]:
     rows = []
     table = load_countries()
     space = _artifact_space(ctx)
     img = ctx.image_embeddings(RETRIEVAL)
+    references = _reference_embeddings(ctx)
     candidates: dict[tuple, list[dict]] = {}
     mapped: dict[str, dict] = {}
     for im in ctx.images:
@@ -129,6 +150,9 @@ def score_diversity(ctx: Context) -> list[dict]:
         texts = [f"An image of {a['name']}." for a in arts]
         txt = ctx.text_embeddings(RETRIEVAL, texts)
         sims = np.stack([txt[t] for t in texts]) @ img[im.sha256]
+        for i, a in enumerate(arts):
+            if a["qid"] in references:
+                sims[i] = (sims[i] + references[a["qid"]] @ img[im.sha256]) / 2
         best = arts[int(np.argmax(sims))]
         label = {"artifact": best["qid"], "name": best["name"], "country": best["country"],
                  "continent": table.by_iso(best["country"]).continent}

@@ -18,8 +18,8 @@ REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "
             "popularity", "image", "inception_year", "time_period", "description", "aliases"}
 
 
-def cli(*args, cwd=None):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+def cli(*args, cwd=None, env=None):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     return subprocess.run([sys.executable, "-m", "cultureboard.cli", *map(str, args)], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=600)
 
@@ -115,8 +115,18 @@ def test_cure_import_with_missing_column(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_demo_writes_the_dataset(tmp_path):
-    r = cli("demo", "--out", tmp_path / "demo")
+def test_demo_runs_every_step(tmp_path):
+    env_cache = {"CULTUREBOARD_CACHE": str(tmp_path / "cache")}
+    r = cli("demo", "--out", tmp_path / "demo", env=env_cache)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "demo/dataset/README.md").is_file()
-    assert str(tmp_path / "demo" / "dataset") in r.stdout
+    demo = tmp_path / "demo"
+    assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
+    subs = sorted(p.name for p in (demo / "submissions").iterdir())
+    assert subs == ["demo__tiny-a__cube-awareness", "demo__tiny-a__cube-diversity", "demo__tiny-b__cube-awareness"]
+    assert sorted(p.name for p in (demo / "results").iterdir()) == subs
+    assert all((demo / "results" / s / "summary.json").is_file() for s in subs)
+    assert "random-weight stand-in" in r.stdout and str((demo / "site" / "index.html").resolve()) in r.stdout
+    first = (demo / "results" / subs[0] / "summary.json").read_bytes()
+    again = cli("demo", "--out", tmp_path / "demo", env=env_cache)  # stand-ins, images and embeddings are reused
+    assert again.returncode == 0, again.stderr
+    assert (demo / "results" / subs[0] / "summary.json").read_bytes() == first

@@ -173,3 +173,22 @@ def test_sigkill_then_resume_gives_identical_results(world, tmp_path):
                        cache=cache, n_boot=200, repetitions=5)
     assert yaml.safe_load((resumed / "summary.json").read_text())["metrics"] != []
     assert pq.read_table(resumed / "scores.parquet").equals(pq.read_table(reference / "scores.parquet"))
+
+
+def test_reference_images_refine_retrieval(world, tmp_path):
+    """An artifact whose reference image is the submitted image itself wins the retrieval for that image."""
+    scores = pq.read_table(run(world, "diversity", tmp_path / "plain") / "scores.parquet").to_pandas()
+    row = scores[scores.metric == "cube.retrieval"].iloc[0]
+    plain = json.loads(row["detail"])["artifact"]
+    space = pq.read_table(next((world["dataset"] / "data" / "artifacts").glob("*.parquet"))).to_pylist()
+    prompt = next(p for p in read_prompt_set(world["dataset"], "cube-diversity") if p["prompt_id"] == row["prompt_id"])
+    other = next(a["qid"] for a in space if a["concept"] == prompt["category"] and a["qid"] != plain
+                 and (prompt["subcategory"] is None or a["subcategory"] == prompt["subcategory"]))
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    (refs / f"{other}.png").write_bytes((world["diversity"] / row["file_name"]).read_bytes())
+    refined = run(world, "diversity", tmp_path / "refined", references=refs)
+    again = pq.read_table(refined / "scores.parquet").to_pandas()
+    match = again[(again.metric == "cube.retrieval") & (again.file_name == row["file_name"])].iloc[0]
+    assert json.loads(match["detail"])["artifact"] == other
+    assert summary(refined)["provenance"]["settings"]["references"] is not None
