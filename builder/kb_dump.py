@@ -15,24 +15,28 @@ The pass keeps only what the traversal needs:
 Memory: the edge index and the country claims grow with the number of edges; the class labels,
 period years and candidate offsets with the number of classes, periods and candidates; the label
 spill buffers at most 65,536 pairs before writing them. Nothing grows with the dump's text or its
-number of entities beyond that; the spilled details and labels are on disk (the labels there take
-roughly 30 bytes per entity with an edge).
+number of entities beyond that; the spilled details and labels are on disk (a spilled label takes
+about 8 bytes plus its UTF-8 length).
 
-Speed: a compressed dump is decompressed by a child process (the gzip/bz2 modules in a second
-Python interpreter) that writes into a pipe, so decompression runs on another core and never waits
-for this process's GIL. The text is cut into blocks of whole lines, about 256 KiB each, and a block
-is decoded by one msgspec call as a JSON array, the dump's own line-ending commas separating its
-items. The schema names only the fields used, so the rest of an entity (other languages, other
-properties, references) is skipped without building Python objects. A block that is not one valid
-entity per line is decoded again line by line, so that each malformed line is counted with its own
-line number.
+Speed: a compressed dump is decompressed by a child process that writes into a pipe, so that
+decompression runs on another core and never waits for this process's GIL. The child is a second
+Python interpreter running the gzip/bz2 modules: zlib inflates about twice as fast as the system
+``gzip -dc`` (see benchmarks/dump_extraction.py), and errors read as those of ``open_dump``. Where
+no interpreter can be started, a reader thread decompresses instead (zlib and bz2 release the GIL,
+but the thread needs it back between small steps, so it overlaps less). Plain files are read
+directly. The text is cut into blocks of whole lines, about 256 KiB each, and a block is decoded by
+one msgspec call as a JSON array, the dump's own line-ending commas separating its items. The
+schema names only the fields every entity is checked for; the rest of an entity (other languages,
+other properties, references) is skipped without building Python objects, and what only a
+candidate's details need is kept raw until the entity turns out to be one. A block that is not one
+valid entity per line is decoded again line by line, so that each malformed line is counted with
+its own line number.
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
-import fcntl
 import gzip
 import itertools
 import os
@@ -50,6 +54,11 @@ from typing import Any, Iterable, Iterator
 
 import msgspec
 import numpy as np
+
+try:
+    from fcntl import F_SETPIPE_SZ, fcntl
+except ImportError:  # not Linux: pipes keep their default size
+    F_SETPIPE_SZ = None
 
 from cultureboard.errors import CultureboardError
 
@@ -185,6 +194,8 @@ def _item_qid(s: _Statement) -> str | None:
 
 def _item_ids(statements: list[_Statement]) -> list[str]:
     """The distinct item QIDs of the statements that count, in numeric order."""
+    if not statements:
+        return []
     return sorted({q for s in statements if (q := _item_qid(s))}, key=qid_number)
 
 
@@ -228,8 +239,8 @@ def open_dump(path: Path):
 _READ = 256 << 10  # bytes asked for per read; a block of whole lines is about this size
 _PIPE_SIZE = 1 << 20  # pipe buffer asked for (Linux): how far the decompressing child may run ahead
 
-# The decompressing child: the gzip/bz2 modules in a second interpreter, so that open_dump's error
-# messages are kept. A failure exits with "ExceptionName: message" on stderr.
+# The decompressing child: the gzip/bz2 modules in a second interpreter (no site packages needed).
+# A failure exits with "ExceptionName: message" on stderr, as open_dump's exception would read.
 _CHILD_SCRIPT = """\
 import bz2, gzip, shutil, sys
 try:
@@ -266,11 +277,12 @@ def _from_child(path: Path, command: list[str]) -> Iterator[bytes]:
     Each read returns what the child has written so far (up to ``_READ``), so while this process
     parses a block the child fills the pipe on another core. The child is killed and reaped when
     the reading stops early (an error, or the generator closed)."""
-    with tempfile.TemporaryFile(prefix="cultureboard-gunzip-") as err:
+    with tempfile.TemporaryFile(prefix="cultureboard-decompress-") as err:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, bufsize=0)
         try:
-            with contextlib.suppress(AttributeError, OSError):  # F_SETPIPE_SZ is Linux-only; 64 KiB elsewhere
-                fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+            if F_SETPIPE_SZ is not None:
+                with contextlib.suppress(OSError):  # refused above /proc/sys/fs/pipe-max-size: keep the default
+                    fcntl(proc.stdout.fileno(), F_SETPIPE_SZ, _PIPE_SIZE)
             while data := proc.stdout.read(_READ):
                 yield data
             status = proc.wait()
@@ -387,12 +399,17 @@ def _decode_block(block: bytes, newlines: int) -> tuple[int, list[_Indexed]] | N
     return skipped, entities
 
 
+def _newlines(block: bytes) -> int:
+    """The number of newlines in a block (numpy compares a block's bytes faster than bytes.count)."""
+    return int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
+
+
 def dump_entities(path: Path) -> Iterator[tuple[int, _Indexed | None]]:
     """(line number, entity) for each entity line of the dump; None for a line that is not a valid entity."""
     first = 1  # the number of the block's first line
     with contextlib.closing(dump_blocks(path)) as blocks:
         for block in blocks:
-            newlines = block.count(b"\n")
+            newlines = _newlines(block)
             decoded = _decode_block(block, newlines)
             if decoded is not None:
                 skipped, entities = decoded
@@ -413,7 +430,7 @@ def dump_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with contextlib.closing(dump_blocks(path)) as blocks:
         for block in blocks:
             yield from _block_lines(first, block)
-            first += block.count(b"\n")
+            first += _newlines(block)
 
 
 class _LabelSpill:
@@ -487,6 +504,8 @@ class DumpKnowledgeBase:
     ``country_qids`` limits which entities' details are kept (the requested countries); the labels of
     ``label_qids`` (the concept roots) are kept whatever they are, so checking them needs no second pass.
     ``max_malformed`` is the largest fraction of unparsable lines tolerated before the build fails.
+    ``labels()`` answers for the roots and for entities with a P31/P279 edge only: every parent an
+    artifact can be found under is one of those, and the dump is not read again for the others.
     """
 
     def __init__(self, path: str | os.PathLike, country_qids: Iterable[str], max_malformed: float = 0.01,
@@ -536,10 +555,11 @@ class DumpKnowledgeBase:
                 edges = _item_numbers(c.P31), _item_numbers(c.P279)
                 countries, details = [], None
                 if (edges[0] or edges[1]) and (c.P495 or c.P17):
-                    countries = [(0, q) for q in _item_numbers(c.P495)] + [(1, q) for q in _item_numbers(c.P17)]
+                    origin, country = _item_numbers(c.P495), _item_numbers(c.P17)
+                    countries = [(0, q) for q in origin] + [(1, q) for q in country]
                     if any(q in wanted for _, q in countries):
                         try:
-                            details = _encode(self._stored(e))
+                            details = _encode(self._stored(e, (*edges, origin, country)))
                         except (msgspec.DecodeError, msgspec.ValidationError):
                             malformed(lineno)
                             continue
@@ -594,14 +614,18 @@ class DumpKnowledgeBase:
         self._periods = dict(zip(period_ids, period_years))
 
     @staticmethod
-    def _stored(e: _Indexed) -> _Stored:
-        """A candidate's details, decoding the parts the index pass kept raw (a DecodeError or
-        ValidationError if one is not what it should be)."""
+    def _stored(e: _Indexed, numbers: tuple[list[int], ...]) -> _Stored:
+        """A candidate's details, given the item numbers of its P31, P279, P495 and P17 claims; the parts
+        the index pass kept raw are decoded here (a DecodeError or ValidationError if one is not what
+        it should be)."""
 
         def statements(prop: str) -> list[_Statement]:
             s = getattr(e.claims, prop)
-            return _decode_statements(s) if isinstance(s, msgspec.Raw) else s
+            if not isinstance(s, msgspec.Raw):
+                return s
+            return [] if s is _NO_STATEMENTS else _decode_statements(s)  # most candidates lack most of these
 
+        claims = {p: [f"Q{n}" for n in ns] for p, ns in zip(("P31", "P279", "P495", "P17"), numbers)}
         description = _decode_lang(e.descriptions).en
         return _Stored(
             name=e.labels.en.value if e.labels.en else None,
@@ -611,7 +635,7 @@ class DumpKnowledgeBase:
             image=_best_string(statements("P18")),
             inception_year=_earliest_year(statements("P571")),
             time_period=_item_ids(statements("P2348")),
-            claims={p: _item_ids(statements(p)) for p in ("P31", "P279", "P495", "P17", "P2012", "P361")},
+            claims={**claims, "P2012": _item_ids(statements("P2012")), "P361": _item_ids(statements("P361"))},
         )
 
     # -- the KnowledgeBase questions

@@ -1,12 +1,19 @@
 """CUBE Algorithm 1 on small hand-made dumps: hop limit, emit-and-stop, cycles, deprecated ranks,
-several countries, malformed lines and compressed inputs."""
+several countries, malformed lines and compressed inputs; and the dump reader: decompressing child
+process and its fallback thread, batched decoding, the label spill."""
 
 from __future__ import annotations
 
+import bz2
+import dataclasses
 import gzip
+import json
+import subprocess
+import threading
 
 import pytest
 
+from cultureboard.builder import kb_dump
 from cultureboard.builder.eras import era_of_year
 from cultureboard.builder.kb_dump import DumpKnowledgeBase
 from cultureboard.builder.traversal import Concept, Root, extract_artifacts
@@ -92,10 +99,133 @@ def test_hop_limit(dump):
     assert {q for q, _ in rows} == {"Q100", "Q401", "Q500"}
 
 
-def test_compressed_dumps_give_the_same_rows(tmp_path, dump):
-    expected, _, _ = run(dump)
+class PopenSpy(subprocess.Popen):
+    """subprocess.Popen that remembers the processes it started."""
+
+    started: list[subprocess.Popen] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        PopenSpy.started.append(self)
+
+
+@pytest.fixture
+def children(monkeypatch):
+    """The processes the dump reader starts during a test."""
+    PopenSpy.started = []
+    monkeypatch.setattr(subprocess, "Popen", PopenSpy)
+    return PopenSpy.started
+
+
+@pytest.fixture(params=["child", "thread"])
+def reader(request, monkeypatch):
+    """Read compressed dumps through the decompressing child process, or through the fallback thread."""
+    if request.param == "thread":
+        monkeypatch.setattr(kb_dump, "_decompress_command", lambda path: None)
+    return request.param
+
+
+def test_compressed_dumps_give_the_same_rows(tmp_path, dump, reader, children):
+    expected, expected_report, plain = run(dump)
     for suffix in (".json.gz", ".json.bz2"):
-        assert run(write_dump(tmp_path / f"d{suffix}", graph()))[0] == expected
+        rows, report, kb = run(write_dump(tmp_path / f"d{suffix}", graph()))
+        assert rows == expected and report == expected_report
+        assert dataclasses.replace(kb.report, path="") == dataclasses.replace(plain.report, path="")
+    assert len(children) == (2 if reader == "child" else 0)
+    assert all(proc.returncode == 0 for proc in children)
+
+
+@pytest.mark.parametrize("suffix, compress", [(".json.gz", gzip.compress), (".json.bz2", bz2.compress)])
+def test_corrupt_compressed_dumps_raise_a_clear_error(tmp_path, dump, reader, children, suffix, compress):
+    data = compress(dump.read_bytes())
+    truncated = tmp_path / f"truncated{suffix}"
+    truncated.write_bytes(data[: len(data) // 2])
+    garbage = tmp_path / f"garbage{suffix}"
+    garbage.write_bytes(b"this is not compressed at all\n" * 100)
+    not_compressed = "BadGzipFile: Not a gzipped file" if suffix == ".json.gz" else "OSError: Invalid data stream"
+    for path, detail in ((truncated, "EOFError: Compressed file ended before the end-of-stream marker was reached"),
+                         (garbage, not_compressed)):
+        with pytest.raises(CultureboardError) as info:
+            run(path)
+        message = str(info.value)
+        assert message.startswith(f"{path}: cannot be read as a Wikidata JSON dump (") and detail in message
+        assert "(fix: check the download is complete" in message and "\n" not in message
+    assert len(children) == (2 if reader == "child" else 0)
+    assert all(proc.returncode not in (None, 0) for proc in children)  # each failed, and was reaped
+
+
+def big_gz_dump(tmp_path):
+    """A .gz dump whose text (several MiB) outgrows the pipe, so its child is still writing when reading stops."""
+    filler = [entity(f"Q{7000 + i}", f"filler {i}", description="x" * 4000, claims={"P31": [DISH]}) for i in range(1500)]
+    return write_dump(tmp_path / "big.json.gz", graph() + filler)
+
+
+def test_child_is_killed_and_reaped_when_reading_stops_early(tmp_path, children, monkeypatch):
+    path = big_gz_dump(tmp_path)
+    blocks = kb_dump.dump_blocks(path)
+    next(blocks)
+    (proc,) = children
+    assert proc.poll() is None  # still decompressing, blocked on the full pipe
+    blocks.close()
+    assert proc.returncode is not None and proc.stdout.closed
+
+    def boom(*args):
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(kb_dump._LabelSpill, "add", boom)  # an error in the middle of the index pass
+    with pytest.raises(RuntimeError, match="stop"):
+        DumpKnowledgeBase(path, [IT])
+    assert len(children) == 2 and children[1].returncode is not None
+
+
+def test_fallback_thread_ends_when_reading_stops_early(tmp_path, monkeypatch):
+    monkeypatch.setattr(kb_dump, "_decompress_command", lambda path: None)
+    monkeypatch.setattr(kb_dump, "_READ", 1 << 12)  # many small reads, so the queue fills up
+    before = threading.active_count()
+    blocks = kb_dump.dump_blocks(big_gz_dump(tmp_path))
+    next(blocks)
+    blocks.close()
+    assert threading.active_count() == before
+
+
+def test_parent_labels_come_from_the_spill_without_a_second_pass(tmp_path, monkeypatch):
+    series = entity("Q800", "dish series", claims={"P31": [DISH]})  # P31 only: its label is not a class label
+    member = entity("Q801", "Series dish", claims={"P31": ["Q800"], "P495": [IT]})
+    path = write_dump(tmp_path / "d.json.gz", graph() + [series, member])
+    reads = []
+    blocks = kb_dump.dump_blocks
+    monkeypatch.setattr(kb_dump, "dump_blocks", lambda p: reads.append(p) or blocks(p))
+    monkeypatch.setattr(kb_dump._LabelSpill, "_BATCH", 2)  # many small batches on disk
+    rows, _, kb = run(path)
+    assert rows[("Q801", "IT")]["parent"] == "Q800" and rows[("Q801", "IT")]["parent_name"] == "dish series"
+    assert rows[("Q5449200", "IT")]["parent_name"] == "bread"  # a class label, kept in memory
+    assert kb.labels({"Q800", "Q100", "Q7802"}) == {"Q800": "dish series", "Q100": "Sushi", "Q7802": "bread"}
+    assert len(reads) == 1
+    with_root = DumpKnowledgeBase(path, [IT], label_qids=[DISH])  # roots are labelled even without an edge
+    assert with_root.labels({DISH, "Q800"}) == {DISH: "dish", "Q800": "dish series"}
+
+
+def test_malformed_lines_inside_a_batch_keep_their_line_numbers(tmp_path, monkeypatch):
+    good = [json.dumps(e) for e in graph() + [entity(f"Q{7000 + i}", f"filler {i}") for i in range(600)]]
+    lines = ["["]
+    bad_at = []
+    for i, text in enumerate(good):
+        if i in (5, 6, 150, 151, 290):  # broken JSON, no id, a non-numeric QID, a blank line, two entities on a line
+            bad = {5: "{not json", 6: '{"type":"item"}', 150: '{"id":"Qx"}', 151: "", 290: text + "," + text}[i]
+            lines.append(bad + ",")
+            if bad:
+                bad_at.append(len(lines))
+        lines.append(text + ("," if i < len(good) - 1 else ""))
+    lines.append("]")
+    path = tmp_path / "d.json"
+    path.write_text("\n".join(lines) + "\n")
+    expected_rows = run(write_dump(tmp_path / "clean.json", graph()))[0]
+    for read in (1 << 8, 1 << 12, kb_dump._READ):  # lines longer than a read, a few lines a block, one block
+        monkeypatch.setattr(kb_dump, "_READ", read)
+        rows, _, kb = run(path)
+        assert kb.report.malformed_examples == bad_at and kb.report.malformed == 4
+        assert kb.report.lines == len(lines) - 1 and kb.report.entities == len(good)
+        assert rows == expected_rows
 
 
 def test_malformed_lines_counted_and_threshold(tmp_path):
@@ -122,6 +252,15 @@ def test_corrupt_and_missing_dumps(tmp_path, dump):
     empty.write_text("[\n]\n")
     with pytest.raises(CultureboardError, match="holds no Wikidata entity"):
         run(empty)
+
+
+def test_a_block_is_decoded_at_once_only_when_it_holds_one_entity_per_line():
+    one, two = json.dumps(entity("Q1", "one")), json.dumps(entity("Q2", "two"))
+    block = f"[\n{one},\n{two}\n]\n".encode()
+    skipped, entities = kb_dump._decode_block(block, block.count(b"\n"))
+    assert skipped == 1 and [e.id for e in entities] == ["Q1", "Q2"]
+    for odd in (f"{one},\n\n{two},\n", f"{one},{two},\n{one},\n", f"{one},\n{{not json\n"):  # blank, two on a line, broken
+        assert kb_dump._decode_block(odd.encode(), odd.count("\n")) is None
 
 
 def test_era_buckets():
