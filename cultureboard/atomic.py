@@ -15,6 +15,15 @@ from .errors import CultureboardError
 MARKER = ".cultureboard-output"
 
 
+def check_replaceable(target: Path) -> None:
+    """Fail early (before any work) if ``target`` exists and is not an earlier cultureboard output."""
+    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).exists())):
+        raise CultureboardError(
+            target, "exists and is not an earlier cultureboard output, so it will not be overwritten",
+            "choose a new or empty folder for --out",
+        )
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a fresh temporary folder next to ``target``; on success it replaces ``target``.
@@ -23,11 +32,7 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     ``target`` is replaced only if it is empty or an earlier cultureboard output (it has the marker).
     """
     target = Path(target)
-    if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not (target / MARKER).exists())):
-        raise CultureboardError(
-            target, "exists and is not an earlier cultureboard output, so it will not be overwritten",
-            "choose a new or empty folder for --out",
-        )
+    check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:

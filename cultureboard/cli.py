@@ -217,7 +217,7 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 @click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of the diversity groups.")
 @click.option("--repetitions", default=50, show_default=True, help="Random groups per diversity pool (CUBE: 50).")
-@click.option("--references", type=click.Path(file_okay=False), help="Reference images <qid>.jpg (e.g. Wikidata P18 files) refining cube-diversity retrieval.")
+@click.option("--references", type=click.Path(file_okay=False, exists=True), help="Reference images <qid>.jpg (e.g. Wikidata P18 files) refining cube-diversity retrieval.")
 def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, repetitions, references):
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance."""
     from cultureboard.evaluators.evaluate import evaluate as run, parse_shard

@@ -65,7 +65,6 @@ class EmbeddingCache:
         finished batch is appended to the cache at once. An image that cannot be decoded is a
         :class:`CultureboardError` naming the file (the batches before it stay cached).
         """
-        import torch
         from torch.utils.data import DataLoader
 
         folder = self.folder(scorer, "image")

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -27,12 +28,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from cultureboard.atomic import atomic_dir
+from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance
 
 from . import metrics_cube
+from .metrics_cube import IMAGE_SUFFIXES
 from .aggregate import summarize
 from .context import SLICE_FIELDS, Context, Image
 from .embedding_cache import EmbeddingCache
@@ -74,6 +76,9 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
              references: str | Path | None = None) -> Path:
     """Score ``submission`` against ``dataset``; returns the results (or shard) folder written."""
     submission, dataset = Path(submission), Path(dataset)
+    if references is not None and not Path(references).is_dir():
+        raise CultureboardError(f"--references {references}", "is not a folder",
+                                "pass a folder of reference images named <qid>.jpg / .png / .webp", exit_code=2)
     report = validate(submission, dataset)
     if not report.valid:
         first = report.errors[0]
@@ -86,6 +91,8 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         raise CultureboardError(f"prompt set {name}", "has no metrics in this version of the evaluator",
                                 f"evaluate a submission for one of {', '.join(sorted(FAMILIES))}")
     score, unit_of = FAMILIES[name]
+    sid = submission_id(spec)
+    check_replaceable(Path(out) / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid))  # before the work
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
     images = _images(submission, spec, prompts)
     if shard:
@@ -117,7 +124,6 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         "settings": {"seed": seed, "n_boot": n_boot, "repetitions": repetitions, "ci_level": 0.95,
                      "references": _folder_hash(references) if references else None},
     }
-    sid = submission_id(spec)
     out = Path(out)
     if shard:
         target = out / f"{sid}.shards" / f"{shard[0]}-of-{shard[1]}"
@@ -131,7 +137,8 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
 def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Path:
     """Join ``out/<id>.shards/*`` into ``out/<id>``: exactly the result of an unsharded run."""
     shards_dir = Path(out) / f"{submission_id}.shards"
-    parts = sorted(shards_dir.glob("*-of-*")) if shards_dir.is_dir() else []
+    # only finished shards: atomic_dir's hidden temporary folders of a killed run are left out
+    parts = sorted(p for p in shards_dir.iterdir() if re.fullmatch(r"\d+-of-\d+", p.name)) if shards_dir.is_dir() else []
     if not parts:
         raise CultureboardError(shards_dir, "holds no shard results", "run cultureboard evaluate --shard i/n first")
     n = int(parts[0].name.split("-of-")[1])
@@ -140,12 +147,23 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
     if missing or len(names) != n:
         raise CultureboardError(shards_dir, f"lacks shards {missing} (or mixes shard counts: {sorted(names)})",
                                 "rerun the missing shards with the same --shard count")
-    infos = [json.loads((p / "shard.json").read_text())["provenance"] for p in parts]
+    infos = []
+    for p in parts:
+        try:
+            info = json.loads((p / "shard.json").read_text())
+            assert info["shard"] == [int(x) for x in p.name.split("-of-")] and (p / "scores.parquet").is_file()
+        except (OSError, ValueError, KeyError, AssertionError):
+            raise CultureboardError(p, "is not a complete shard result (shard.json and scores.parquet for this i-of-n)",
+                                    "delete it and rerun that shard") from None
+        infos.append(info["provenance"])
     base = {k: v for k, v in infos[0].items() if k != "scorers"}
     for p, info in zip(parts, infos):
         if {k: v for k, v in info.items() if k != "scorers"} != base:
             raise CultureboardError(p, "was scored with other code, settings, dataset or submission than shard 0",
                                     "rerun every shard with the same evaluator version and options")
+    if local_revision(dataset) != base["dataset"]["revision"]:
+        raise CultureboardError(f"--dataset {dataset}", f"is not the dataset the shards were scored against "
+                                f"({base['dataset']['revision']})", "pass the same dataset folder as to evaluate")
     scorers = {s["name"]: s for info in infos for s in info["scorers"]}
     provenance = {**base, "scorers": [scorers[k] for k in sorted(scorers)]}
     table = pa.concat_tables([pq.read_table(p / "scores.parquet") for p in parts])
@@ -187,9 +205,9 @@ def _images(submission: Path, spec: dict, prompts: dict) -> list[Image]:
 
 
 def _folder_hash(folder: str | Path) -> str:
-    """sha256 over the names and contents of a folder's files (the reference images used)."""
+    """sha256 over the names and contents of the reference images in a folder (the files scoring uses)."""
     h = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).iterdir() if p.is_file()):
+    for path in sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 

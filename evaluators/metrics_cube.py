@@ -61,12 +61,13 @@ METRICS = [
            "max_a cos(f_img(x), f_txt('An image of a.')), averaged with cos(f_img(x), f_img(ref_a)) where a has a reference image",
            "higher", "[-1, 1]", RETRIEVAL, SOURCE + ", appendix J.2.1"),
     *[Metric(f"cube.qvs.{preset}", FAMILY, f"Cultural diversity qVS, {preset} kernel w={w}",
-             "mean over groups of 8: (1/N sum s(x_i)) * VS_1(X; w1 k_continent + w2 k_country + w3 k_artifact) / N",
+             "mean over groups of N = 8 (or the whole pool if smaller): (1/N sum s(x_i)) * VS_1(X; w1 k_continent + "
+             "w2 k_country + w3 k_artifact) / N",
              "higher", "[0, 1]", RETRIEVAL, SOURCE + ", eq. 3 and appendix J.2.2", unit="pool")
       for preset, w in CUBE_KERNEL_PRESETS.items()],
     *[Metric(f"cube.vs.{preset}", FAMILY, f"Cultural diversity VS/N, {preset} kernel w={w}",
-             "mean over groups of 8: VS_1(X; w1 k_continent + w2 k_country + w3 k_artifact) / N",
-             "higher", "[1/8, 1]", RETRIEVAL, SOURCE + ", Table 4", unit="pool")
+             "mean over groups of N = 8 (or the whole pool if smaller): VS_1(X; w1 k_continent + w2 k_country + "
+             "w3 k_artifact) / N", "higher", "[1/N, 1]", RETRIEVAL, SOURCE + ", Table 4", unit="pool")
       for preset, w in CUBE_KERNEL_PRESETS.items()],
 ]
 
@@ -90,6 +91,8 @@ def score_awareness(ctx: Context) -> list[dict]:
 
     table = load_countries()
     codes = sorted({p["country"] for p in ctx.prompts.values() if p.get("country")})
+    if not codes:  # a set whose prompts name no country: no cultural relevance to measure
+        return rows + [score_row("cube.quality", v, im) for im, v in zip(ctx.images, _quality_values(ctx))]
     phrases = [f"An image from {table.by_iso(c).name_in_sentence}." for c in codes]
     country_txt = ctx.text_embeddings(ALIGNMENT, phrases)
     T = np.stack([country_txt[p] for p in phrases])
@@ -104,9 +107,12 @@ def score_awareness(ctx: Context) -> list[dict]:
         rows.append(score_row("cube.cultural_relevance", p[target], im))
         rows.append(score_row("cube.country_top1", float(np.argmax(p) == target), im))
 
+    return rows + [score_row("cube.quality", v, im) for im, v in zip(ctx.images, _quality_values(ctx))]
+
+
+def _quality_values(ctx: Context) -> list[float]:
     quality = _quality(ctx)
-    rows += [score_row("cube.quality", quality[im.sha256 + im.prompt_id], im) for im in ctx.images]
-    return rows
+    return [quality[im.sha256 + im.prompt_id] for im in ctx.images]
 
 
 def _artifact_space(ctx: Context) -> list[dict]:
@@ -136,20 +142,21 @@ def score_diversity(ctx: Context) -> list[dict]:
     space = _artifact_space(ctx)
     img = ctx.image_embeddings(RETRIEVAL)
     references = _reference_embeddings(ctx)
-    candidates: dict[tuple, list[dict]] = {}
+    candidates: dict[tuple, tuple[list[dict], np.ndarray]] = {}  # (concept, subcategory) -> artifacts, name embeddings
     mapped: dict[str, dict] = {}
     for im in ctx.images:
         key = (im.prompt["category"], im.prompt.get("subcategory"))
         if key not in candidates:
             pool = [a for a in space if a["concept"] == key[0] and (key[1] is None or a["subcategory"] == key[1])]
-            candidates[key] = pool or [a for a in space if a["concept"] == key[0]]
-        arts = candidates[key]
-        if not arts:
-            raise CultureboardError(ctx.dataset, f"has no artifact of concept {key[0]!r} to map images to",
-                                    "build the dataset with that concept")
-        texts = [f"An image of {a['name']}." for a in arts]
-        txt = ctx.text_embeddings(RETRIEVAL, texts)
-        sims = np.stack([txt[t] for t in texts]) @ img[im.sha256]
+            pool = pool or [a for a in space if a["concept"] == key[0]]
+            if not pool:
+                raise CultureboardError(ctx.dataset, f"has no artifact of concept {key[0]!r} to map images to",
+                                        "build the dataset with that concept")
+            texts = [f"An image of {a['name']}." for a in pool]
+            txt = ctx.text_embeddings(RETRIEVAL, texts)
+            candidates[key] = (pool, np.stack([txt[t] for t in texts]))
+        arts, names = candidates[key]
+        sims = names @ img[im.sha256]
         for i, a in enumerate(arts):
             if a["qid"] in references:
                 sims[i] = (sims[i] + references[a["qid"]] @ img[im.sha256]) / 2

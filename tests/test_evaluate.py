@@ -102,26 +102,36 @@ def test_awareness_scores_and_summary(world, tmp_path):
 
 
 def test_rerun_uses_the_cache_and_is_identical(world, tmp_path):
-    first = run(world, "awareness", tmp_path / "a")
-    second = run(world, "awareness", tmp_path / "b")
+    cache = tmp_path / "cache"
+    first = run(world, "awareness", tmp_path / "a", cache=cache)
+    shards = sorted(cache.rglob("shard-*.npz"))
+    assert shards  # the first run computed and cached every embedding
+    second = run(world, "awareness", tmp_path / "b", cache=cache)
+    assert sorted(cache.rglob("shard-*.npz")) == shards  # the rerun computed nothing
     for name in ("summary.json", "scores.parquet"):
         assert (first / name).read_bytes() == (second / name).read_bytes()
 
 
-def test_sharded_equals_unsharded(world, tmp_path):
-    whole = run(world, "awareness", tmp_path / "whole")
+@pytest.mark.parametrize("which", ["awareness", "diversity"])  # shard units: prompts, and diversity pools
+def test_sharded_equals_unsharded(world, tmp_path, which):
+    whole = run(world, which, tmp_path / "whole")
     for i in range(3):
-        run(world, "awareness", tmp_path / "sharded", shard=(i, 3))
+        run(world, which, tmp_path / "sharded", shard=(i, 3))
+    (tmp_path / "sharded" / f"{whole.name}.shards" / ".0-of-3.tmp-killed").mkdir()  # a killed run's leftover
     merged = merge_shards(tmp_path / "sharded", whole.name, world["dataset"])
     for name in ("summary.json", "scores.parquet"):
         assert (merged / name).read_bytes() == (whole / name).read_bytes()
     assert not (tmp_path / "sharded" / f"{whole.name}.shards").exists()
 
 
-def test_merge_refuses_missing_shards(world, tmp_path):
+def test_merge_refuses_missing_shards_and_another_dataset(world, tmp_path):
     run(world, "awareness", tmp_path, shard=(0, 2))
     with pytest.raises(CultureboardError, match="lacks shards"):
         merge_shards(tmp_path, "lab__model", world["dataset"])
+    run(world, "awareness", tmp_path, shard=(1, 2))
+    build(tmp_path / "other-dataset", countries=["IT"], prompt_sets=["cube-awareness"])
+    with pytest.raises(CultureboardError, match="is not the dataset the shards were scored against"):
+        merge_shards(tmp_path, "lab__model", tmp_path / "other-dataset")
 
 
 def test_diversity_pools(world, tmp_path):
