@@ -202,3 +202,29 @@ def test_reference_images_refine_retrieval(world, tmp_path):
     match = again[(again.metric == "cube.retrieval") & (again.file_name == row["file_name"])].iloc[0]
     assert json.loads(match["detail"])["artifact"] == other
     assert summary(refined)["provenance"]["settings"]["references"] is not None
+
+
+def test_images_on_the_hub_are_fetched_at_the_pinned_revision(world, tmp_path, monkeypatch):
+    """images.location hf://datasets/ORG/REPO@REV: the evaluator downloads exactly the listed files at REV."""
+    import shutil
+
+    import huggingface_hub
+
+    local = world["awareness"]
+    hub = shutil.copytree(local, tmp_path / "lab__model", ignore=shutil.ignore_patterns("images"))
+    spec = yaml.safe_load((hub / "submission.yaml").read_text())
+    spec["images"]["location"] = "hf://datasets/lab/model-images@" + "a" * 40
+    (hub / "submission.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    calls = []
+
+    def fake_snapshot_download(repo_id, repo_type, revision, allow_patterns, cache_dir=None):
+        calls.append((repo_id, repo_type, revision, len(allow_patterns)))
+        return str(local)  # the repository's snapshot: the same files
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    result = evaluate(hub, world["dataset"], tmp_path / "results", scorers=world["scorers"], device="cpu", n_boot=200,
+                      repetitions=5, cache=tmp_path / "cache")
+    n_images = len((local / "metadata.jsonl").read_text().splitlines())
+    assert calls == [("lab/model-images", "dataset", "a" * 40, n_images)]
+    reference = run(world, "awareness", tmp_path / "reference", cache=tmp_path / "cache")
+    assert pq.read_table(result / "scores.parquet").equals(pq.read_table(reference / "scores.parquet"))
