@@ -39,13 +39,12 @@ import dataclasses
 import io
 import json
 import math
-import multiprocessing
 import os
 import re
 import shutil
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -652,34 +651,28 @@ def _thumbnails(board: Board, old: Path, new: Path, px: int) -> dict[tuple[str, 
             jobs[(r.sid, im["sha256"])] = source if source.is_relative_to(root) else None
         (new / r.sid).mkdir(parents=True, exist_ok=True)
 
-    status, todo = {}, []
-    for key, source in sorted(jobs.items(), key=lambda kv: kv[0]):
-        target, earlier = new / key[0] / f"{key[1]}.webp", old / key[0] / f"{key[1]}.webp"
+    def make(job) -> str:
+        (sid, sha), source = job
+        target, earlier = new / sid / f"{sha}.webp", old / sid / f"{sha}.webp"
         if reuse and earlier.is_file():
             try:
                 os.link(earlier, target)  # same file system (the output's parent): no copy of the data
             except OSError:
                 shutil.copyfile(earlier, target)
-            status[key] = "ok"
-        elif source is None or not source.is_file():
-            status[key] = "missing"
-        else:
-            todo.append((key, (str(source), str(target), px)))
-    if todo:  # decoding and encoding are CPU-bound: one process per core (spawned: the caller may hold threads)
-        with ProcessPoolExecutor(mp_context=multiprocessing.get_context("spawn")) as pool:
-            status.update(zip((k for k, _ in todo), pool.map(_thumbnail, (job for _, job in todo), chunksize=64)))
+            return "ok"
+        if source is None or not source.is_file():
+            return "missing"
+        try:
+            with Image.open(source) as img:
+                img.thumbnail((px, px))
+                img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").save(target, **THUMB)
+        except (OSError, ValueError, Image.DecompressionBombError):
+            return "unreadable"
+        return "ok"
+
+    items = sorted(jobs.items(), key=lambda kv: kv[0])
+    with ThreadPoolExecutor() as pool:
+        status = dict(zip((k for k, _ in items), pool.map(make, items)))
     new.mkdir(parents=True, exist_ok=True)
     (new / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
     return status
-
-
-def _thumbnail(job: tuple[str, str, int]) -> str:
-    """Write one WebP thumbnail: "ok", or "unreadable" for an image PIL cannot decode."""
-    source, target, px = job
-    try:
-        with Image.open(source) as img:
-            img.thumbnail((px, px))
-            img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").save(target, **THUMB)
-    except (OSError, ValueError, Image.DecompressionBombError):
-        return "unreadable"
-    return "ok"
