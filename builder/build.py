@@ -8,7 +8,6 @@ byte for byte: no timestamps are written and every table is sorted.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from importlib import resources

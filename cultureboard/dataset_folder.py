@@ -3,12 +3,12 @@ a prompt set's rows, and the revision that submissions pin."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from .errors import CultureboardError
+from .provenance import folder_sha256
 
 
 def configs(folder: str | Path) -> list[str]:
@@ -17,14 +17,9 @@ def configs(folder: str | Path) -> list[str]:
 
 
 def local_revision(folder: str | Path) -> str:
-    """``sha256:<hex>`` over every data file (path and content): the same files give the same revision,
-    so a folder downloaded from the Hub and the folder that was uploaded agree."""
-    folder = Path(folder)
-    h = hashlib.sha256()
-    for path in sorted((folder / "data").rglob("*.parquet")):
-        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return "sha256:" + h.hexdigest()
+    """``sha256:<hex>`` over every parquet data file (path and content): the same files give the same
+    revision, so a folder downloaded from the Hub and the folder that was uploaded agree."""
+    return "sha256:" + folder_sha256(Path(folder) / "data", {".parquet"})
 
 
 def read_prompt_set(folder: str | Path, name: str) -> list[dict]:

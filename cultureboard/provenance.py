@@ -41,3 +41,19 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+def folder_sha256(path: str | Path, suffixes: set[str] | None = None) -> str:
+    """A content fingerprint: the sha256 of a file, or for a folder the sha256 over its files' relative
+    paths and sha256s (sorted; hidden files and folders left out; only ``suffixes`` when given)."""
+    path = Path(path)
+    if path.is_file():
+        return file_sha256(path)
+    h = hashlib.sha256()
+    for f in sorted(path.rglob("*")):
+        rel = f.relative_to(path)
+        if f.is_file() and not any(part.startswith(".") for part in rel.parts) and (
+                suffixes is None or f.suffix.lower() in suffixes):
+            h.update(rel.as_posix().encode() + b"\0" + bytes.fromhex(file_sha256(f)))
+    return h.hexdigest()
+

@@ -23,7 +23,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
@@ -31,7 +30,7 @@ import yaml
 from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
-from cultureboard.provenance import code_provenance
+from cultureboard.provenance import code_provenance, folder_sha256
 
 from . import metrics_cube
 from .metrics_cube import IMAGE_SUFFIXES
@@ -122,7 +121,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
         "settings": {"seed": seed, "n_boot": n_boot, "repetitions": repetitions, "ci_level": 0.95,
-                     "references": _folder_hash(references) if references else None},
+                     "references": folder_sha256(references, IMAGE_SUFFIXES) if references else None},
     }
     out = Path(out)
     if shard:
@@ -202,14 +201,6 @@ def _images(submission: Path, spec: dict, prompts: dict) -> list[Image]:
     root = fetch_hub_images(location, [m["file_name"] for m in lines]) if location.kind == "hub" else submission
     return [Image(m["file_name"], root / m["file_name"], m["sha256"], m["prompt_id"], m["sample_idx"],
                   prompts[m["prompt_id"]]) for m in lines]
-
-
-def _folder_hash(folder: str | Path) -> str:
-    """sha256 over the names and contents of the reference images in a folder (the files scoring uses)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
 
 
 def _submission_hash(submission: Path) -> str:

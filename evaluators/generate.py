@@ -44,7 +44,7 @@ from tqdm import tqdm
 from cultureboard.atomic import atomic_write_bytes, atomic_write_text
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
-from cultureboard.provenance import code_provenance, file_sha256
+from cultureboard.provenance import code_provenance, file_sha256, folder_sha256
 
 from .submission import FORMAT_VERSION, IMAGES, METADATA, SUBMISSION_YAML, get, submission_id, write_submission
 
@@ -291,10 +291,7 @@ def _resolve(pipeline: str) -> tuple[str, str, Path]:
         if not (path / "model_index.json").is_file():
             raise CultureboardError(pipeline, "is not a diffusers pipeline folder (no model_index.json)",
                                     "pass a folder written by save_pretrained, or a Hub id ORG/NAME[@REVISION]")
-        h = hashlib.sha256()
-        for f in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
-            h.update(f.relative_to(path).as_posix().encode() + b"\0" + bytes.fromhex(file_sha256(f)))
-        return f"local/{path.resolve().name}", "local:" + h.hexdigest(), path  # no machine-specific path
+        return f"local/{path.resolve().name}", "local:" + folder_sha256(path), path  # no machine-specific path
     repo, _, revision = pipeline.partition("@")
     try:
         folder = Path(DiffusionPipeline.download(repo, revision=revision or None))

@@ -20,7 +20,6 @@ bits on the same device. :mod:`.embedding_cache` adds batching, DataLoader decod
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 import yaml
 
 from cultureboard.errors import CultureboardError
+from cultureboard.provenance import folder_sha256
 
 REGISTRY_PATH = Path(__file__).parent / "data" / "scorers.yaml"
 BACKENDS = ("transformers-dual-encoder", "transformers-image-encoder", "open_clip")
@@ -354,7 +354,7 @@ def _locate(name: str, entry: Mapping, repo: str | None, patterns: list[str]) ->
         if not path.exists():
             raise CultureboardError(f"scorer {name}", f"local path {path} does not exist",
                                     "fix `path` in --scorers FILE, or remove it to use the Hub checkpoint")
-        return path, "local:" + _sha256_files(path)
+        return path, "local:" + folder_sha256(path)
     from huggingface_hub import snapshot_download
 
     revision = str(entry.get("revision", "main"))
@@ -377,19 +377,3 @@ def _check_open_clip_files(name: str, checkpoint: Path) -> None:
     elif not checkpoint.is_file():
         raise CultureboardError(f"scorer {name}", f"the checkpoint {checkpoint.name} is not in {checkpoint.parent}",
                                 "fix `weights: {repo, file}` in --scorers FILE")
-
-
-def _sha256_files(path: Path) -> str:
-    """sha256 of a file's bytes, or of a folder's files (relative name and bytes), hidden files excluded."""
-    if path.is_file():
-        files = [(b"", path)]
-    else:
-        files = sorted((f.relative_to(path).as_posix().encode() + b"\0", f) for f in path.rglob("*")
-                       if f.is_file() and not any(part.startswith(".") for part in f.relative_to(path).parts))
-    digest = hashlib.sha256()
-    for label, file in files:
-        digest.update(label)
-        with open(file, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
