@@ -90,7 +90,7 @@ def tagged(png: bytes, tag: str) -> bytes:
 
 def synth_scores(i: int, prompts: list[dict], images: list[tuple[dict, int, str, str]]) -> list[dict]:
     """Score rows in ``evaluate.SCORES_SCHEMA`` for submission ``i``: deterministic, plausible ranges."""
-    from cultureboard.evaluators.context import SLICE_FIELDS
+    from cultureboard.evaluators.engine.context import SLICE_FIELDS
 
     rng = np.random.default_rng(1000 + i)
     skill = rng.normal(0, 0.6)
@@ -127,8 +127,8 @@ def make_submission(args: tuple) -> str:
 
 def _make_submission(i: int, work: Path, thumbnails: bool) -> str:
     from cultureboard.dataset_folder import local_revision, read_prompt_set
-    ev = importlib.import_module("cultureboard.evaluators.evaluate")  # the module: the package re-exports the function
-    from cultureboard.evaluators.submission import submission_id, write_submission
+    ev = importlib.import_module("cultureboard.evaluators.engine.evaluate")  # the module: the package re-exports the function
+    from cultureboard.evaluators.submission.format import submission_id, write_submission
     from cultureboard.provenance import code_provenance
 
     dataset = work / "dataset"

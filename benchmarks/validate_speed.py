@@ -39,8 +39,8 @@ from PIL import Image
 from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision
-from cultureboard.evaluators.submission import write_submission
-from cultureboard.evaluators.validate import validate
+from cultureboard.evaluators.submission.format import write_submission
+from cultureboard.evaluators.submission.validate import validate
 
 GENERATOR_VERSION = 1
 SIZE = 512

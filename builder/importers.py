@@ -18,9 +18,10 @@ from pathlib import Path
 
 from cultureboard.countries import CountryTable, load_countries
 from cultureboard.errors import CultureboardError
+from cultureboard.naming import slug
 from cultureboard.records import WIKIDATA_PROPERTIES
 
-from .prompt_common import consecutive_seeds, country_fields, make_prompt_id, slug
+from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
 from .prompt_sets import PromptSet
 from .prompts_cube import load_templates
 from .prompts_cure import build_ladder, category_phrase

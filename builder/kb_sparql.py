@@ -9,7 +9,6 @@ whenever a preferred one exists). Queries go out in batches of ``batch`` QIDs.
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +18,7 @@ from urllib.parse import unquote
 
 from cultureboard import __version__
 from cultureboard.errors import CultureboardError
+from cultureboard.http import with_retries
 
 from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, qid_number, year_of
 from .kb_rdf import COMMONS, WD
@@ -69,28 +69,24 @@ class SparqlKnowledgeBase:
                 "User-Agent": f"cultureboard/{__version__} (benchmark builder)",
             },
         )
-        for attempt in range(self.retries + 1):
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    self.queries += 1
-                    return json.load(response)["results"]["bindings"]
-            except urllib.error.HTTPError as exc:
-                if exc.code in (429, 500, 502, 503, 504) and attempt < self.retries:
-                    time.sleep(min(2**attempt, 30))
-                    continue
-                problem = f"answered HTTP {exc.code} ({exc.reason})"
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                if attempt < self.retries:
-                    time.sleep(min(2**attempt, 30))
-                    continue
-                problem = f"is unreachable ({getattr(exc, 'reason', exc)})"
-            except (ValueError, KeyError):
-                problem = "did not answer with SPARQL JSON results"
-            raise CultureboardError(
-                f"--sparql {self.url}", problem,
-                "check the endpoint URL (it must accept SPARQL 1.1 queries over HTTP POST) and that it is running, or use --dump",
-            )
-        raise AssertionError("unreachable")
+        def attempt() -> list[dict]:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                answer = json.load(response)["results"]["bindings"]
+            self.queries += 1
+            return answer
+
+        try:
+            return with_retries(attempt, retries=self.retries)
+        except urllib.error.HTTPError as exc:
+            problem = f"answered HTTP {exc.code} ({exc.reason})"
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            problem = f"is unreachable ({getattr(exc, 'reason', exc)})"
+        except (ValueError, KeyError):
+            problem = "did not answer with SPARQL JSON results"
+        raise CultureboardError(
+            f"--sparql {self.url}", problem,
+            "check the endpoint URL (it must accept SPARQL 1.1 queries over HTTP POST) and that it is running, or use --dump",
+        )
 
     def _batched(self, qids: Iterable[str]):
         qids = sorted(set(qids), key=qid_number)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
 from cultureboard.errors import CultureboardError
+from cultureboard.http import with_retries
 
 from .llm_cache import ResponseCache, request_key
 
@@ -67,15 +67,8 @@ class OpenAIChatBackend:
             f"{self.base_url}/chat/completions", data=body, method="POST",
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
         )
-        attempt = 0
-        while True:
-            try:
-                return self._post(request)
-            except LLMCallError as exc:
-                if not exc.retryable or attempt >= self.max_retries:
-                    raise
-            time.sleep(self.backoff * 2**attempt)
-            attempt += 1
+        return with_retries(lambda: self._post(request), retries=self.max_retries, backoff=self.backoff,
+                            transient=lambda exc: isinstance(exc, LLMCallError) and exc.retryable)
 
     def _post(self, request: urllib.request.Request) -> str:
         """One attempt; every failure becomes an :class:`LLMCallError`."""

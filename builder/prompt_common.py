@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 from cultureboard.countries import Country
-
-
-def slug(text: str) -> str:
-    """Lower-case ASCII slug: accents dropped, every run of other characters turned into one ``-``."""
-    text = unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode("ascii")
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+from cultureboard.naming import slug
 
 
 def make_prompt_id(prompt_set: str, *parts: Any) -> str:

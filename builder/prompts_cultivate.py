@@ -16,8 +16,9 @@ import yaml
 
 from cultureboard.countries import CountryTable
 from cultureboard.errors import CultureboardError
+from cultureboard.naming import slug
 
-from .prompt_common import consecutive_seeds, country_fields, make_prompt_id, slug
+from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
 from .prompt_sets import PromptSet
 
 TEMPLATE = "A photorealistic photo of {activity} in {country}."

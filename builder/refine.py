@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from cultureboard.countries import CountryTable
+from cultureboard.naming import slug
 
 from .llm_backends import CachedLLM, LLMCallError, Reply
-from .prompt_common import slug
 
 FILTER_PARAMS = {"temperature": 0, "max_tokens": 8}
 CRITIQUE_PARAMS = {"temperature": 0, "max_tokens": 512}

@@ -144,7 +144,7 @@ def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, mod
     """Generate a complete submission with any diffusers pipeline."""
     from diffusers.utils import logging as diffusers_logging
 
-    from cultureboard.evaluators.generate import generate as run
+    from cultureboard.evaluators.submission.generate import generate as run
 
     diffusers_logging.set_verbosity_error()
 
@@ -167,7 +167,7 @@ def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, mod
 @click.option("--seeds-ignored", is_flag=True, help="The model took no seed: record generation.extra.seed_honoured: false.")
 def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored):
     """Package images made elsewhere (closed APIs) as a submission."""
-    from cultureboard.evaluators.package import package as run
+    from cultureboard.evaluators.submission.package import package as run
 
     result = run(from_folder, mapping, out, dataset=dataset, prompt_set=prompt_set, spec=spec, seed_honoured=not seeds_ignored)
     click.echo(f"{result['images']} images packaged into {result['out']}")
@@ -185,7 +185,8 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored)
 @click.option("--full-decode", is_flag=True, help="Also decode every pixel (slow; by default the file structure and sha256 are checked).")
 def validate(submission, dataset, changed_files, as_json, full_decode):
     """Report every problem of a submission; exit 0 when valid, 1 when not, 2 on usage errors."""
-    from cultureboard.evaluators.validate import Report, check_pr_scope, validate as run
+    from cultureboard.evaluators.submission.validate import Report, check_pr_scope
+    from cultureboard.evaluators.submission.validate import validate as run
 
     if not submission and not changed_files:
         raise CultureboardError("validate", "needs a SUBMISSION folder, --changed-files, or both",
@@ -220,7 +221,8 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 @click.option("--references", type=click.Path(file_okay=False, exists=True), help="Reference images <qid>.jpg (e.g. Wikidata P18 files) refining cube-diversity retrieval.")
 def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, repetitions, references):
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance."""
-    from cultureboard.evaluators.evaluate import evaluate as run, parse_shard
+    from cultureboard.evaluators.engine.evaluate import evaluate as run
+    from cultureboard.evaluators.engine.evaluate import parse_shard
 
     target = run(submission, dataset, out, scorers=scorers, shard=parse_shard(shard), device=device, dtype=dtype,
                  cache=cache, seed=seed, repetitions=repetitions, references=references)
@@ -233,7 +235,7 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
 @click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
 def merge_shards(results, submission_id, dataset):
     """Join the shards of a sharded evaluation into the result an unsharded run gives."""
-    from cultureboard.evaluators.evaluate import merge_shards as run
+    from cultureboard.evaluators.engine.evaluate import merge_shards as run
 
     click.echo(f"results written to {run(results, submission_id, dataset)}")
 
@@ -252,7 +254,7 @@ def ratings() -> None:
 @click.option("--submissions", type=click.Path(file_okay=False), help="Submissions folder, when ratings name images by file or sha256.")
 def ratings_import(file, dataset, prompt_set, out, scores, submissions):
     """Import ratings: consensus, CUBE Tables 3/10/11/12, and correlations with automatic scores."""
-    from cultureboard.evaluators.ratings import import_ratings
+    from cultureboard.evaluators.results.ratings import import_ratings
 
     result = import_ratings(file, dataset, prompt_set, out, scores=scores, submissions=submissions)
     click.echo(f"{result['ratings']} ratings of {result['items']} images by {result['raters']} raters written to {result['out']}")
@@ -284,7 +286,7 @@ def site_build(results, dataset, submissions, out, ratings):
 @click.option("--submission", help="Check that this submission id has results and name it in the commit (every submission is uploaded, so the splits and `latest` always agree).")
 def publish_results_command(results, repo, submission):
     """Upload results to a Hub dataset: one split per submission plus `latest`."""
-    from cultureboard.evaluators.publish_results import publish_results
+    from cultureboard.evaluators.results.publish import publish_results
 
     info = publish_results(results, repo, submission=submission)
     click.echo(f"uploaded results to {repo}: commit {info['commit']}")
@@ -296,7 +298,7 @@ def publish_results_command(results, repo, submission):
 @click.option("--tolerance", default=0.02, show_default=True, help="Largest absolute change tolerated per metric x slice.")
 def compare_results_command(baseline, new, tolerance):
     """Compare two results of the same submission; exit 1 when scores drifted beyond the tolerance."""
-    from cultureboard.evaluators.drift import compare_results, format_drifts
+    from cultureboard.evaluators.results.drift import compare_results, format_drifts
 
     drifts = compare_results(baseline, new, tolerance=tolerance)
     click.echo(format_drifts(drifts))

@@ -32,7 +32,7 @@ def cache_root() -> Path:
 
 
 def _standin_pipelines(root: Path) -> dict[str, str]:
-    from .evaluators.tiny_pipelines import save_tiny_text2image
+    from .evaluators.submission.tiny_pipelines import save_tiny_text2image
 
     out = {}
     for seed, name in enumerate(STANDIN_MODELS):
@@ -44,7 +44,7 @@ def _standin_pipelines(root: Path) -> dict[str, str]:
 
 
 def _standin_scorers(root: Path) -> Path:
-    from .evaluators.tiny_scorers import TINY_CONFIG, save_tiny_scorers
+    from .evaluators.engine.tiny_scorers import TINY_CONFIG, save_tiny_scorers
 
     config = root / TINY_CONFIG
     if not config.is_file():
@@ -59,9 +59,9 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
     from transformers.utils import logging as transformers_logging
 
     from .builder import build
-    from .evaluators.evaluate import evaluate
-    from .evaluators.generate import generate
-    from .evaluators.validate import validate
+    from .evaluators.engine.evaluate import evaluate
+    from .evaluators.submission.generate import generate
+    from .evaluators.submission.validate import validate
     from .site.render import build_site
 
     diffusers_logging.set_verbosity_error()

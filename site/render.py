@@ -23,7 +23,7 @@ and bootstrap count excepted); ranks are computed within a group only, and a pag
 one prompt set says what sets each apart.
 
 Uncertainty (principle 4): every number is shown with its 95% CI, n images and n prompts; ranks are
-ranges from :func:`cultureboard.evaluators.stats.rank_ties` (overlapping CIs are ties); a slice entry with
+ranges from :func:`cultureboard.evaluators.results.stats.rank_ties` (overlapping CIs are ties); a slice entry with
 fewer than :data:`MIN_PROMPTS` prompts or an incomplete coverage carries a visible "too little data" badge,
 and one with fewer prompts is not ranked.
 
@@ -53,16 +53,22 @@ import jinja2
 import numpy as np
 import pandas as pd
 import yaml
+from cultureboard.evaluators.results.aggregate import SLICE_TYPES
+from cultureboard.evaluators.results.stats import rank_ties
+from cultureboard.evaluators.submission.format import (
+    FIELDS,
+    METADATA,
+    SUBMISSION_YAML,
+    get,
+    parse_location,
+)
 from PIL import Image
 
 from cultureboard.atomic import atomic_dir
-from cultureboard.builder.prompt_common import slug
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.aggregate import SLICE_TYPES
-from cultureboard.evaluators.stats import rank_ties
-from cultureboard.evaluators.submission import FIELDS, METADATA, SUBMISSION_YAML, get, parse_location
+from cultureboard.naming import slug
 
 from . import plots
 

@@ -18,8 +18,8 @@ from PIL import Image
 from cultureboard.builder import build
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.evaluators import evaluate
-from cultureboard.evaluators.submission import submission_id, write_submission
-from cultureboard.evaluators.tiny_scorers import TINY_CONFIG, save_tiny_scorers
+from cultureboard.evaluators.submission.format import submission_id, write_submission
+from cultureboard.evaluators.engine.tiny_scorers import TINY_CONFIG, save_tiny_scorers
 from cultureboard.provenance import file_sha256
 
 #: One Global North and one Global South country: every slice type has entries, the smallest are < 5 prompts.

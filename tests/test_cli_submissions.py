@@ -9,7 +9,7 @@ import pytest
 from test_cli import assert_clean_error, cli
 from tiny_dataset import T2I, write_tiny_dataset
 
-from cultureboard.evaluators.tiny_pipelines import save_tiny_text2image
+from cultureboard.evaluators.submission.tiny_pipelines import save_tiny_text2image
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.drift import compare_results, format_drifts
+from cultureboard.evaluators.results.drift import compare_results, format_drifts
 
 SHA = "b" * 64
 

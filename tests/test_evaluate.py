@@ -24,8 +24,8 @@ from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators import evaluate, merge_shards
-from cultureboard.evaluators.submission import write_submission
-from cultureboard.evaluators.tiny_scorers import TINY_CONFIG, save_tiny_scorers
+from cultureboard.evaluators.submission.format import write_submission
+from cultureboard.evaluators.engine.tiny_scorers import TINY_CONFIG, save_tiny_scorers
 from cultureboard.provenance import file_sha256
 
 

@@ -20,10 +20,10 @@ from tiny_dataset import ECB, T2I, ecb_rows, write_tiny_dataset
 
 from cultureboard.dataset_folder import local_revision
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.generate import JOURNAL, _select, generate
-from cultureboard.evaluators.submission import FIELDS, get, parse_location, submission_id
-from cultureboard.evaluators.tiny_pipelines import save_tiny_text2image
-from cultureboard.evaluators.validate import validate
+from cultureboard.evaluators.submission.generate import JOURNAL, _select, generate
+from cultureboard.evaluators.submission.format import FIELDS, get, parse_location, submission_id
+from cultureboard.evaluators.submission.tiny_pipelines import save_tiny_text2image
+from cultureboard.evaluators.submission.validate import validate
 
 NAME = "local__tiny-sd"  # the submission id for organization "local" and a pipeline folder named tiny-sd
 FAST = {"steps": 2, "progress": False, "device": "cpu"}  # the same results on machines with a GPU

@@ -18,8 +18,8 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.package import package
-from cultureboard.evaluators.validate import validate
+from cultureboard.evaluators.submission.package import package
+from cultureboard.evaluators.submission.validate import validate
 from cultureboard.provenance import file_sha256
 
 SID = "acme-ai__imagen-x__api-v2"
@@ -232,7 +232,7 @@ def test_a_failure_while_writing_leaves_nothing(api, monkeypatch):
     def fail(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr("cultureboard.evaluators.package.write_submission", fail)
+    monkeypatch.setattr("cultureboard.evaluators.submission.package.write_submission", fail)
     with pytest.raises(OSError):
         run(api)
     assert list(api.out.parent.iterdir()) == []

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.evaluate import SCORES_SCHEMA
-from cultureboard.evaluators.publish_results import publish_results, split_name
+from cultureboard.evaluators.engine.evaluate import SCORES_SCHEMA
+from cultureboard.evaluators.results.publish import publish_results, split_name
 
 
 class FakeHub:

@@ -25,8 +25,8 @@ from tiny_dataset import write_tiny_dataset
 
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.ratings import NO_CONSENSUS, consensus, import_ratings, load_ratings, tables, validity
-from cultureboard.evaluators.stats import krippendorff_alpha
+from cultureboard.evaluators.results.ratings import NO_CONSENSUS, consensus, import_ratings, load_ratings, tables, validity
+from cultureboard.evaluators.results.stats import krippendorff_alpha
 
 SET = "tiny-cube"
 SUSHI, TORII, PIZZA = f"{SET}/jp/sushi", f"{SET}/jp/torii", f"{SET}/it/pizza"

@@ -22,9 +22,9 @@ import pytest
 from PIL import Image
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.embedding_cache import EmbeddingCache, cache_key
-from cultureboard.evaluators.scorers import choose_device, choose_dtype, load_registry, load_scorer
-from cultureboard.evaluators.tiny_scorers import TINY_CONFIG, save_tiny_scorers
+from cultureboard.evaluators.engine.cache import EmbeddingCache, cache_key
+from cultureboard.evaluators.engine.scorers import choose_device, choose_dtype, load_registry, load_scorer
+from cultureboard.evaluators.engine.tiny_scorers import TINY_CONFIG, save_tiny_scorers
 
 NAMES = ["siglip2-so400m", "clip-vit-l-14", "msiglip", "hpsv2.1", "dinov2-base"]
 TEXTS = ["a bowl of pho", "Ein Teller Spätzle", "寿司"]
@@ -216,8 +216,8 @@ def test_corrupt_image_is_an_error_naming_the_file(tiny, images, tmp_path):
 
 RESUMABLE_JOB = """
 import json, sys, time
-from cultureboard.evaluators.embedding_cache import EmbeddingCache
-from cultureboard.evaluators.scorers import load_scorer
+from cultureboard.evaluators.engine.cache import EmbeddingCache
+from cultureboard.evaluators.engine.scorers import load_scorer
 
 config, cache, items = sys.argv[1:]
 scorer = load_scorer("msiglip", config=config)

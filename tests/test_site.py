@@ -17,7 +17,7 @@ import yaml
 from PIL import Image
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.stats import rank_ties
+from cultureboard.evaluators.results.stats import rank_ties
 from cultureboard.site.render import CSP, MAIN_METRIC, build_site
 from results_factory import WIDTH, evaluate_all, make_dataset, make_submission
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cultureboard.evaluators.stats import bootstrap_ci, correlations, krippendorff_alpha, rank_ties
+from cultureboard.evaluators.results.stats import bootstrap_ci, correlations, krippendorff_alpha, rank_ties
 
 # --- bootstrap over prompts -------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from cultureboard.evaluators.submission import FIELDS, METADATA_FIELDS, get, submission_id
+from cultureboard.evaluators.submission.format import FIELDS, METADATA_FIELDS, get, submission_id
 
 README = (Path(__file__).resolve().parents[1] / "submissions" / "README.md").read_text(encoding="utf-8")
 

@@ -19,7 +19,7 @@ import pytest
 from PIL import ImageFile
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.validate import CODES, Limits, Report, check_pr_scope, validate
+from cultureboard.evaluators.submission.validate import CODES, Limits, Report, check_pr_scope, validate
 from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, noise_image, png_bytes, png_header_only,
                                 read_rows, read_spec, write_rows, write_spec, yaml_line)
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from cultureboard.evaluators.vendi import (
+from cultureboard.evaluators.families.vendi import (
     CUBE_KERNEL_PRESETS,
     draw_groups,
     grouped_qvendi,

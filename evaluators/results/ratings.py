@@ -44,8 +44,8 @@ from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
 
+from ..submission.format import METADATA
 from .stats import correlations, krippendorff_alpha
-from .submission import METADATA
 
 RELEVANCE = ("yes", "maybe", "no")
 NO_CONSENSUS = "no consensus"

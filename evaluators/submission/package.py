@@ -26,7 +26,7 @@ from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
 
-from .submission import FIELDS, FORMAT_VERSION, IMAGES, get, submission_id, write_submission
+from .format import FIELDS, FORMAT_VERSION, IMAGES, get, submission_id, write_submission
 
 MAPPING_COLUMNS = ("file", "prompt_id", "sample_idx")
 MAPPING_OPTIONAL = ("edit_step", "source_file")

@@ -48,7 +48,12 @@ def save_tiny_text2image(path: str | Path, seed: int = 0) -> Path:
     (no network needed). The weights are random: images are noise-like and scores on them mean nothing.
     """
     import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import (
+        AutoencoderKL,
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        UNet2DConditionModel,
+    )
     from transformers import CLIPTextConfig, CLIPTextModel
 
     path = Path(path)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import yaml
 
+from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import folder_sha256
 
@@ -39,8 +40,6 @@ TRANSFORMERS_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]
 OPEN_CLIP_PREPROCESS = ("resize_mode", "interpolation", "mean", "std")
 TEXT_DEFAULTS = {"padding": "longest", "max_length": None, "lowercase": False}
 LOAD_FIX = "download it on a machine with network, or point it at a local folder in --scorers FILE"
-_DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
-           "bfloat16": "bfloat16", "bf16": "bfloat16"}
 
 
 # ----------------------------------------------------------------------------------------- registry
@@ -81,7 +80,7 @@ def _read_yaml(path: Path) -> dict:
 
 def _check_entry(name: str, entry: Mapping, source: str) -> None:
     def fail(problem: str) -> None:
-        raise CultureboardError(source, f"scorer {name!r}: {problem}", "see the header of evaluators/data/scorers.yaml")
+        raise CultureboardError(source, f"scorer {name!r}: {problem}", "see the header of evaluators/engine/data/scorers.yaml")
 
     backend = entry.get("backend")
     if backend not in BACKENDS:
@@ -97,31 +96,6 @@ def _check_entry(name: str, entry: Mapping, source: str) -> None:
     unknown = set(entry.get("text") or {}) - set(TEXT_DEFAULTS)
     if unknown:
         fail(f"unknown text keys {sorted(unknown)} (known: {', '.join(TEXT_DEFAULTS)})")
-
-
-# ----------------------------------------------------------------------------------- device, dtype
-
-def choose_device(device: str | None = None) -> str:
-    """``device`` if given (checked to exist), else cuda, then mps, then cpu."""
-    import torch
-
-    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
-    if device is None:
-        return next(d for d in ("cuda", "mps", "cpu") if available[d])
-    if not available.get(device.split(":")[0], False):
-        raise CultureboardError("--device", f"{device!r} is not available on this machine",
-                                "choose one of " + ", ".join(d for d, ok in available.items() if ok))
-    return device
-
-
-def choose_dtype(device: str, dtype: Any = None) -> str:
-    """``dtype`` normalised to a name (float32, float16, bfloat16); default float16 on cuda, else float32."""
-    if dtype is None:
-        return "float16" if device.startswith("cuda") else "float32"
-    name = str(dtype).removeprefix("torch.")
-    if name not in _DTYPES:
-        raise CultureboardError("--dtype", f"unknown dtype {dtype!r}", "use float32, float16 or bfloat16")
-    return _DTYPES[name]
 
 
 # -------------------------------------------------------------------------------------- the scorer

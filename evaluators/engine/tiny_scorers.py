@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .tiny_pipelines import _byte_vocab, _tiny_tokenizer
+from ..submission.tiny_pipelines import _byte_vocab, _tiny_tokenizer
 
 #: Edge of the images the tiny scorers take, in pixels.
 TINY_IMAGE_SIZE = 32
@@ -51,7 +51,13 @@ def save_tiny_siglip(path: str | Path, seed: int = 0) -> Path:
     positions); the Gemma tokenizer is backed by ``tokenizers``, so no sentencepiece is needed.
     """
     import torch
-    from transformers import GemmaTokenizer, SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
+    from transformers import (
+        GemmaTokenizer,
+        SiglipConfig,
+        SiglipImageProcessor,
+        SiglipModel,
+        SiglipProcessor,
+    )
 
     vocab = {token: i for i, token in enumerate(["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])}
     vocab.update({f"<0x{byte:02X}>": len(vocab) + byte for byte in range(256)})
@@ -133,7 +139,7 @@ def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
         "dinov2-base": save_tiny_dinov2,
     }
     folders = {name: build(root / name) for name, build in builders.items()}
-    lines = ["# Tiny random stand-ins for the registry scorers (cultureboard.evaluators.tiny_scorers).",
+    lines = ["# Tiny random stand-ins for the registry scorers (cultureboard.evaluators.engine.tiny_scorers).",
              "# Their embeddings are meaningless: for tests and demos only.",
              *(f"{name}: {{path: {name}}}" for name in folders)]
     (root / TINY_CONFIG).write_text("\n".join(lines) + "\n", encoding="utf-8")

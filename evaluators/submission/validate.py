@@ -58,7 +58,16 @@ from PIL import Image
 from cultureboard.dataset_folder import configs, local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 
-from .submission import FIELDS, FORMAT_VERSION, METADATA, METADATA_FIELDS, SUBMISSION_YAML, get, parse_location, submission_id
+from .format import (
+    FIELDS,
+    FORMAT_VERSION,
+    METADATA,
+    METADATA_FIELDS,
+    SUBMISSION_YAML,
+    get,
+    parse_location,
+    submission_id,
+)
 
 README = "README.md"
 

@@ -30,16 +30,23 @@ import yaml
 from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.images import IMAGE_SUFFIXES
 from cultureboard.provenance import code_provenance, folder_sha256
 
-from . import metrics_cube
-from .metrics_cube import IMAGE_SUFFIXES
-from .aggregate import summarize
+from ..families import cube as metrics_cube
+from ..results.aggregate import summarize
+from ..submission.format import (
+    METADATA,
+    SUBMISSION_YAML,
+    fetch_hub_images,
+    get,
+    parse_location,
+    submission_id,
+)
+from ..submission.validate import validate
+from .cache import EmbeddingCache
 from .context import SLICE_FIELDS, Context, Image
-from .embedding_cache import EmbeddingCache
 from .scorers import choose_device, choose_dtype, load_scorer
-from .submission import METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, submission_id
-from .validate import validate
 
 FAMILY_MODULES = (metrics_cube,)
 FAMILIES = {name: entry for module in FAMILY_MODULES for name, entry in module.FAMILIES.items()}

@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 
 from cultureboard.atomic import atomic_write_text
-from cultureboard.builder.prompt_common import slug
 from cultureboard.errors import CultureboardError
+from cultureboard.naming import slug
 
 SUBMISSION_YAML = "submission.yaml"
 METADATA = "metadata.jsonl"

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .embedding_cache import EmbeddingCache
+from .cache import EmbeddingCache
 from .scorers import Scorer
 
 

@@ -37,7 +37,7 @@ from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
 
-from .context import Context, Image, Metric, score_row
+from ..engine.context import Context, Image, Metric, score_row
 from .vendi import CUBE_KERNEL_PRESETS, grouped_qvendi
 
 FAMILY = "cube"

@@ -43,10 +43,19 @@ from tqdm import tqdm
 
 from cultureboard.atomic import atomic_write_bytes, atomic_write_text
 from cultureboard.dataset_folder import local_revision, read_prompt_set
+from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256, folder_sha256
 
-from .submission import FORMAT_VERSION, IMAGES, METADATA, SUBMISSION_YAML, get, submission_id, write_submission
+from .format import (
+    FORMAT_VERSION,
+    IMAGES,
+    METADATA,
+    SUBMISSION_YAML,
+    get,
+    submission_id,
+    write_submission,
+)
 
 JOURNAL = ".generate-journal.jsonl"
 
@@ -58,8 +67,6 @@ RESUME_SETTINGS = (
     "prompt_set.name", "prompt_set.revision",
 )
 
-_DTYPES = {"fp16": torch.float16, "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
-           "fp32": torch.float32, "float32": torch.float32}
 _PRECISION = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 
 
@@ -95,8 +102,8 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     if batch_size < 1:
         raise CultureboardError("--batch-size", f"must be at least 1, not {batch_size}", "pass a positive batch size")
 
-    device = device or _default_device()
-    torch_dtype = _dtype(dtype, device)
+    device = choose_device(device)
+    torch_dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, choose_dtype(device, dtype))
     model_id, revision, folder = _resolve(pipeline)
     pipe = _load(folder, pipeline, torch_dtype, device)
     t2i_params = inspect.signature(pipe.__call__).parameters
@@ -258,22 +265,6 @@ def _default_name(pipeline: str) -> str:
     """The model name when none is given: the last part of the pipeline's path or Hub id."""
     path = Path(pipeline).expanduser()
     return path.resolve().name if path.exists() else pipeline.partition("@")[0].rstrip("/").split("/")[-1]
-
-
-def _default_device() -> str:
-    if torch.cuda.is_available():
-        return "cuda"
-    return "mps" if torch.backends.mps.is_available() else "cpu"
-
-
-def _dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
-    if dtype is None:
-        return torch.float16 if device.startswith("cuda") else torch.float32
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype not in _DTYPES:
-        raise CultureboardError("--dtype", f"unknown dtype {dtype!r}", f"use one of {', '.join(_DTYPES)}")
-    return _DTYPES[dtype]
 
 
 def _resolve(pipeline: str) -> tuple[str, str, Path]:

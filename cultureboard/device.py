@@ -1,0 +1,34 @@
+"""One device and dtype chooser for every stage that runs a model (generate, evaluate)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import CultureboardError
+
+#: Accepted spellings of a dtype -> its torch name.
+DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
+          "bfloat16": "bfloat16", "bf16": "bfloat16"}
+
+
+def choose_device(device: str | None = None) -> str:
+    """``device`` if given (checked to exist), else cuda, then mps, then cpu."""
+    import torch
+
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if device is None:
+        return next(d for d in ("cuda", "mps", "cpu") if available[d])
+    if not available.get(str(device).split(":")[0], False):
+        raise CultureboardError("--device", f"{device!r} is not available on this machine",
+                                "choose one of " + ", ".join(d for d, ok in available.items() if ok), exit_code=2)
+    return str(device)
+
+
+def choose_dtype(device: str, dtype: Any = None) -> str:
+    """``dtype`` normalised to a name (float32, float16, bfloat16); default float16 on cuda, else float32."""
+    if dtype is None:
+        return "float16" if device.startswith("cuda") else "float32"
+    name = str(dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        raise CultureboardError("--dtype", f"unknown dtype {dtype!r}", "use float32, float16 or bfloat16", exit_code=2)
+    return DTYPES[name]

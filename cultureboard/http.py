@@ -1,0 +1,52 @@
+"""One retry helper for every HTTP client of the project (SPARQL endpoints, LLM servers, Commons downloads).
+
+A call is retried when it failed in a way another attempt may fix (a timeout, a refused or dropped
+connection, HTTP 429 or 5xx); the wait doubles from ``backoff`` seconds, is capped at ``max_wait``,
+and a server's ``Retry-After`` (seconds) is honoured up to that cap. Anything else is raised at once.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+import urllib.error
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+#: HTTP statuses another attempt may fix.
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure that a later attempt may not repeat."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code in RETRYABLE_STATUS
+    return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(exc, "headers", None)
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date: fall back to the exponential wait
+        return None
+
+
+def with_retries(call: Callable[[], T], *, retries: int = 3, backoff: float = 1.0, max_wait: float = 30.0,
+                 transient: Callable[[BaseException], bool] = is_transient,
+                 sleep: Callable[[float], None] = time.sleep) -> T:
+    """``call()``, attempted up to ``retries + 1`` times while it fails with a ``transient`` exception.
+
+    The last exception is re-raised unchanged, so the caller turns it into its own one-line error.
+    """
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if attempt >= retries or not transient(exc):
+                raise
+            wait = _retry_after(exc)
+            sleep(min(max_wait, backoff * 2**attempt if wait is None else wait))
+    raise AssertionError("unreachable")

@@ -1,0 +1,1 @@
+"""The benchmark families, each one registered plug-in over a pure functional core."""
