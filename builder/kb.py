@@ -33,6 +33,7 @@ class Details:
     aliases: list[str] = field(default_factory=list)
     sitelinks: int = 0
     image: str | None = None
+    commons_category: str | None = None  # P373
     inception_year: int | None = None
     time_period: list[str] = field(default_factory=list)
     claims: dict[str, list[str]] = field(default_factory=lambda: {p: [] for p in WIKIDATA_PROPERTIES})

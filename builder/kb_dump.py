@@ -101,6 +101,7 @@ class _Claims(msgspec.Struct, frozen=True, gc=False):
     P2012: list[_Statement] = []
     P361: list[_Statement] = []
     P18: list[_Statement] = []
+    P373: list[_Statement] = []
     P571: list[_Statement] = []
     P2348: list[_Statement] = []
     P580: list[_Statement] = []
@@ -130,6 +131,7 @@ class _IndexClaims(msgspec.Struct, frozen=True, gc=False):
     P2012: msgspec.Raw = _NO_STATEMENTS
     P361: msgspec.Raw = _NO_STATEMENTS
     P18: msgspec.Raw = _NO_STATEMENTS
+    P373: msgspec.Raw = _NO_STATEMENTS
     P571: msgspec.Raw = _NO_STATEMENTS
     P2348: msgspec.Raw = _NO_STATEMENTS
 
@@ -154,6 +156,7 @@ class _Stored(msgspec.Struct, array_like=True):
     aliases: list[str]
     sitelinks: int
     image: str | None
+    commons_category: str | None
     inception_year: int | None
     time_period: list[str]
     claims: dict[str, list[str]]
@@ -633,6 +636,7 @@ class DumpKnowledgeBase:
             aliases=sorted({a.value for a in _decode_aliases(e.aliases).en}),
             sitelinks=len(_decode_sitelinks(e.sitelinks)),
             image=_best_string(statements("P18")),
+            commons_category=_best_string(statements("P373")),
             inception_year=_earliest_year(statements("P571")),
             time_period=_item_ids(statements("P2348")),
             claims={**claims, "P2012": _item_ids(statements("P2012")), "P361": _item_ids(statements("P361"))},
@@ -668,7 +672,8 @@ class DumpKnowledgeBase:
             s = _decode_stored(self._spill.read(where[1]))
             out[q] = Details(
                 name=s.name, description=s.description, aliases=s.aliases, sitelinks=s.sitelinks, image=s.image,
-                inception_year=s.inception_year, time_period=s.time_period, claims=s.claims,
+                commons_category=s.commons_category, inception_year=s.inception_year, time_period=s.time_period,
+                claims=s.claims,
             )
         return out
 

@@ -33,7 +33,8 @@ SKOS_ALT = "http://www.w3.org/2004/02/skos/core#altLabel"
 COMMONS = "http://commons.wikimedia.org/wiki/Special:FilePath/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 RANKS = {"normal": "NormalRank", "preferred": "PreferredRank", "deprecated": "DeprecatedRank"}
-PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361", "P18", "P571", "P2348", "P580")
+PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361", "P18", "P373", "P571", "P2348", "P580")
+STRING_PROPERTIES = ("P373",)  # string-valued: a plain literal, where a commonsMedia string is a Commons file IRI
 
 
 def _lit(text: str, lang: str | None = None, datatype: str | None = None) -> str:
@@ -77,7 +78,8 @@ def entity_triples(e: _Entity) -> Iterator[str]:
             snak = st.mainsnak
             if snak.snaktype != "value" or snak.datavalue is None:
                 continue
-            obj = _object(snak.datavalue.value)
+            value = snak.datavalue.value
+            obj = _lit(value) if prop in STRING_PROPERTIES and isinstance(value, str) else _object(value)
             if obj is None:
                 continue
             node = f"<{WDS}{e.id}-{prop}-{i}-{hashlib.sha1(obj.encode()).hexdigest()[:8]}>"

@@ -32,7 +32,7 @@ PREFIX schema: <http://schema.org/>
 PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
 """
 
-DETAIL_PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361", "P18", "P571", "P2348")
+DETAIL_PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361", "P18", "P373", "P571", "P2348")
 
 
 def _statements(subject: str, props: Iterable[str]) -> str:
@@ -134,14 +134,16 @@ class SparqlKnowledgeBase:
                 f'SELECT ?item ?alias WHERE {{ VALUES ?item {{ {values} }} ?item skos:altLabel ?alias FILTER(lang(?alias) = "en") }}'
             ):
                 out[_qid(b["item"])].aliases.append(b["alias"]["value"])
-            images: dict[str, list[tuple[int, str]]] = defaultdict(list)
+            strings: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)  # (item, field) -> (rank, value)
             for b in self._query(
                 f"SELECT ?item ?value ?prop ?rank WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', DETAIL_PROPERTIES)} }}"
             ):
                 d, prop, value = out[_qid(b["item"])], b["prop"]["value"], b["value"]
+                rank = 0 if b["rank"]["value"].endswith("PreferredRank") else 1
                 if prop == "P18" and value["value"].startswith(COMMONS):
-                    preferred = b["rank"]["value"].endswith("PreferredRank")
-                    images[_qid(b["item"])].append((0 if preferred else 1, unquote(value["value"][len(COMMONS):])))
+                    strings[_qid(b["item"]), "image"].append((rank, unquote(value["value"][len(COMMONS):])))
+                elif prop == "P373" and value["type"] == "literal":
+                    strings[_qid(b["item"]), "commons_category"].append((rank, value["value"]))
                 elif prop == "P571":
                     year = year_of(value["value"])
                     if year is not None and (d.inception_year is None or year < d.inception_year):
@@ -150,9 +152,9 @@ class SparqlKnowledgeBase:
                     d.time_period.append(_qid(value))
                 elif prop in d.claims and _qid(value):
                     d.claims[prop].append(_qid(value))
-            for item, candidates in images.items():
+            for (item, field_name), candidates in strings.items():  # preferred rank first, then the smallest value
                 best = min(rank for rank, _ in candidates)
-                out[item].image = min(name for rank, name in candidates if rank == best)
+                setattr(out[item], field_name, min(v for rank, v in candidates if rank == best))
         for d in out.values():
             d.aliases = sorted(set(d.aliases))
             d.time_period = sorted(set(d.time_period), key=qid_number)

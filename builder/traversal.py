@@ -183,6 +183,7 @@ def extract_artifacts(
                 "popularity": d.sitelinks,
                 "image": d.image,
                 "image_license": None,
+                "commons_category": d.commons_category,
                 "hop": found.hop,
                 "root": root.qid,
                 "parent": found.parent,

@@ -35,6 +35,7 @@ ARTIFACT_SCHEMA = pa.schema(
         ("popularity", _int),  # Wikidata sitelinks count
         ("image", _str),  # P18 file name on Wikimedia Commons
         ("image_license", _str),
+        ("commons_category", _str),  # P373: the Wikimedia Commons category of the artifact, without "Category:"
         ("hop", _int),
         ("root", _str),
         ("parent", _str),  # the class through which the traversal reached it (e.g. bread for Filone)

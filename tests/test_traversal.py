@@ -33,7 +33,8 @@ def graph() -> list[dict]:
         entity(IT, "Italy"), entity(JP, "Japan"), entity(FR, "France"),
         entity("Q7802", "bread", claims={"P279": [DISH]}),  # hop 1, no country: traversed
         entity("Q5449200", "Filone", claims={"P279": ["Q7802"], "P495": [IT]}, sitelinks=3,
-               description="Italian bread", aliases=("filone bread",), image="Filone.jpg", inception="+1900-00-00T00:00:00Z"),
+               description="Italian bread", aliases=("filone bread",), image="Filone.jpg", inception="+1900-00-00T00:00:00Z",
+               commons_category="Filone (bread)"),
         entity("Q100", "Sushi", claims={"P31": [DISH], "P495": [JP]}, sitelinks=40),  # hop 1, emitted
         entity("Q101", "Sushi child", claims={"P279": ["Q100"], "P495": [IT]}),  # below an artifact: never reached
         *chain,  # Q901..Q904: hops 1..4, no country
@@ -78,6 +79,7 @@ def test_filone_record(dump):
     assert (r["name"], r["root"], r["parent"], r["parent_name"], r["found_via"]) == ("Filone", DISH, "Q7802", "bread", "P279")
     assert (r["country_property"], r["popularity"], r["image"], r["inception_year"]) == ("P495", 3, "Filone.jpg", 1900)
     assert r["era"] == "modern" and r["aliases"] == ["filone bread"] and r["description"] == "Italian bread"
+    assert r["commons_category"] == "Filone (bread)" and rows[("Q100", "JP")]["commons_category"] is None
     assert r["P279"] == ["Q7802"] and r["P495"] == [IT] and r["P17"] == []
 
 

@@ -31,7 +31,7 @@ def time_claim(prop: str, time: str, precision: int = 9) -> dict:
 
 def entity(qid: str, label: str, *, claims: dict[str, list] | None = None, sitelinks: int = 0,
            description: str | None = None, aliases: tuple[str, ...] = (), image: str | None = None,
-           inception: str | None = None) -> dict:
+           inception: str | None = None, commons_category: str | None = None) -> dict:
     """``claims`` maps a property to QIDs, or to (QID, rank) pairs."""
     out_claims: dict[str, list] = {}
     for prop, values in (claims or {}).items():
@@ -39,6 +39,10 @@ def entity(qid: str, label: str, *, claims: dict[str, list] | None = None, sitel
     if image:
         out_claims["P18"] = [{"mainsnak": {"snaktype": "value", "property": "P18", "datatype": "commonsMedia",
                                            "datavalue": {"value": image, "type": "string"}}, "type": "statement", "rank": "normal"}]
+    if commons_category:
+        out_claims["P373"] = [{"mainsnak": {"snaktype": "value", "property": "P373", "datatype": "string",
+                                            "datavalue": {"value": commons_category, "type": "string"}},
+                               "type": "statement", "rank": "normal"}]
     if inception:
         out_claims["P571"] = [time_claim("P571", inception)]
     e = {"type": "item", "id": qid, "labels": {"en": {"language": "en", "value": label}},
