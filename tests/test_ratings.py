@@ -25,8 +25,20 @@ from tiny_dataset import write_tiny_dataset
 
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.results.ratings import NO_CONSENSUS, consensus, import_ratings, load_ratings, tables, validity
+from cultureboard.evaluators.results.ratings import (
+    NO_CONSENSUS,
+    consensus,
+    from_common,
+    import_ratings,
+    load_ratings,
+    tables,
+    to_common,
+    validity,
+)
+from cultureboard.evaluators.results.ratings_format import COLUMNS, read_ratings, validate_rows
 from cultureboard.evaluators.results.stats import krippendorff_alpha
+from cultureboard.evaluators.results.studies import import_study
+
 
 SET = "tiny-cube"
 SUSHI, TORII, PIZZA = f"{SET}/jp/sushi", f"{SET}/jp/torii", f"{SET}/it/pizza"
@@ -232,7 +244,8 @@ def test_bad_file_writes_nothing(tmp_path, dataset):
     out = tmp_path / "out"
     with pytest.raises(CultureboardError):
         import_ratings(write_csv(tmp_path / "bad.csv", BAD), dataset, SET, out)
-    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["bad.csv"]
+    # nothing is left beside the input but, possibly, the writer's lock file (cultureboard.atomic may keep it)
+    assert not out.exists() and {p.name for p in tmp_path.iterdir()} - {".out.lock"} == {"bad.csv"}
 
 
 def test_images_by_file_name_or_sha256(tmp_path, prompts):
@@ -266,10 +279,51 @@ def test_import_ratings_writes_everything(tmp_path, dataset):
     summary = import_ratings(write_csv(tmp_path / "r.csv", RATINGS), dataset, SET, out, scores=scores)
     assert summary["ratings"] == 12 and summary["raters"] == 6 and summary["items"] == 4
     assert summary["rater_countries"] == ["IT", "JP"]
-    assert summary["files"] == ["consensus.parquet", "ratings.parquet", "tables.json", "validity.json"]
-    assert len(pd.read_parquet(out / "ratings.parquet")) == 12 and len(pd.read_parquet(out / "consensus.parquet")) == 4
+    assert summary["files"] == ["agreement.json", "consensus.parquet", "ratings.parquet", "tables.json", "validity.json"]
+    # ratings.parquet is in the common format: 12 relevance answers + 9 faithfulness + 9 realism scores
+    common = read_ratings(out / "ratings.parquet")
+    assert summary["rows"] == len(common) == 30 and set(common["study"]) == {"cube"}
+    assert common.groupby("question").size().to_dict() == {"faithfulness": 9, "realism": 9, "relevance": 12}
+    assert common["in_country"].all()  # every rater rated their own country's prompts
+    assert len(pd.read_parquet(out / "consensus.parquet")) == 4
+    agreement = {(r["question"], r["by"], r["country"]): r for r in json.loads((out / "agreement.json").read_text())["agreement"]}
+    jp = agreement["faithfulness", "country", "JP"]
+    assert jp["alpha"] == krippendorff_alpha(np.array([[5, 4, 3], [2, np.nan, 4]]), "ordinal")
+    # Fleiss by hand: sushi (5, 4, 3) and torii (2, 4) have no agreeing pair: P-bar = 0; rates of the 5 ratings
+    # 2: 1, 3: 1, 4: 2, 5: 1 -> P-bar_e = 7/25 -> kappa = -(7/25) / (18/25) = -7/18
+    assert jp["kappa"] == pytest.approx(-7 / 18)
+    # relevance over all four images: P_i = 1/3, 0, 1/3, 1 -> P-bar = 5/12; no 3, maybe 2, yes 7 of 12 -> 62/144
+    assert agreement["relevance", "all", None]["kappa"] == pytest.approx((5 / 12 - 62 / 144) / (1 - 62 / 144))
     report = json.loads((out / "tables.json").read_text())
     assert set(report) == {"consensus_scores", "relevance_rates", "agreement", "provenance"}
     assert report["provenance"]["prompt_set"] == SET and report["provenance"]["dataset_revision"].startswith("sha256:")
     validity_report = json.loads((out / "validity.json").read_text())
     assert validity_report["n_items"] == 3 and validity_report["n_items_without_scores"] == 1
+
+
+def test_cube_import_goes_through_the_common_format(tmp_path, prompts):
+    path = write_csv(tmp_path / "r.csv", RATINGS + [("j4", "JP", "a", SUSHI, "", "no", "", "")])
+    wide = load_ratings(path, prompts)
+    rows = import_study("cube", path, prompts=prompts)
+    pd.testing.assert_frame_equal(rows, validate_rows(to_common(wide)))
+    assert list(rows.columns) == list(COLUMNS)
+    sushi_j1 = rows[(rows["rater"] == "j1") & (rows["prompt_id"] == SUSHI)].set_index("question")
+    assert sushi_j1["value"].to_dict() == {"relevance": 1.0, "faithfulness": 5.0, "realism": 4.0}
+    assert sushi_j1.loc["relevance", "scale"] == "ordinal:no=0,maybe=0.5,yes=1"
+    assert sushi_j1.loc["faithfulness", "scale"] == "likert:1..5" and sushi_j1.loc["relevance", "country"] == "JP"
+    assert rows[rows["rater"] == "j4"]["question"].tolist() == ["relevance"]  # not asked Q2 and Q3
+    back = from_common(rows)
+    columns = ["rater", "rater_country", "submission", "image", "prompt_id", "sample_idx", "relevance", "faithfulness",
+               "realism", "comment", "country", "category"]
+    order = ["rater", "prompt_id", "sample_idx"]
+    pd.testing.assert_frame_equal(back[columns].sort_values(order).reset_index(drop=True),
+                                  wide[columns].sort_values(order).reset_index(drop=True))
+    pd.testing.assert_frame_equal(consensus(back), consensus(wide))
+
+
+def test_from_common_rejects_other_questions_and_missing_relevance(prompts, tmp_path):
+    rows = import_study("cube", write_csv(tmp_path / "r.csv", RATINGS), prompts=prompts)
+    with pytest.raises(CultureboardError, match="'overall': is not one of CUBE's questions"):
+        from_common(rows.assign(question=rows["question"].replace("realism", "overall")))
+    with pytest.raises(CultureboardError, match="gave no relevance answer for 1 image"):
+        from_common(rows.drop(index=rows.index[0]))

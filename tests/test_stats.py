@@ -1,12 +1,27 @@
-"""Leaderboard statistics (evaluators/stats.py): bootstrap CIs, rank ties, Krippendorff's alpha, correlations."""
+"""Leaderboard statistics (evaluators/stats.py): bootstrap CIs, rank ties, Krippendorff's alpha, Fleiss' kappa,
+Spearman with a bootstrap CI, bootstrap p-values, Benjamini-Hochberg, correlations."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from cultureboard.evaluators.results.stats import bootstrap_ci, correlations, krippendorff_alpha, rank_ties
+from cultureboard.evaluators.results.stats import (
+    benjamini_hochberg,
+    bootstrap_ci,
+    bootstrap_p_value,
+    correlations,
+    fleiss_kappa,
+    krippendorff_alpha,
+    percentile_interval,
+    rank_ties,
+    resample_indices,
+    spearman_ci,
+)
+
 
 # --- bootstrap over prompts -------------------------------------------------------------------------
 
@@ -215,3 +230,152 @@ def test_correlations_rejects_bad_input():
         correlations([1, 2, 3], [1, 2])
     with pytest.raises(ValueError, match="at least 3"):
         correlations([1, 2, np.nan], [1, 2, 3])
+
+
+def test_krippendorff_matches_the_krippendorff_package():
+    krippendorff = pytest.importorskip("krippendorff")  # the oracle (test extra)
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        ratings = rng.integers(1, 6, size=(30, 4)).astype(float)
+        ratings[rng.uniform(size=ratings.shape) < 0.3] = NAN
+        for level in ("nominal", "ordinal", "interval"):
+            # the package takes raters x units
+            oracle = krippendorff.alpha(reliability_data=ratings.T, level_of_measurement=level)
+            assert krippendorff_alpha(ratings, level) == pytest.approx(oracle, abs=1e-9), (trial, level)
+    for level in ("nominal", "ordinal", "interval"):
+        oracle = krippendorff.alpha(reliability_data=KRIPPENDORFF_2011.T, level_of_measurement=level)
+        assert krippendorff_alpha(KRIPPENDORFF_2011, level) == pytest.approx(oracle, abs=1e-9)
+
+
+# --- Fleiss' kappa ----------------------------------------------------------------------------------
+
+# Wikipedia's worked example ("Fleiss' kappa"): 10 subjects, 14 raters each, 5 categories; kappa = 0.210.
+WIKIPEDIA = np.array([
+    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+])
+
+
+def test_fleiss_wikipedia_example():
+    # By hand: sum_i (sum_j n_ij^2 - 14) = 182+46+56+80+60+84+44+32+52+52 = 688, so P-bar = 688 / (10 * 14 * 13);
+    # column totals 20, 28, 39, 21, 32 of 140, so P-bar_e = (20^2 + 28^2 + 39^2 + 21^2 + 32^2) / 140^2 = 4170 / 19600.
+    p_bar, p_e = Fraction(688, 1820), Fraction(4170, 19600)
+    expected = (p_bar - p_e) / (1 - p_e)
+    assert fleiss_kappa(WIKIPEDIA) == pytest.approx(float(expected), abs=1e-12)
+    assert fleiss_kappa(WIKIPEDIA) == pytest.approx(0.210, abs=5e-4)  # as published
+    assert fleiss_kappa(WIKIPEDIA[::-1, ::-1]) == pytest.approx(float(expected))  # unit and category order
+
+
+def test_fleiss_hand_computed_with_varying_raters():
+    # unit 1: (2, 0) -> P = 1; unit 2: (1, 1) -> P = 0; unit 3: (2, 1) -> P = (5 - 3) / 6 = 1/3; unit 4: one rating, left out.
+    # P-bar = 4/9; category rates over the 7 pairable ratings: 5/7, 2/7 -> P-bar_e = 29/49.
+    counts = [[2, 0], [1, 1], [2, 1], [0, 1]]
+    p_bar, p_e = Fraction(4, 9), Fraction(29, 49)
+    assert fleiss_kappa(counts) == pytest.approx(float((p_bar - p_e) / (1 - p_e)), abs=1e-12)
+
+
+def test_fleiss_agreement_and_disagreement():
+    assert fleiss_kappa([[3, 0], [0, 3], [3, 0]]) == 1.0
+    # every unit split 1-1 between two categories used equally: P-bar = 0, P-bar_e = 1/2 -> kappa = -1
+    assert fleiss_kappa([[1, 1], [1, 1]]) == -1.0
+
+
+@pytest.mark.parametrize(
+    ("counts", "message"),
+    [([[3, 0], [2, 0]], "one category"), ([[1, 0], [0, 1]], "two ratings"), ([[1, -1]], "non-negative"),
+     ([[1.5, 1]], "integers"), ([1, 2], "units x categories")],
+)
+def test_fleiss_rejects_bad_input(counts, message):
+    with pytest.raises(ValueError, match=message):
+        fleiss_kappa(counts)
+
+
+# --- the bootstrap machinery ------------------------------------------------------------------------
+
+
+def test_resample_indices_and_percentile_interval():
+    draws = resample_indices(5, 200, np.random.default_rng(1))
+    assert draws.shape == (200, 5) and draws.min() >= 0 and draws.max() <= 4
+    assert (draws == resample_indices(5, 200, np.random.default_rng(1))).all()
+    # quantiles 0.025 and 0.975 of 0..100 with linear interpolation
+    assert percentile_interval(np.arange(101.0), 0.95) == pytest.approx((2.5, 97.5))
+
+
+def test_bootstrap_ci_draws_through_resample_indices():
+    means = np.array([0.1, 0.5, 0.2, 0.9])
+    idx = resample_indices(4, 300, np.random.default_rng(5))
+    expected = percentile_interval(means[idx].mean(axis=1), 0.9)
+    assert bootstrap_ci([[m] for m in means], n_boot=300, level=0.9, seed=5)[1:] == pytest.approx(expected)
+
+
+def test_bootstrap_p_value_hand_computed():
+    # B = 4: one replicate <= 0, three >= 0 -> 2 * min(1 + 1, 1 + 3) / 5
+    assert bootstrap_p_value([-1.0, 1.0, 2.0, 3.0]) == pytest.approx(0.8)
+    assert bootstrap_p_value([1.0, 2.0, 3.0, 4.0]) == pytest.approx(0.4)  # none <= 0: the floor 2 / (B + 1)
+    assert bootstrap_p_value([-1.0, 1.0]) == 1.0  # capped at 1
+    assert bootstrap_p_value([4.0, 5.0, 6.0], null=5.0) == 1.0  # a tie counts on both sides
+
+
+# --- Spearman with a bootstrap CI ---------------------------------------------------------------------
+
+
+def test_spearman_ci_value_is_scipy_and_replicates_resample_pairs():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 5, size=25).astype(float)  # ties on both sides
+    y = np.round(x + rng.normal(size=25))
+    ci = spearman_ci(x, y, n_boot=400, level=0.9, seed=11)
+    assert ci.n == 25 and ci.value == pytest.approx(stats.spearmanr(x, y).statistic)
+    # the same draws, one scipy call per replicate: the vectorised ranks agree (pairs stay together)
+    idx = resample_indices(25, 400, np.random.default_rng(11))
+    oracle = np.array([stats.spearmanr(x[i], y[i]).statistic for i in idx])
+    oracle = oracle[np.isfinite(oracle)]
+    assert (ci.low, ci.high) == pytest.approx(percentile_interval(oracle, 0.9))
+    assert ci.low < ci.value < ci.high
+
+
+def test_spearman_ci_monotone_independent_and_direction():
+    x = np.arange(40.0)
+    assert tuple(spearman_ci(x, np.exp(x / 10))[1:]) == (1.0, 1.0, 1.0)  # every replicate is monotone too
+    assert tuple(spearman_ci(x, -x)[1:]) == (-1.0, -1.0, -1.0)
+    rng = np.random.default_rng(0)
+    independent = spearman_ci(rng.normal(size=300), rng.normal(size=300))
+    assert independent.low < 0 < independent.high
+    assert independent.high - independent.low < 0.3
+
+
+def test_spearman_ci_drops_nan_pairs_and_constant_is_undefined():
+    ci = spearman_ci([1, 2, 3, np.nan, 5], [2, 1, 4, 3, np.nan])
+    assert ci.n == 3 and ci.value == pytest.approx(0.5)
+    assert all(np.isnan(v) for v in spearman_ci([1, 1, 1, 1], [1, 2, 3, 4])[1:])
+    with pytest.raises(ValueError, match="at least 3"):
+        spearman_ci([1, 2, np.nan], [1, 2, 3])
+    with pytest.raises(ValueError, match="equal length"):
+        spearman_ci([1, 2, 3], [1, 2])
+
+
+# --- Benjamini-Hochberg -------------------------------------------------------------------------------
+
+
+def test_benjamini_hochberg_hand_computed():
+    # sorted 0.005, 0.01, 0.03, 0.04, 0.2 (m = 5): m p / i = 0.025, 0.025, 0.05, 0.05, 0.2; running minimum from the top
+    q = benjamini_hochberg([0.01, 0.04, 0.03, 0.005, 0.2])
+    assert q == pytest.approx([0.025, 0.05, 0.05, 0.025, 0.2])
+
+
+def test_benjamini_hochberg_1995_example():
+    # Benjamini & Hochberg (1995), section 4: 15 p-values; at q = 0.05 the procedure rejects the four smallest.
+    p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719, 0.6528,
+         0.7590, 1.000]
+    q = benjamini_hochberg(p)
+    assert (q <= 0.05).sum() == 4 and (q[:4] <= 0.05).all()
+    assert q[3] == pytest.approx(0.0095 * 15 / 4)
+
+
+def test_benjamini_hochberg_matches_scipy_and_keeps_nan():
+    rng = np.random.default_rng(2)
+    p = np.concatenate([rng.uniform(size=40), rng.uniform(0, 0.01, size=10), [0.3, 0.3, 1.0, 0.0]])
+    assert benjamini_hochberg(p) == pytest.approx(stats.false_discovery_control(p, method="bh"))
+    with_nan = benjamini_hochberg([0.01, np.nan, 0.04])
+    assert np.isnan(with_nan[1]) and with_nan[[0, 2]] == pytest.approx([0.02, 0.04])  # m = 2, not 3
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        benjamini_hochberg([0.5, 1.2])

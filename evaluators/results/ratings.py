@@ -25,6 +25,12 @@ Definitions (CUBE Tables 3, 10, 11 and 12):
 
 An image is the item ``(submission, prompt_id, sample_idx, image)``; once resolved against the prompt set,
 ``image`` is the submission's ``file_name`` when its metadata is known, else empty.
+
+The import goes through the common ratings format (``ratings_format``): the file is read here
+(:func:`load_ratings`), turned into common rows by :func:`to_common` (study ``cube``, one row per rater,
+image and question: ``relevance`` on :data:`RELEVANCE_SCALE`, ``faithfulness`` and ``realism`` on
+:data:`LIKERT_SCALE`; registered as study ``cube`` in ``studies/cube.py``), validated, and the tables are
+computed from those rows turned back into one row per rater and image (:func:`from_common`).
 """
 
 from __future__ import annotations
@@ -32,11 +38,13 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from cultureboard.atomic import atomic_dir
 from cultureboard.countries import load_countries
@@ -45,7 +53,10 @@ from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
 
 from ..submission.format import METADATA
+from .agreement import agreement
+from .ratings_format import parse_scale, to_table
 from .stats import correlations, krippendorff_alpha
+from .studies import import_study
 
 RELEVANCE = ("yes", "maybe", "no")
 NO_CONSENSUS = "no consensus"
@@ -57,10 +68,14 @@ COLUMNS = ("rater", "rater_country", "submission", "image", "prompt_id", "sample
 REQUIRED = ("rater", "rater_country", "relevance")
 #: The columns that identify a rated image.
 ITEM = ["submission", "prompt_id", "sample_idx", "image"]
+#: The scales of CUBE's questions in the common format (relevance coded as in the relevance score).
+RELEVANCE_SCALE = "ordinal:no=0,maybe=0.5,yes=1"
+LIKERT_SCALE = "likert:1..5"
 #: The human score each automatic metric is correlated with, and its consensus column.
 TARGETS = {"faithfulness": "faithfulness", "realism": "realism", "relevance": "relevance_score"}
 
 _LIKERT_FIX = "rate 1 to 5, or leave the cell empty where the rater was not asked"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def load_ratings(path: str | Path, prompts: list[dict] | None = None,
@@ -84,7 +99,7 @@ def load_ratings(path: str | Path, prompts: list[dict] | None = None,
     images = _Images(submissions)
     rows, first = [], {}
     for line, raw in records:
-        def bad(column, value, problem, fix):
+        def bad(column, value, problem, fix, line=line):
             problems.append(f"{path}:{line}: {column} {value!r}: {problem} (fix: {fix})")
 
         before = len(problems)
@@ -137,7 +152,7 @@ def tables(ratings: pd.DataFrame) -> dict:
     * ``agreement`` (Table 11): per rater country, the majority agreement on relevance (%) and the ordinal
       Krippendorff's alpha of faithfulness and realism, over every submission's images.
     """
-    if "country" not in ratings:
+    if "country" not in ratings or ratings["country"].isna().all():
         raise ValueError("tables need ratings loaded with the prompt set: load_ratings(path, prompts)")
     items = consensus(ratings)
     scores = []
@@ -203,29 +218,88 @@ def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: 
                    scores: str | Path | None = None, submissions: str | Path | None = None) -> dict:
     """Validate a ratings file against prompt set ``prompt_set`` of ``dataset`` and write, atomically, to ``out``:
 
-    ``ratings.parquet`` (the validated rows), ``consensus.parquet`` (one row per image), ``tables.json``
-    (:func:`tables`) and, when ``scores`` (a per-image ``scores.parquet``) is given, ``validity.json``
-    (:func:`validity`); both JSON files carry a provenance block. ``submissions`` resolves images named by
-    file name or sha256 (see :func:`load_ratings`). Returns a summary.
+    ``ratings.parquet`` (the ratings in the common format, one row per rater, image and question: see
+    ``ratings_format``), ``consensus.parquet`` (one row per image), ``tables.json`` (:func:`tables`),
+    ``agreement.json`` (``agreement.agreement``: Krippendorff's alpha and Fleiss' kappa per question, overall,
+    per country and for in-country versus outside raters) and, when ``scores`` (a per-image
+    ``scores.parquet``) is given, ``validity.json`` (:func:`validity`); the JSON files carry a provenance
+    block. ``submissions`` resolves images named by file name or sha256 (see :func:`load_ratings`).
+    Returns a summary (``ratings``: rater x image judgements; ``rows``: common-format rows).
     """
     path = Path(path)
     prompts = read_prompt_set(dataset, prompt_set)
-    ratings = load_ratings(path, prompts, submissions)
+    rows = import_study("cube", path, prompts=prompts, submissions=submissions)
+    ratings = from_common(rows)
     items = consensus(ratings)
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), **code_provenance(("numpy", "pandas", "scipy"))}
-    reports = {"tables.json": {**tables(ratings), "provenance": provenance}}
+    reports = {"tables.json": {**tables(ratings), "provenance": provenance},
+               "agreement.json": {"agreement": agreement(rows), "provenance": provenance}}
     if scores is not None:
         reports["validity.json"] = {**validity(items, _read_scores(scores)),
                                     "provenance": {**provenance, "scores_sha256": file_sha256(scores)}}
     with atomic_dir(out) as tmp:
-        ratings.to_parquet(tmp / "ratings.parquet", index=False)
+        pq.write_table(to_table(rows), tmp / "ratings.parquet")
         items.to_parquet(tmp / "consensus.parquet", index=False)
         for name, report in reports.items():
             (tmp / name).write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    return {"out": str(out), "ratings": len(ratings), "raters": ratings["rater"].nunique(), "items": len(items),
-            "rater_countries": sorted(ratings["rater_country"].unique()),
+    return {"out": str(out), "ratings": len(ratings), "rows": len(rows), "raters": ratings["rater"].nunique(),
+            "items": len(items), "rater_countries": sorted(ratings["rater_country"].unique()),
             "files": sorted(["ratings.parquet", "consensus.parquet", *reports])}
+
+
+def to_common(ratings: pd.DataFrame) -> list[dict]:
+    """:func:`load_ratings`' rows as common-format rows (study ``cube``): per rater and image, a ``relevance``
+    row (yes = 1, maybe = 0.5, no = 0 on :data:`RELEVANCE_SCALE`, with the rater's comment) and a
+    ``faithfulness`` and ``realism`` row where the rater gave them (:data:`LIKERT_SCALE`). The image is named
+    by prompt_id and sample_idx, its file_name and sha256 where known (an unresolved ``image`` is a sha256
+    when it is 64 hex digits, else a file_name); ``country`` and ``category`` are the prompt's."""
+    out = []
+    for r in ratings.to_dict("records"):
+        image = None if pd.isna(r.get("image")) else str(r["image"])
+        sha256 = r.get("sha256") if isinstance(r.get("sha256"), str) else None
+        if sha256 is None and image and _HEX64.fullmatch(image.lower()):
+            sha256, image = image.lower(), None
+        base = {"study": "cube", "rater": r["rater"], "rater_country": r["rater_country"],
+                "submission": r["submission"], "prompt_id": r["prompt_id"], "sample_idx": r["sample_idx"],
+                "file_name": image, "image_sha256": sha256, "country": r.get("country"), "category": r.get("category")}
+        out.append({**base, "question": "relevance", "value": RELEVANCE_SCORE[r["relevance"]],
+                    "scale": RELEVANCE_SCALE, "comment": r["comment"]})
+        out += [{**base, "question": name, "value": r[name], "scale": LIKERT_SCALE}
+                for name in LIKERT if not pd.isna(r[name])]
+    return out
+
+
+def from_common(rows: pd.DataFrame) -> pd.DataFrame:
+    """Validated common rows of CUBE's questions back in :func:`load_ratings`' shape: one row per rater and
+    image with ``relevance`` as its label, ``faithfulness`` and ``realism`` (NaN where not given), ``image``
+    (the file_name), ``sha256``, ``country`` and ``category``.
+
+    Raises:
+        CultureboardError: a question CUBE does not ask, or a rater and image without a relevance answer.
+    """
+    relevance = parse_scale(RELEVANCE_SCALE)
+    keys = ["rater", "rater_country", "submission", "file_name", "image_sha256", "prompt_id", "sample_idx",
+            "country", "category"]
+    wide: dict[tuple, dict] = {}
+    for r in rows.to_dict("records"):
+        key = tuple(None if pd.isna(r[k]) else r[k] for k in keys)
+        entry = wide.setdefault(key, {**dict(zip(keys, key)), "relevance": None, "faithfulness": math.nan,
+                                      "realism": math.nan, "comment": None})
+        if r["question"] == "relevance":
+            entry["relevance"], entry["comment"] = relevance.label(r["value"]), r["comment"]
+        elif r["question"] in LIKERT:
+            entry[r["question"]] = r["value"]
+        else:
+            raise CultureboardError(f"question {r['question']!r}", "is not one of CUBE's questions",
+                                    "import only relevance, faithfulness and realism ratings as CUBE ratings")
+    unanswered = [k for k, e in wide.items() if e["relevance"] is None]
+    if unanswered:
+        raise CultureboardError(f"rater {unanswered[0][0]!r}", f"gave no relevance answer for {len(unanswered)} image(s)",
+                                "CUBE asks relevance of every image: add the rater's relevance answer")
+    frame = pd.DataFrame(list(wide.values())).rename(columns={"file_name": "image", "image_sha256": "sha256"})
+    return frame.astype({"sample_idx": "Int64", "faithfulness": float, "realism": float})
+
 
 
 def _read(path: Path) -> tuple[list[tuple[int, dict]], list[str]]:
@@ -304,7 +378,8 @@ def _parse(raw: dict, bad) -> dict:
 
 
 def _resolve(row: dict, by_id: dict[str, dict], images: _Images, bad) -> None:
-    """Set the row's prompt_id, sample_idx, image (file_name when known), country and category."""
+    """Set the row's prompt_id, sample_idx, image (file_name when known), sha256 (when known), country and
+    category."""
     if row["image"] is not None:
         found = images.by_image(row["submission"], row["image"], bad)
         if found is None:
@@ -325,7 +400,7 @@ def _resolve(row: dict, by_id: dict[str, dict], images: _Images, bad) -> None:
         bad("sample_idx", row["sample_idx"], f"does not pick one of the prompt's {n} images",
             f"give sample_idx 0..{n - 1}, or name the image")
         return
-    row["image"] = images.file_name(row["submission"], row["prompt_id"], row["sample_idx"])
+    row["image"], row["sha256"] = images.file(row["submission"], row["prompt_id"], row["sample_idx"])
     row["country"], row["category"] = prompt.get("country"), prompt.get("category")
 
 
@@ -342,7 +417,8 @@ class _Images:
         return None if submission is None else self.root / submission
 
     def _index(self, folder: Path) -> tuple[dict, dict] | None:
-        """(file_name or sha256 -> (prompt_id, sample_idx), (prompt_id, sample_idx) -> file_name), or None."""
+        """(file_name or sha256 -> (prompt_id, sample_idx), (prompt_id, sample_idx) -> (file_name, sha256)),
+        or None."""
         if folder not in self._cache:
             path = folder / METADATA
             if not path.is_file():
@@ -358,7 +434,7 @@ class _Images:
                                             "run `cultureboard validate` on the submission and fix it") from None
                 if slot:
                     by_image[meta.get("file_name")] = by_image[meta.get("sha256")] = slot
-                    by_slot[slot] = meta.get("file_name")
+                    by_slot[slot] = meta.get("file_name"), meta.get("sha256")
             self._cache[folder] = by_image, by_slot
         return self._cache[folder]
 
@@ -379,10 +455,11 @@ class _Images:
             return index[0][image]
         return None
 
-    def file_name(self, submission: str | None, prompt_id: str, sample_idx: int) -> str | None:
+    def file(self, submission: str | None, prompt_id: str, sample_idx: int) -> tuple[str | None, str | None]:
+        """The image's (file_name, sha256); (None, None) when the submission's metadata is unknown."""
         folder = self._folder(submission)
         index = None if folder is None else self._index(folder)
-        return None if index is None else index[1].get((prompt_id, sample_idx))
+        return (None, None) if index is None else index[1].get((prompt_id, sample_idx), (None, None))
 
 
 def _read_scores(path: str | Path) -> pd.DataFrame:

@@ -1,8 +1,13 @@
 """Statistics for the leaderboard: prompt-level bootstrap CIs, rank ties, rater agreement, correlations.
 
 * :func:`bootstrap_ci` -- percentile bootstrap over prompts of the mean of per-prompt means;
+* :func:`resample_indices`, :func:`percentile_interval`, :func:`bootstrap_p_value` -- the one bootstrap
+  machinery (draws, interval, p-value) that every bootstrap here and in ``disparity`` and ``trust`` uses;
+* :func:`spearman_ci` -- Spearman's rho with a percentile bootstrap CI over items (pairs resampled together);
+* :func:`benjamini_hochberg` -- false-discovery-rate adjusted p-values;
 * :func:`rank_ties` -- rank ranges in which entries whose CIs overlap are tied (DESIGN principle 4);
 * :func:`krippendorff_alpha` -- inter-rater agreement (nominal, ordinal, interval);
+* :func:`fleiss_kappa` -- inter-rater agreement on categories, from a units x categories count table;
 * :func:`correlations` -- Pearson, Spearman and Kendall tau-b of a metric against human ratings.
 """
 
@@ -48,10 +53,7 @@ def bootstrap_ci(
     Raises:
         ValueError: no prompts, a prompt without values, a non-finite value, n_boot < 1, level not in (0, 1).
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    _check_bootstrap(n_boot, level)
     items = values_by_prompt.items() if isinstance(values_by_prompt, Mapping) else enumerate(values_by_prompt)
     means = []
     for prompt, values in items:
@@ -65,10 +67,120 @@ def bootstrap_ci(
         raise ValueError("no prompts: a confidence interval needs at least one prompt")
     means = np.asarray(means)
     value = float(statistic(means))
-    rng = np.random.default_rng(seed)
-    replicates = statistic(means[rng.integers(0, len(means), size=(n_boot, len(means)))], axis=1)
-    low, high = np.quantile(replicates, [(1 - level) / 2, (1 + level) / 2])
-    return ConfidenceInterval(value, float(low), float(high))
+    replicates = statistic(means[resample_indices(len(means), n_boot, np.random.default_rng(seed))], axis=1)
+    return ConfidenceInterval(value, *percentile_interval(replicates, level))
+
+
+def _check_bootstrap(n_boot: int, level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+
+
+def resample_indices(n_units: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap draws: an ``(n_boot, n_units)`` array whose row b holds the indices (0..n_units-1, drawn
+    uniformly with replacement) of the units in replicate b. Every bootstrap in cultureboard draws here, so
+    one seed gives the same replicates whichever statistic is computed from them."""
+    return rng.integers(0, n_units, size=(n_boot, n_units))
+
+
+def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of bootstrap replicates: their (1-level)/2 and (1+level)/2 quantiles
+    (numpy's linear interpolation)."""
+    low, high = np.quantile(np.asarray(replicates, dtype=float), [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def bootstrap_p_value(replicates: np.ndarray, null: float = 0.0) -> float:
+    r"""Two-sided bootstrap p-value of the hypothesis "the statistic equals ``null``".
+
+    With B replicates :math:`t_b`: :math:`p = \min\bigl(1,\ 2\min(\frac{1 + \#\{t_b \le null\}}{B + 1},
+    \frac{1 + \#\{t_b \ge null\}}{B + 1})\bigr)`: twice the smaller tail of the bootstrap distribution at
+    ``null``, with the +1 that keeps p above 0 (the smallest p is 2/(B+1)). Small p: the replicates lie
+    on one side of ``null``; a 1 - level percentile interval excludes ``null`` roughly when p < 1 - level.
+    """
+    replicates = np.asarray(replicates, dtype=float)
+    b = len(replicates)
+    below, above = (replicates <= null).sum(), (replicates >= null).sum()
+    return float(min(1.0, 2 * min(1 + below, 1 + above) / (b + 1)))
+
+
+class SpearmanCI(NamedTuple):
+    n: int
+    value: float
+    low: float
+    high: float
+
+
+def spearman_ci(x: Sequence[float], y: Sequence[float], n_boot: int = 1000, level: float = 0.95,
+                seed: int = 0) -> SpearmanCI:
+    r"""Spearman's rho of paired values with a percentile bootstrap CI that resamples items (pairs).
+
+    Pairs where x or y is NaN are dropped (``n`` counts the rest). rho is Pearson's r of the average
+    ranks (ties share their mean rank), as ``scipy.stats.spearmanr``; 1 means y increases with x. Each
+    replicate draws n pairs with replacement (:func:`resample_indices`) and recomputes rho; a replicate
+    whose x or y is constant has no rho and is left out of the interval. Constant x or y gives NaN for
+    the value and both bounds; so does a bootstrap in which no replicate has a rho.
+
+    Raises:
+        ValueError: x and y differ in length, fewer than 3 complete pairs, n_boot < 1, level not in (0, 1).
+    """
+    _check_bootstrap(n_boot, level)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    if len(x) < 3:
+        raise ValueError(f"Spearman's rho needs at least 3 complete pairs, got {len(x)}")
+    nan = float("nan")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return SpearmanCI(len(x), nan, nan, nan)
+    value = _rank_correlation(x[None, :], y[None, :])[0]
+    idx = resample_indices(len(x), n_boot, np.random.default_rng(seed))
+    replicates = _rank_correlation(x[idx], y[idx])
+    replicates = replicates[np.isfinite(replicates)]
+    low, high = percentile_interval(replicates, level) if replicates.size else (nan, nan)
+    return SpearmanCI(len(x), float(value), low, high)
+
+
+def _rank_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise Spearman rho of two (rows, n) arrays; NaN for a row where x or y is constant."""
+    rx, ry = stats.rankdata(x, axis=1), stats.rankdata(y, axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    denominator = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (rx * ry).sum(axis=1) / denominator, np.nan)
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    r"""Benjamini-Hochberg (1995) adjusted p-values ("q-values"), in the input order.
+
+    With the m non-NaN p-values sorted, :math:`p_{(1)} \le \dots \le p_{(m)}`:
+    :math:`q_{(i)} = \min_{j \ge i} \min(1, \frac{m}{j} p_{(j)})`. Rejecting every hypothesis with
+    :math:`q \le \alpha` is the BH step-up procedure, which keeps the false discovery rate at most
+    :math:`\alpha` for independent (or positively dependent) tests. NaN p-values (untested hypotheses)
+    stay NaN and do not count in m.
+
+    Raises:
+        ValueError: not 1-D, or a p-value outside [0, 1].
+    """
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"p-values must be 1-D, got shape {p.shape}")
+    tested = ~np.isnan(p)
+    if ((p[tested] < 0) | (p[tested] > 1)).any():
+        raise ValueError(f"p-values must lie in [0, 1], got {p[tested][(p[tested] < 0) | (p[tested] > 1)].tolist()}")
+    m = int(tested.sum())
+    order = np.argsort(p[tested], kind="stable")
+    scaled = p[tested][order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    out = np.full(p.shape, np.nan)
+    positions = np.flatnonzero(tested)[order]
+    out[positions] = adjusted
+    return out
 
 
 class RankRange(NamedTuple):
@@ -165,6 +277,44 @@ def krippendorff_alpha(ratings: np.ndarray, level: str = "ordinal") -> float:
         delta2 = _ordinal_distance(n_c)
     n = n_c.sum()
     return float(1 - (n - 1) * (coincidences * delta2).sum() / (np.outer(n_c, n_c) * delta2).sum())
+
+
+def fleiss_kappa(counts: np.ndarray) -> float:
+    r"""Fleiss' kappa of a units x categories count table (``counts[i, j]`` raters put unit i in category j).
+
+    With :math:`n_i = \sum_j n_{ij}` ratings of unit i, :math:`N` units and :math:`T = \sum_i n_i`:
+
+    .. math::
+        P_i = \frac{\sum_j n_{ij}^2 - n_i}{n_i (n_i - 1)}, \quad \bar P = \frac1N \sum_i P_i, \quad
+        p_j = \frac{\sum_i n_{ij}}{T}, \quad \bar P_e = \sum_j p_j^2, \quad
+        \kappa = \frac{\bar P - \bar P_e}{1 - \bar P_e}
+
+    :math:`P_i` is the share of agreeing ordered rater pairs on unit i; :math:`\bar P_e` the agreement
+    expected if raters picked categories at their overall rates. With the same number of raters per unit
+    this is Fleiss (1971); with varying :math:`n_i` it is the usual generalisation (the mean of the
+    per-unit agreements, category rates over all ratings). Units with fewer than two ratings carry no
+    pair and are left out. 1 is perfect agreement, 0 chance level, below 0 worse than chance. Categories
+    are nominal: a 4 against a 5 counts as much disagreement as a 1 against a 5.
+
+    Raises:
+        ValueError: not 2-D, negative or non-integer counts, no unit with two ratings, or every rating
+            in one category (expected agreement 1: kappa is 0/0, undefined).
+    """
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2:
+        raise ValueError(f"counts must be a units x categories table, got shape {counts.shape}")
+    if not np.isfinite(counts).all() or (counts < 0).any() or (counts != np.round(counts)).any():
+        raise ValueError("counts must be non-negative integers")
+    counts = counts[counts.sum(axis=1) >= 2]
+    if len(counts) == 0:
+        raise ValueError("no unit has two ratings: kappa is undefined")
+    n_i = counts.sum(axis=1)
+    agreement = ((counts**2).sum(axis=1) - n_i) / (n_i * (n_i - 1))
+    shares = counts.sum(axis=0) / n_i.sum()
+    expected = float((shares**2).sum())
+    if expected >= 1:
+        raise ValueError("every rating is in one category: with no variation kappa is undefined (0/0)")
+    return float((agreement.mean() - expected) / (1 - expected))
 
 
 class Correlations(NamedTuple):

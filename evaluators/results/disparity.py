@@ -1,0 +1,117 @@
+r"""Disparity: how unevenly a model serves countries, as numbers with confidence intervals and p-values.
+
+For one model and metric, each prompt p with a country contributes its mean score :math:`\bar v_p` (the
+prompt is the sampling unit, as in ``stats.bootstrap_ci``). With :math:`m_c` the mean over country c's
+prompts, :math:`m` the mean over all of them, and :math:`m_{GN}`, :math:`m_{GS}` the means over the prompts of
+Global North and Global South countries:
+
+* **country gap** of c: :math:`m_c - m` (positive: the model does better than its average on c, for a
+  metric where higher is better);
+* **GN - GS gap**: :math:`m_{GN} - m_{GS}` (positive: the Global North gets the better scores).
+
+Each gap gets a paired, stratified percentile bootstrap: every replicate redraws, within each country, as
+many prompts as it has (``stats.resample_indices``), and computes all the means from those same draws, so the
+country and the global mean (or the two region means) move together as they do in the data; the number of
+prompts per country stays fixed, so every replicate has every country. The p-value is the two-sided bootstrap
+p of "gap = 0" (``stats.bootstrap_p_value``), and ``p_adjusted`` is Benjamini-Hochberg over the gaps returned
+together (one family per model and metric: the country gaps and the GN - GS gap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from cultureboard.countries import load_countries
+
+from .stats import benjamini_hochberg, bootstrap_p_value, percentile_interval, resample_indices
+
+REGION_GAP = "GN-GS"
+
+
+class Gap(NamedTuple):
+    kind: str  # "country" or "region_group"
+    name: str  # the country code, or "GN-GS"
+    value: float
+    low: float
+    high: float
+    p: float
+    p_adjusted: float
+    n_prompts: int
+
+
+def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups: Sequence[str | None] | None = None,
+         n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[Gap]:
+    """Country gaps (countries in sorted order) and, where both groups have prompts, the GN - GS gap (module
+    docstring). ``prompt_means``, ``countries`` and ``region_groups`` ("GN", "GS" or None) are per prompt;
+    without ``region_groups`` there is no GN - GS gap. ``n_prompts``: the country's prompts, or all prompts of
+    the two groups.
+
+    Raises:
+        ValueError: lengths differ, no prompt, a non-finite mean or a missing country, a country in two
+            region groups, n_boot < 1 or level not in (0, 1).
+    """
+    means = np.asarray(prompt_means, dtype=float)
+    countries = np.asarray(countries, dtype=object)
+    groups = np.asarray(region_groups if region_groups is not None else [None] * len(means), dtype=object)
+    if means.ndim != 1 or not len(means) or countries.shape != means.shape or groups.shape != means.shape:
+        raise ValueError(f"need one mean, country and region group per prompt, got {means.shape}, "
+                         f"{countries.shape}, {groups.shape}")
+    if not np.isfinite(means).all():
+        raise ValueError("prompt means must be finite: leave out prompts without a score")
+    if any(not isinstance(c, str) for c in countries):
+        raise ValueError("every prompt needs a country (a code): leave out prompts without one")
+    if not 0 < level < 1 or n_boot < 1:
+        raise ValueError(f"need level in (0, 1) and n_boot >= 1, got {level}, {n_boot}")
+    names = sorted(set(countries))
+    group_of = {}
+    for c in names:
+        found = set(groups[countries == c])
+        if len(found) > 1:
+            raise ValueError(f"country {c} is in several region groups: {sorted(map(str, found))}")
+        group_of[c] = found.pop()
+    rng = np.random.default_rng(seed)
+    counts = np.array([(countries == c).sum() for c in names])
+    point = np.array([means[countries == c].mean() for c in names])
+    reps = np.stack([means[countries == c][resample_indices(n, n_boot, rng)].mean(axis=1)
+                     for c, n in zip(names, counts)], axis=1)  # (n_boot, countries)
+
+    def pooled(select: np.ndarray):
+        weights = counts * select
+        return point @ weights / weights.sum(), reps @ weights / weights.sum()
+
+    everything = pooled(np.ones(len(names)))
+    found = [("country", c, point[i] - everything[0], reps[:, i] - everything[1], int(counts[i]))
+             for i, c in enumerate(names)]
+    north, south = (np.array([group_of[c] == g for c in names]) for g in ("GN", "GS"))
+    if north.any() and south.any():
+        (gn, gn_reps), (gs, gs_reps) = pooled(north), pooled(south)
+        found.append(("region_group", REGION_GAP, gn - gs, gn_reps - gs_reps, int(counts[north | south].sum())))
+    p = [bootstrap_p_value(r) for *_, r, _ in found]
+    adjusted = benjamini_hochberg(p)
+    return [Gap(kind, name, float(value), *percentile_interval(r, level), p_i, float(q), n)
+            for (kind, name, value, r, n), p_i, q in zip(found, p, adjusted)]
+
+
+def disparity(scores: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[dict]:
+    """:func:`gaps` of one model's per-image ``scores`` (columns ``metric``, ``prompt_id``, ``value``,
+    ``country``, optionally ``region_group``; the group is looked up in the country table where missing),
+    per metric: one row per gap with ``metric`` and the fields of :class:`Gap`, plus
+    ``n_prompts_without_country`` (prompts left out because they have no country)."""
+    out = []
+    for metric, rows in scores.groupby("metric", sort=True):
+        per_prompt = rows.groupby("prompt_id", sort=True).agg(value=("value", "mean"), country=("country", "first"))
+        if "region_group" in rows:
+            per_prompt["region_group"] = rows.groupby("prompt_id", sort=True)["region_group"].first()
+        table = {c.iso2: c.region_group for c in load_countries()}
+        fill = per_prompt["country"].map(table)
+        per_prompt["region_group"] = per_prompt.get("region_group", fill).fillna(fill)
+        known = per_prompt.dropna(subset=["country"])
+        groups = [g if isinstance(g, str) else None for g in known["region_group"]]
+        for gap in gaps(known["value"].to_numpy(), known["country"].to_numpy(), groups, n_boot, level, seed):
+            out.append({"metric": metric, **gap._asdict(),
+                        "n_prompts_without_country": len(per_prompt) - len(known)})
+    return out

@@ -1,0 +1,97 @@
+"""Disparity gaps (evaluators/results/disparity.py): country minus global mean and Global North minus Global South,
+with a paired, stratified bootstrap over prompts, bootstrap p-values and Benjamini-Hochberg."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cultureboard.evaluators.results.disparity import REGION_GAP, disparity, gaps
+from cultureboard.evaluators.results.stats import benjamini_hochberg
+
+
+def by_name(found):
+    return {g.name: g for g in found}
+
+
+def test_hand_computed_gaps_and_intervals():
+    # A (GN): prompts 2 and 4; B (GS): four prompts of 1. Means 3 and 1, global (6 + 4) / 6 = 5/3.
+    found = by_name(gaps([2, 4, 1, 1, 1, 1], ["A", "A", "B", "B", "B", "B"], ["GN", "GN", "GS", "GS", "GS", "GS"],
+                         n_boot=2000))
+    assert [g.kind for g in found.values()] == ["country", "country", "region_group"]
+    assert found["A"].value == pytest.approx(3 - 5 / 3) and found["B"].value == pytest.approx(1 - 5 / 3)
+    assert found[REGION_GAP].value == pytest.approx(2.0)
+    assert (found["A"].n_prompts, found["B"].n_prompts, found[REGION_GAP].n_prompts) == (2, 4, 6)
+    # B's replicates are always 1; A's mean is 2, 3 or 4 (prob. 1/4, 1/2, 1/4) with A's two prompts redrawn.
+    # Gap A = M_A - (2 M_A + 4) / 6 in {2/3, 4/3, 2}; gap B = 1 - (2 M_A + 4) / 6 in {-1/3, -2/3, -1}; GN - GS = M_A - 1.
+    assert (found["A"].low, found["A"].high) == pytest.approx((2 / 3, 2))
+    assert (found["B"].low, found["B"].high) == pytest.approx((-1, -1 / 3))
+    assert (found[REGION_GAP].low, found[REGION_GAP].high) == pytest.approx((1, 3))
+    # every replicate on one side of 0: the smallest p, 2 / (B + 1)
+    assert all(g.p == pytest.approx(2 / 2001) for g in found.values())
+
+
+def test_constant_countries_give_degenerate_intervals():
+    found = by_name(gaps([1, 1, 0, 0, 0], ["A", "A", "B", "B", "C"], n_boot=50))
+    assert set(found) == {"A", "B", "C"}  # no region groups: no GN - GS gap
+    assert tuple(found["A"][2:5]) == pytest.approx((0.6, 0.6, 0.6))  # 1 - 2/5, in every replicate
+    assert tuple(found["C"][2:5]) == pytest.approx((-0.4, -0.4, -0.4))
+
+
+def test_a_constructed_gap_excludes_zero_and_a_null_gap_includes_it():
+    # JP 0.6 above, NG 0.6 below, IT at the global mean (all with noise, 40 prompts each)
+    rng = np.random.default_rng(0)
+    means = np.concatenate([rng.normal(0.6, 0.5, 40), rng.normal(0.0, 0.5, 40), rng.normal(-0.6, 0.5, 40)])
+    countries = ["JP"] * 40 + ["IT"] * 40 + ["NG"] * 40
+    found = by_name(gaps(means, countries, ["GN"] * 80 + ["GS"] * 40, seed=1))
+    jp, it, ng = found["JP"], found["IT"], found["NG"]
+    assert jp.value == pytest.approx(means[:40].mean() - means.mean())
+    assert jp.low > 0 and jp.p < 0.01 and jp.p_adjusted < 0.05
+    assert ng.high < 0 and ng.p_adjusted < 0.05
+    assert it.low < 0 < it.high and it.p > 0.05 and it.p_adjusted > 0.05
+    gn_gs = found[REGION_GAP]
+    assert gn_gs.value == pytest.approx(means[:80].mean() - means[80:].mean()) and gn_gs.low > 0
+    # a model without any gap: every CI includes 0
+    flat = gaps(rng.normal(0.0, 0.5, 120), countries, seed=1)
+    assert all(g.low < 0 < g.high and g.p > 0.05 for g in flat)
+
+
+def test_p_values_are_adjusted_together():
+    rng = np.random.default_rng(4)
+    means = np.concatenate([rng.normal(m, 1.0, 15) for m in (0.0, 0.3, 0.6, 1.5)])
+    found = gaps(means, [c for c in "ABCD" for _ in range(15)], ["GN"] * 30 + ["GS"] * 30, n_boot=500)
+    p = [g.p for g in found]
+    assert [g.p_adjusted for g in found] == pytest.approx(benjamini_hochberg(p).tolist())
+    assert all(g.p_adjusted >= g.p for g in found)
+
+
+def test_same_seed_same_gaps_and_pairing():
+    rng = np.random.default_rng(8)
+    means, countries = rng.normal(size=30), ["A"] * 10 + ["B"] * 20
+    assert gaps(means, countries, seed=3) == gaps(means, countries, seed=3)
+    # two countries: the gaps are exact mirror images weighted by size, replicate by replicate (paired draws)
+    a, b = gaps(means, countries, seed=3)
+    assert (a.value, a.low, a.high) == pytest.approx((-2 * b.value, -2 * b.high, -2 * b.low))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(([1.0], ["A", "B"]), "one mean, country"), (([], []), "one mean, country"), (([np.nan], ["A"]), "finite"),
+     (([1.0], [None]), "needs a country"), (([1.0, 2.0], ["A", "A"], ["GN", "GS"]), "several region groups")],
+)
+def test_gaps_reject_bad_input(args, message):
+    with pytest.raises(ValueError, match=message):
+        gaps(*args)
+
+
+def test_disparity_from_per_image_scores():
+    rows = []
+    for prompt, country, values in [("p1", "JP", [4, 2]), ("p2", "JP", [3]), ("p3", "NG", [1, 1]), ("p4", None, [9])]:
+        rows += [{"metric": "m", "prompt_id": prompt, "country": country, "value": v} for v in values]
+    found = {r["name"]: r for r in disparity(pd.DataFrame(rows), n_boot=200)}
+    # per-prompt means JP 3, 3; NG 1; p4 has no country and is left out; the country table says JP GN, NG GS
+    assert found["JP"]["value"] == pytest.approx(3 - 7 / 3) and found["NG"]["value"] == pytest.approx(1 - 7 / 3)
+    assert found[REGION_GAP]["value"] == pytest.approx(2.0) and found[REGION_GAP]["n_prompts"] == 3
+    assert {r["n_prompts_without_country"] for r in found.values()} == {1}
+    assert {r["metric"] for r in found.values()} == {"m"}
