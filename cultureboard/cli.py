@@ -201,8 +201,7 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
         reports.append(check_pr_scope(paths, submission))
     if submission:
         reports.append(run(submission, dataset, full_decode=full_decode))
-    report = reports[0] if len(reports) == 1 else Report(reports[-1].submission, [p for r in reports for p in r.problems],
-                                                         reports[-1].checked)
+    report = Report.combined(reports)
     click.echo(report.to_json() if as_json else report.to_text())
     raise click.exceptions.Exit(0 if report.valid else 1)
 

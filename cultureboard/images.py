@@ -103,12 +103,12 @@ class ImageInfo:
 
 
 def inspect_image(source: str | os.PathLike | bytes, *, name: str | None = None, limits: ImageLimits = ImageLimits(),
-                  size: tuple[int, int] | None = None, full_decode: bool = False) -> ImageInfo:
+                  size: tuple[int, int] | None = None, full_decode: bool = False, check_extension: bool = True) -> ImageInfo:
     """Check the image file ``source`` (a path, read without following a link, or its bytes) as the module
     docstring lists; every problem found is in the returned :class:`ImageInfo`.
 
     ``name`` is the file name whose extension must match the format (default: the path's; bytes without a
-    name skip that check). ``size`` is the expected displayed ``(width, height)``. ``full_decode`` also
+    name, or ``check_extension=False``, skip that check: a caller that names the file by its format). ``size`` is the expected displayed ``(width, height)``. ``full_decode`` also
     checks PNG CRCs and decodes every pixel (about 20x the cost of hashing a 512 px PNG).
     """
     found = _Inspection(limits)
@@ -121,18 +121,21 @@ def inspect_image(source: str | os.PathLike | bytes, *, name: str | None = None,
         data = found.read(os.fspath(source))
         if data is None:
             return found.info()
+    if not check_extension:
+        name = None
     found.sha256, found.n_bytes = hashlib.sha256(data).hexdigest(), len(data)
     found.check(data, name, size, full_decode)
     return found.info()
 
 
 def require_image(source: str | os.PathLike | bytes, *, name: str | None = None, limits: ImageLimits = ImageLimits(),
-                  size: tuple[int, int] | None = None, full_decode: bool = False) -> ImageInfo:
+                  size: tuple[int, int] | None = None, full_decode: bool = False, check_extension: bool = True) -> ImageInfo:
     """:func:`inspect_image`, raising a :class:`~cultureboard.errors.CultureboardError` that names ``name``
     (or the path) and every problem when there is one."""
     from cultureboard.errors import CultureboardError
 
-    info = inspect_image(source, name=name, limits=limits, size=size, full_decode=full_decode)
+    info = inspect_image(source, name=name, limits=limits, size=size, full_decode=full_decode,
+                         check_extension=check_extension)
     if info.problems:
         where = name or (os.fspath(source) if not isinstance(source, (bytes, bytearray, memoryview)) else "image")
         raise CultureboardError(where, "; ".join(p.message for p in info.problems), info.problems[0].fix)

@@ -3,17 +3,28 @@ and (below) the real CLI (validate, package, site build) on a corpus of hostile 
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import io
+import json
+import re
+import shutil
 import struct
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from cultureboard.cli import main
 from cultureboard.errors import CultureboardError
+from cultureboard.evaluators.submission.format import read_metadata, submission_id
+from cultureboard.evaluators.submission.format import read_spec as format_read_spec
+from cultureboard.evaluators.submission.validate import Limits, Report, validate
 from cultureboard.images import IMAGE_CODES, ImageLimits, inspect_image, open_rgb, require_image
+from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, read_rows, read_spec, write_rows,
+                                write_spec, yaml_line)
 
 # ------------------------------------------------------------------------------------ image bytes
 
@@ -224,3 +235,231 @@ def test_require_image_raises_one_line_naming_the_file():
     with pytest.raises(CultureboardError) as caught:
         require_image(PNG[:-6], name="images/a.png")
     assert caught.value.source == "images/a.png" and "truncated" in caught.value.problem
+
+
+# ======================================================================================= the hostile corpus
+#
+# Each case runs the real CLI (``cultureboard.cli.main``) and must end in one of two ways, never in a
+# traceback: "rejected" (a non-zero exit and a line naming the file and the problem) or "accepted" by
+# design (exit 0, and what was accepted is usable by the next step).
+
+def cli(capsys, *argv: str) -> tuple[int, str]:
+    """Exit code and everything printed (stdout, then stderr) of ``cultureboard ARGV``."""
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "Traceback" not in text, text
+    return code, text
+
+
+# ------------------------------------------------------------------------------------ validate
+
+SUSHI0 = "images/tiny/jp/sushi/0.png"
+
+
+@pytest.fixture(scope="module")
+def tiny_dataset(tmp_path_factory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("ds") / "tiny-dataset")
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory, tiny_dataset) -> Path:
+    return make_submission(tmp_path_factory.mktemp("pristine"), tiny_dataset)
+
+
+@pytest.fixture
+def sub(tmp_path, pristine) -> Path:
+    """A fresh copy of the valid 64 x 64 px submission of submission_factory."""
+    return Path(shutil.copytree(pristine, tmp_path / "submissions" / SUBMISSION_ID, symlinks=True))
+
+
+def spec_edit(change):
+    def mutate(folder: Path) -> None:
+        spec = read_spec(folder)
+        change(spec)
+        write_spec(folder, spec)
+    return mutate
+
+
+def yaml_append(text: str):
+    def mutate(folder: Path) -> None:
+        with open(folder / "submission.yaml", "a", encoding="utf-8") as fh:
+            fh.write(text)
+    return mutate
+
+
+def metadata_text(change):
+    """Rewrite metadata.jsonl's text (UTF-8, written as given: no escaping of U+2028 and the like)."""
+    def mutate(folder: Path) -> None:
+        path = folder / "metadata.jsonl"
+        path.write_bytes(change(path.read_text(encoding="utf-8")).encode("utf-8"))
+    return mutate
+
+
+def first_line(change):
+    """Change metadata.jsonl's first line (a JSON text) with ``change``."""
+    return metadata_text(lambda t: change(t.split("\n", 1)[0]) + "\n" + t.split("\n", 1)[1])
+
+
+def swap_image(line: int, data: bytes, name: str | None = None):
+    """Replace the image of metadata line ``line`` by ``data`` (as ``name`` if given), sha256 kept right."""
+    def mutate(folder: Path) -> None:
+        rows = read_rows(folder)
+        row = rows[line - 1]
+        (folder / row["file_name"]).unlink()
+        row["file_name"] = name or row["file_name"]
+        (folder / row["file_name"]).write_bytes(data)
+        row["sha256"] = hashlib.sha256(data).hexdigest()
+        write_rows(folder, rows)
+    return mutate
+
+
+def rename_for(organization: str):
+    """Set the organization and rename the folder to the id it makes (validate reads the folder's name)."""
+    def mutate(folder: Path) -> Path:
+        spec = read_spec(folder)
+        spec["organization"] = organization
+        write_spec(folder, spec)
+        return folder.rename(folder.with_name(submission_id(spec)))
+    return mutate
+
+
+def at(text: str):
+    return lambda folder: yaml_line(folder, text)
+
+
+TOMORROW_AND_A_YEAR = (datetime.date.today() + datetime.timedelta(days=400)).isoformat()
+SQUARE = (64, 64)
+GREY16 = encode(Image.fromarray(np.full((64, 64), 40000, dtype=np.uint16)))
+FRAMES = [Image.new("RGB", SQUARE, c) for c in ("red", "blue")]
+APNG = encode(FRAMES[0], "PNG", save_all=True, append_images=FRAMES[1:])
+ANIMATED_WEBP = encode(FRAMES[0], "WEBP", save_all=True, append_images=FRAMES[1:])
+ZTXT_BOMB = before_iend(encode(Image.new("RGB", SQUARE, "red")),
+                        chunk(b"zTXt", b"parameters\0\0" + zlib.compress(b"\0" * (32 * 2**20), 9)))
+LONG_ORG = "a" * 200  # with model.name "Tiny Diffusion": an id of 200 + 2 + 14 = 216 characters
+
+# (id, mutation, code, file): the CLI exits 1 and prints "ERROR <file>: ... [<code>]"
+VALIDATE_REJECTED = [
+    ("unquoted-date-in-extra", spec_edit(lambda s: s["generation"]["extra"].update(started=datetime.date(2025, 1, 2))),
+     "schema.not_json", at("    started:")),
+    ("timestamp-in-extra", spec_edit(lambda s: s["generation"]["extra"].update(at=datetime.datetime(2025, 1, 2, 3, 4))),
+     "schema.not_json", at("    at:")),
+    ("set-in-extra", spec_edit(lambda s: s["generation"]["extra"].update(tags={"a", "b"})), "schema.not_json",
+     at("    tags:")),
+    ("binary-in-extra", spec_edit(lambda s: s["generation"]["extra"].update(blob=b"\x00\x01")), "schema.not_json",
+     at("    blob:")),
+    ("omap-in-extra", yaml_append("notes: !!omap [{a: 1}, {b: 2}]\n"), "schema.not_json", at("notes:")),
+    ("integer-key-at-top", yaml_append("1: one\n"), "schema.not_json", at("1:")),
+    ("null-key-in-extra", spec_edit(lambda s: s["generation"]["extra"].update({None: 1})), "schema.not_json",
+     at("  extra:")),
+    ("date-key-in-extra", spec_edit(lambda s: s["generation"]["extra"].update({datetime.date(2025, 1, 1): 1})),
+     "schema.not_json", at("    2025-01-01:")),
+    ("nan-guidance-scale", spec_edit(lambda s: s["generation"].update(guidance_scale=float("nan"))), "schema.not_json",
+     at("  guidance_scale:")),
+    ("infinity-in-extra", spec_edit(lambda s: s["generation"]["extra"].update(eta=float("-inf"))), "schema.not_json",
+     at("    eta:")),
+    ("integer-beyond-64-bits", spec_edit(lambda s: s["generation"].update(steps=10**30)), "schema.not_json",
+     at("  steps:")),
+    ("date-far-in-the-future", spec_edit(lambda s: s.update(date=TOMORROW_AND_A_YEAR)), "schema.bad_date", at("date:")),
+    ("yaml-alias-bomb", yaml_append("a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n"), "schema.yaml_alias",
+     at("b:")),
+    ("id-of-216-characters", rename_for(LONG_ORG), "schema.id_too_long", at("organization:")),
+    ("raw-u2028-in-metadata", first_line(lambda line: line.replace('"tiny/jp/sushi"', '"tiny/jp\u2028sushi"')),
+     "safety.control_char", "metadata.jsonl:1"),
+    ("raw-u2029-in-unknown-key", first_line(lambda line: line[:-1] + ', "note": "a\u2029b"}'), "safety.control_char",
+     "metadata.jsonl:1"),
+    ("nan-seed", first_line(lambda line: re.sub(r'"seed": \d+', '"seed": NaN', line)), "metadata.bad_json",
+     "metadata.jsonl:1"),
+    ("overflowing-float", first_line(lambda line: line[:-1] + ', "score": 1e999}'), "metadata.bad_json",
+     "metadata.jsonl:1"),
+    ("seed-beyond-64-bits", first_line(lambda line: re.sub(r'"seed": \d+', '"seed": ' + "9" * 30, line)),
+     "metadata.bad_json", "metadata.jsonl:1"),
+    ("byte-order-mark", metadata_text(lambda t: "\ufeff" + t), "metadata.bad_json", "metadata.jsonl:1"),
+    ("one-line-of-a-megabyte", metadata_text(lambda t: t + '{"file_name": "' + "x" * 2**20 + '"}\n'),
+     "metadata.bad_json", "metadata.jsonl:13"),
+    ("image-of-another-size", swap_image(1, encode(Image.new("RGB", (64, 96)))), "file.wrong_size", SUSHI0),
+    ("sixteen-bit-greyscale", swap_image(1, GREY16), "file.bit_depth", SUSHI0),
+    ("animated-png", swap_image(1, APNG), "file.animated", SUSHI0),
+    ("animated-webp", swap_image(1, ANIMATED_WEBP, "images/tiny/jp/sushi/0.webp"), "file.animated",
+     "images/tiny/jp/sushi/0.webp"),
+    ("ztxt-bomb-after-the-pixels", swap_image(1, ZTXT_BOMB), "file.text_bomb", SUSHI0),
+    ("exif-rotated-to-another-size", swap_image(1, encode(Image.new("RGB", (64, 96)), "JPEG", exif=EXIF_ROTATED),
+                                                "images/tiny/jp/sushi/0.jpg"), "file.wrong_size",
+     "images/tiny/jp/sushi/0.jpg"),
+]
+
+# (id, mutation): the CLI exits 0
+VALIDATE_ACCEPTED = [
+    ("quoted-date-in-extra", spec_edit(lambda s: s["generation"]["extra"].update(started="2025-01-02"))),
+    ("crlf-line-ends", metadata_text(lambda t: t.replace("\n", "\r\n"))),
+    ("unknown-key-is-a-warning", first_line(lambda line: line[:-1] + ', "note": "made on a Tuesday"}')),
+    ("eight-bit-greyscale", swap_image(1, encode(Image.new("L", SQUARE, 90)))),
+    ("rgba", swap_image(1, encode(Image.new("RGBA", SQUARE, (1, 2, 3, 128))))),
+    ("small-text-chunk", swap_image(1, before_iend(encode(Image.new("RGB", SQUARE, 7)),
+                                                   chunk(b"tEXt", b"parameters\0steps: 30, sampler: DDIM")))),
+    ("exif-rotated-square", swap_image(1, encode(Image.new("RGB", SQUARE, 9), "JPEG", exif=EXIF_ROTATED),
+                                       "images/tiny/jp/sushi/0.jpg")),
+    ("id-of-128-characters", rename_for("a" * (128 - 2 - len("tiny-diffusion")))),
+]
+
+
+def _mutated(sub: Path, mutate) -> Path:
+    moved = mutate(sub)
+    return moved if isinstance(moved, Path) else sub
+
+
+@pytest.mark.parametrize("mutate, code, file", [pytest.param(*c[1:], id=c[0]) for c in VALIDATE_REJECTED])
+def test_validate_rejects(capsys, sub, tiny_dataset, mutate, code, file):
+    folder = _mutated(sub, mutate)
+    rc, text = cli(capsys, "validate", folder, "--dataset", tiny_dataset)
+    expected = file(folder) if callable(file) else file
+    assert rc == 1, text
+    assert any(line.startswith(f"ERROR {expected}: ") and line.endswith(f"[{code}]") for line in text.splitlines()), text
+
+
+@pytest.mark.parametrize("mutate", [pytest.param(c[1], id=c[0]) for c in VALIDATE_ACCEPTED])
+def test_validate_accepts_by_design(capsys, sub, tiny_dataset, mutate):
+    folder = _mutated(sub, mutate)
+    rc, text = cli(capsys, "validate", folder, "--dataset", tiny_dataset)
+    assert rc == 0, text
+    assert read_metadata(folder / "metadata.jsonl") and read_spec_as_evaluated(folder)  # what evaluate and the site read
+
+
+def read_spec_as_evaluated(folder: Path) -> dict:
+    spec = format_read_spec(folder / "submission.yaml")
+    json.dumps(spec, allow_nan=False)  # JSON all the way down
+    return spec
+
+
+def test_u2028_lines_are_one_line_for_every_reader(sub):
+    """The shared reader splits on \\n only: a raw U+2028 inside a string keeps the line whole."""
+    first_line(lambda line: line[:-1] + ', "note": "a\u2028b\u2029c\x85d"}')(sub)
+    rows = read_metadata(sub / "metadata.jsonl")
+    assert len(rows) == 12 and rows[0]["note"] == "a\u2028b\u2029c\x85d"
+
+
+def test_the_report_of_a_huge_broken_metadata_file_is_capped(capsys, sub, tiny_dataset):
+    with open(sub / "metadata.jsonl", "a", encoding="utf-8") as fh:
+        fh.write("{not json\n" * 20_000)
+    rc, text = cli(capsys, "validate", sub, "--dataset", tiny_dataset)
+    lines = text.splitlines()
+    assert rc == 1 and len(lines) <= Limits().max_problems + 2
+    assert f"... and {20_000 - Limits().max_problems:,} more problems not shown: metadata.bad_json x" in text
+    assert lines[-1].startswith(f"{SUBMISSION_ID}: INVALID: 20000 errors")
+
+
+def test_the_json_report_counts_what_it_leaves_out(sub):
+    with open(sub / "metadata.jsonl", "a", encoding="utf-8") as fh:
+        fh.write("[]\n" * 500)
+    report = validate(sub, limits=Limits(max_problems=10))
+    data = json.loads(report.to_json())
+    assert len(data["problems"]) == 10 and (data["errors"], data["warnings"]) == (500, 2)  # warnings: no dataset, mannequins
+    assert data["omitted"] == {"error": {"metadata.not_object": 490},
+                               "warning": {"coverage.skipped": 1, "file.duplicate_image": 1}}
+    assert Report.from_json(report.to_json()) == report and not report.valid
+
+
+def test_too_many_lines_stop_the_reading(sub):
+    report = validate(sub, limits=Limits(max_metadata_lines=5))
+    assert ("metadata.too_many_lines", "metadata.jsonl:6") in [(p.code, p.file) for p in report.errors]
+    assert report.checked["metadata_lines"] == 5

@@ -7,15 +7,25 @@ A submission is a folder ``submissions/<org>__<model>[__<tag>]/`` (see ``submiss
 * ``metadata.jsonl``: one line per image (:data:`METADATA_FIELDS`); prompts are never parsed from file
   names and images per prompt are never inferred from file counts;
 * the images, in ``images/`` or in a Hub dataset pinned at a revision (``hf://datasets/ORG/REPO@REV``).
+
+Every stage reads the two files through :func:`read_spec` and :func:`read_metadata` (``validate`` through
+the same YAML loader and line reader, with a problem report instead of an exception), so what validate
+accepts, evaluate and the site read the same way: ``metadata.jsonl`` is split on ``\n`` only (a U+2028 inside
+a JSON string is not a line break), and both files hold JSON values only (no YAML dates, sets, binary,
+non-string keys; no NaN or infinity; integers within 64 bits).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -27,6 +37,13 @@ SUBMISSION_YAML = "submission.yaml"
 METADATA = "metadata.jsonl"
 IMAGES = "images"
 FORMAT_VERSION = 1
+#: The longest submission id, in characters (ids are ASCII): every name derived from it must fit the 255-byte
+#: file-name limit with room to spare: ``.<id>.shards.tmp-XXXXXXXX``, ``<id>.shards``, ``.<id>.old-<pid>``,
+#: lock files, ``<id>.html``, and the same names under the site's ``model/`` and ``thumbs/``.
+MAX_SUBMISSION_ID = 128
+#: The longest metadata.jsonl line, in bytes (a line is one image's few fields).
+MAX_LINE_BYTES = 16 * 2**10
+_INT64 = 2**63
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,177 @@ def submission_id(spec: dict) -> str:
     """``<org>__<model>[__<tag>]``: the folder name a submission must have."""
     parts = [get(spec, "organization"), get(spec, "model.name"), get(spec, "tag")]
     return "__".join(slug(str(p)) for p in parts if p)
+
+
+def submission_id_problem(sid: str) -> str | None:
+    """Why ``sid`` cannot name a submission (too long for the names derived from it), or None."""
+    if len(sid) > MAX_SUBMISSION_ID:
+        return f"the submission id {sid[:40]}... is {len(sid)} characters long; the limit is {MAX_SUBMISSION_ID}"
+    return None
+
+
+def json_problems(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """(dotted path, what it is) of every part of ``value`` that JSON cannot hold as it is: dates and times,
+    sets, binary data, tuples (YAML ``!!omap`` / ``!!pairs``), non-string keys, NaN or infinity, integers
+    beyond 64 bits. Shared or recursive containers are visited once."""
+    found: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, dict):
+                for key, child in node.items():
+                    child_path = f"{where}.{key}" if where else str(key)
+                    if not isinstance(key, str):
+                        found.append((child_path, f"has a key of type {type(key).__name__}, not a string"))
+                    stack.append((child, child_path))
+            else:
+                stack += [(child, f"{where}[{i}]") for i, child in enumerate(node)]
+        elif isinstance(node, bool) or node is None or isinstance(node, str):
+            continue
+        elif isinstance(node, int):
+            if not -_INT64 <= node < _INT64:
+                found.append((where, f"is an integer of {len(str(abs(node)))} digits, beyond 64 bits"))
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                found.append((where, f"is {node}, not a finite number"))
+        else:
+            kind = {datetime.datetime: "a date and time", datetime.date: "a date", set: "a set", bytes: "binary data",
+                    tuple: "a list of pairs (!!omap / !!pairs)"}.get(type(node), f"a {type(node).__name__}")
+            found.append((where, f"is {kind}, which JSON cannot hold"))
+    return sorted(found)
+
+
+class YamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases (``*name``): the building block of YAML bombs and cycles."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"uses the alias *{event.anchor}", event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def check_json_values(spec: dict, source: str | Path) -> None:
+    """A :class:`CultureboardError` naming ``source`` and the first value of ``spec`` JSON cannot hold (see
+    :func:`json_problems`), if any."""
+    bad = json_problems(spec)
+    if bad:
+        where, what = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise CultureboardError(source, f"{where} {what}{more}", "quote dates and other values as strings ('2025-01-31'), "
+                                "use string keys and finite numbers")
+
+
+def read_spec(path: str | Path, *, partial: bool = False) -> dict:
+    """``submission.yaml`` as a dict of JSON values; a :class:`CultureboardError` naming the file, line and
+    problem otherwise (unreadable, not UTF-8, bad YAML, aliases, not a mapping, a value JSON cannot hold).
+    ``partial``: a user's partial spec for ``package``, whose unquoted top-level ``date`` (which YAML reads
+    as a date) becomes its ``YYYY-MM-DD`` text."""
+    path = Path(path)
+    fix = "correct it (see submissions/README.md), then run `cultureboard validate` on the submission"
+    try:
+        spec = yaml.load(path.read_bytes().decode("utf-8"), Loader=YamlLoader)
+    except OSError as exc:
+        raise CultureboardError(path, f"cannot be read ({exc.strerror})", "check that the file exists and is readable") from None
+    except UnicodeDecodeError as exc:
+        raise CultureboardError(path, f"is not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise CultureboardError(where, f"is not valid YAML ({getattr(exc, 'problem', None) or exc.__class__.__name__})",
+                                fix) from None
+    except RecursionError:
+        raise CultureboardError(path, "nests too deeply", fix) from None
+    if not isinstance(spec, dict):
+        raise CultureboardError(path, "is not a YAML mapping of submission.yaml fields",
+                                "write it as `organization: ...`, `model: {name: ...}` (see submissions/README.md)")
+    if partial and type(spec.get("date")) is datetime.date:
+        spec["date"] = spec["date"].isoformat()
+    check_json_values(spec, path)
+    return spec
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object with a key given twice."""
+
+
+class NotFiniteError(ValueError):
+    """A JSON line with NaN or Infinity (which Python's json accepts and JSON does not)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        keys = [k for k, _ in pairs]
+        raise DuplicateKeyError(next(k for k in keys if keys.count(k) > 1))
+    return out
+
+
+def _not_finite(name: str) -> None:
+    raise NotFiniteError(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise NotFiniteError(text)
+    return value
+
+
+def parse_metadata_line(raw: bytes) -> Any:
+    """One metadata.jsonl line as strict JSON: UTF-8, no repeated keys, no NaN / Infinity (nor 1e999). Raises
+    UnicodeDecodeError, json.JSONDecodeError, :class:`DuplicateKeyError`, :class:`NotFiniteError`, or
+    ValueError / RecursionError (integers too long to convert, nesting too deep)."""
+    return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_not_finite,
+                      parse_float=_finite_float)
+
+
+def metadata_lines(fh: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, bytes without the ``\n``, length) of every line of an open metadata.jsonl, split on
+    ``\n`` only; a line longer than ``max_line_bytes`` comes as (n, None, length), its bytes skipped,
+    never held (so memory stays bounded whatever the file holds)."""
+    n = 0
+    while raw := fh.readline(max_line_bytes + 2):
+        n += 1
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        if len(line) <= max_line_bytes:
+            yield n, line, len(line)
+            continue
+        length = len(line)
+        while not raw.endswith(b"\n") and (raw := fh.readline(2**16)):
+            length += len(raw) - raw.endswith(b"\n")
+        yield n, None, length
+
+
+def read_metadata(path: str | Path, max_line_bytes: int = MAX_LINE_BYTES) -> list[dict]:
+    """The rows of ``metadata.jsonl`` (blank lines skipped), read as validate reads them; a
+    :class:`CultureboardError` naming ``FILE:LINE`` on the first line that is not a strict JSON object."""
+    path = Path(path)
+    fix = f"run `cultureboard validate {path.parent}` and fix what it reports"
+    rows = []
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+            for n, line, length in metadata_lines(fh, max_line_bytes):
+                if line is None:
+                    raise CultureboardError(f"{path}:{n}", f"is {length:,} bytes; a line may have {max_line_bytes:,}", fix)
+                if not line.strip():
+                    continue
+                try:
+                    row = parse_metadata_line(line)
+                except (ValueError, RecursionError) as exc:
+                    raise CultureboardError(f"{path}:{n}", f"is not a strict JSON line ({exc.__class__.__name__}: "
+                                            f"{str(exc)[:80]})", fix) from None
+                if not isinstance(row, dict):
+                    raise CultureboardError(f"{path}:{n}", "is not a JSON object", fix)
+                rows.append(row)
+    except OSError as exc:
+        raise CultureboardError(path, f"cannot be read ({exc.strerror})", "check that the file exists and is readable") from None
+    return rows
 
 
 _HF = re.compile(r"^hf://datasets/(?P<repo>[\w.-]+/[\w.-]+)@(?P<revision>[\w.-]+)$")

@@ -7,16 +7,23 @@ Checks, in the order they are reported:
   system files (``.*``, ``__MACOSX``, ``Thumbs.db``, ``desktop.ini``), no executables (exec bit, ELF,
   MZ, ``#!``) or archives (magic or extension), and nothing but ``submission.yaml``,
   ``metadata.jsonl``, an optional ``README.md`` and the images that ``metadata.jsonl`` lists;
-* ``submission.yaml``: safe YAML, the fields of :data:`~.submission.FIELDS` (required, types,
-  choices, null), unknown fields (warning), format version, date, folder name, image location,
-  revision format; with a dataset folder, the prompt set exists and the revision matches it;
-* ``metadata.jsonl``: JSON objects with the fields of :data:`~.submission.METADATA_FIELDS`, no
-  duplicated lines, prompt/sample pairs or files, paths that stay inside the folder;
+* ``submission.yaml``: safe YAML without aliases, JSON values only anywhere (no dates, sets, binary,
+  non-string keys, NaN or infinity: evaluate and the site read the file as JSON data), the fields of
+  :data:`~.submission.FIELDS` (required, types, choices, null), unknown fields (warning), format
+  version, date (not in the future), folder name and its length (:data:`~.format.MAX_SUBMISSION_ID`),
+  image location, revision format; with a dataset folder, the prompt set exists and the revision
+  matches it;
+* ``metadata.jsonl``: read as every stage reads it (:func:`~.format.metadata_lines`: split on ``\n``
+  only, streamed, at most ``max_metadata_lines`` lines), strict JSON objects with the fields of
+  :data:`~.submission.METADATA_FIELDS`, no duplicated lines, prompt/sample pairs or files, paths that
+  stay inside the folder;
 * coverage (needs the dataset): every prompt x sample present exactly once with the prompt set's
   seed, no unknown prompt ids, complete I2I chains with the right edit steps and source files;
-* images (local location): size cap, format matches the extension, dimensions within
-  :class:`Limits` (read from the header, before any pixel is decoded), intact file, sha256 matches,
-  and no image submitted for two prompts with different texts;
+* images (local location), by :func:`cultureboard.images.inspect_image`: size cap, format matches the
+  extension, dimensions within :class:`Limits` (read from the header, before any pixel is decoded),
+  intact file, no PNG text bomb, 8 bits a sample, one frame, the displayed size (after EXIF orientation)
+  equal to ``generation.width`` x ``generation.height``; then sha256 matches, and no image submitted for
+  two prompts with different texts;
 * text: every string in both files is free of control and bidirectional-override characters and
   within a length limit (the site shows them).
 
@@ -32,19 +39,19 @@ decodes every image when scoring anyway.
 
 :data:`CODES` lists the problem codes; they are stable (CI, PR comments and tests key on them).
 Validation never writes anything and never raises on a bad submission; a bad ``--dataset`` or a
-missing submission folder is a usage error (:class:`CultureboardError` with exit code 2).
+missing submission folder is a usage error (:class:`CultureboardError` with exit code 2). A report keeps
+the first ``max_problems`` problems and counts the rest by code (:attr:`Report.omitted`), so a huge
+broken file gives a short report in bounded memory.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import io
 import json
 import os
 import re
 import stat
-import struct
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -57,16 +64,26 @@ from PIL import Image
 
 from cultureboard.dataset_folder import configs, local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.images import IMAGE_CODES, ImageLimits, inspect_image
 
 from .format import (
     FIELDS,
     FORMAT_VERSION,
+    MAX_LINE_BYTES,
+    MAX_SUBMISSION_ID,
     METADATA,
     METADATA_FIELDS,
     SUBMISSION_YAML,
+    DuplicateKeyError,
+    NotFiniteError,
+    YamlLoader,
     get,
+    json_problems,
+    metadata_lines,
     parse_location,
+    parse_metadata_line,
     submission_id,
+    submission_id_problem,
 )
 
 README = "README.md"
@@ -91,21 +108,24 @@ CODES: dict[str, str] = {
     "schema.yaml_syntax": "submission.yaml is not UTF-8 YAML",
     "schema.not_mapping": "submission.yaml is not a mapping of fields",
     "schema.yaml_alias": "submission.yaml uses aliases (*name), the building block of YAML bombs and cycles",
+    "schema.not_json": "a value JSON cannot hold: a date or time, set, binary, non-string key, NaN, infinity, integer beyond 64 bits",
     "schema.duplicate_key": "a key repeated in one mapping of submission.yaml",
     "schema.missing_field": "a required field is missing or null",
     "schema.wrong_type": "a field (or section) has the wrong type",
     "schema.bad_choice": "a field's value is not one of its choices",
     "schema.unknown_field": "a field that the format does not define (warning)",
     "schema.format_version": "format_version is not the current version",
-    "schema.bad_date": "date is not a valid YYYY-MM-DD date",
+    "schema.bad_date": "date is not a valid YYYY-MM-DD date, or is in the future",
     "schema.folder_name": "the folder name is not <org>__<model>[__<tag>] of the yaml",
+    "schema.id_too_long": f"the submission id <org>__<model>[__<tag>] is longer than {MAX_SUBMISSION_ID} characters",
     "schema.bad_location": "images.location is neither a relative folder nor hf://datasets/ORG/REPO@REV",
     "schema.bad_revision": "prompt_set.revision is neither a 40-hex Hub commit nor sha256:<hex>",
     "schema.unknown_prompt_set": "the dataset has no such prompt set",
     "schema.wrong_revision": "prompt_set.revision is not the dataset folder's revision",
     "schema.revision_unchecked": "a Hub commit cannot be compared with a local dataset folder (warning)",
     # metadata.jsonl
-    "metadata.bad_json": "a line that is not UTF-8 JSON (or too long)",
+    "metadata.bad_json": "a line that is not strict UTF-8 JSON (NaN, infinity, integers beyond 64 bits) or is too long",
+    "metadata.too_many_lines": "metadata.jsonl has more lines than the limit (the rest is not read)",
     "metadata.not_object": "a line that is not a JSON object",
     "metadata.duplicate_key": "a key repeated within one line",
     "metadata.empty": "metadata.jsonl lists no images",
@@ -129,16 +149,7 @@ CODES: dict[str, str] = {
     # image files
     "file.skipped": "images on the Hub are not downloaded by validate, so files were not checked (warning)",
     "file.missing": "a listed file does not exist",
-    "file.unreadable": "a file cannot be read (permissions, I/O error)",
-    "file.too_large": "a file larger than its byte limit",
-    "file.bad_extension": "an image extension other than .png, .jpg, .jpeg, .webp",
-    "file.not_an_image": "not a PNG, JPEG or WebP image, or a header too damaged to read",
-    "file.format_mismatch": "the real format differs from the extension",
-    "file.dimensions": "width, height or pixel count above the limits (checked before decoding)",
-    "file.too_small": "width or height below the minimum",
-    "file.truncated": "the file ends early",
-    "file.trailing_data": "data after the image's end",
-    "file.corrupt": "checksum or decoding error",
+    **IMAGE_CODES,  # file.unreadable, file.too_large, ... of cultureboard.images.inspect_image
     "file.sha256_mismatch": "the file's sha256 is not the one metadata.jsonl records",
     "file.duplicate_image": "the same image for prompts with different texts (warning without a dataset)",
     # pull-request scope
@@ -157,12 +168,19 @@ class Limits:
     min_side: int = 64
     max_side: int = 4096
     max_pixels: int = 4096 * 4096
+    max_text_bytes: int = 2**20  # an image's PNG text chunks, decompressed
     max_yaml_bytes: int = 2**20
     max_metadata_bytes: int = 256 * 2**20
-    max_line_bytes: int = 16 * 2**10
+    max_metadata_lines: int = 500_000
+    max_line_bytes: int = MAX_LINE_BYTES
     max_name_chars: int = 200  # fields of FIELDS and METADATA_FIELDS, keys
     max_text_chars: int = 500  # other strings: links, generation.extra, unknown fields
     max_training_data_chars: int = 2000  # model.training_data, the one field that may span lines
+    max_problems: int = 200  # problems kept in a report; the rest are counted by code
+
+    @property
+    def image(self) -> ImageLimits:
+        return ImageLimits(self.max_file_bytes, self.min_side, self.max_side, self.max_pixels, self.max_text_bytes)
 
 
 @dataclass(frozen=True)
@@ -176,11 +194,13 @@ class Problem:
 
 @dataclass
 class Report:
-    """The outcome: ``valid`` when no problem is an error."""
+    """The outcome: ``valid`` when no problem is an error. ``omitted`` counts the problems left out of
+    ``problems`` (beyond :attr:`Limits.max_problems`): {"error" | "warning": {code: count}}."""
 
     submission: str
     problems: list[Problem] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)
+    omitted: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Problem]:
@@ -190,34 +210,53 @@ class Report:
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "warning"]
 
+    def count(self, severity: str) -> int:
+        """Problems of ``severity``, the omitted ones included."""
+        return sum(p.severity == severity for p in self.problems) + sum(self.omitted.get(severity, {}).values())
+
     @property
     def valid(self) -> bool:
-        return not self.errors
+        return self.count("error") == 0
+
+    @classmethod
+    def combined(cls, reports: list[Report]) -> Report:
+        """One report of several (PR scope and submission): the last one's name and counts."""
+        omitted: dict[str, dict[str, int]] = {}
+        for r in reports:
+            for severity, codes in r.omitted.items():
+                for code, n in codes.items():
+                    omitted.setdefault(severity, {})[code] = omitted.get(severity, {}).get(code, 0) + n
+        return cls(reports[-1].submission, [p for r in reports for p in r.problems], reports[-1].checked, omitted)
 
     def to_json(self) -> str:
-        return json.dumps({"submission": self.submission, "valid": self.valid, "errors": len(self.errors),
-                           "warnings": len(self.warnings), "checked": self.checked,
-                           "problems": [asdict(p) for p in self.problems]}, indent=2)
+        return json.dumps({"submission": self.submission, "valid": self.valid, "errors": self.count("error"),
+                           "warnings": self.count("warning"), "checked": self.checked,
+                           "problems": [asdict(p) for p in self.problems], "omitted": self.omitted}, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> Report:
         data = json.loads(text)
-        return cls(data["submission"], [Problem(**p) for p in data["problems"]], data["checked"])
+        return cls(data["submission"], [Problem(**p) for p in data["problems"]], data["checked"], data.get("omitted", {}))
 
     def to_text(self) -> str:
-        """One line per problem, errors first, then a summary line."""
+        """One line per problem, errors first, a line for the problems left out, then a summary line."""
         lines = [f"{p.severity.upper()} {p.file}: {p.message} (fix: {p.fix}) [{p.code}]" for p in self.errors + self.warnings]
+        left = {code: n for codes in self.omitted.values() for code, n in codes.items()}
+        if left:
+            top = sorted(left.items(), key=lambda kv: -kv[1])
+            lines.append(f"... and {sum(left.values()):,} more problems not shown: "
+                         + ", ".join(f"{code} x {n:,}" for code, n in top[:8]) + (", ..." if len(top) > 8 else ""))
         counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in self.checked.items())
         verdict = "valid" if self.valid else "INVALID"
-        lines.append(f"{self.submission}: {verdict}: {len(self.errors)} errors, {len(self.warnings)} warnings ({counts})")
+        lines.append(f"{self.submission}: {verdict}: {self.count('error')} errors, {self.count('warning')} warnings ({counts})")
         return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------- text and paths
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # C0, DEL, C1 and lone surrogates
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # C0, DEL, C1, line / paragraph separators, lone surrogates
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -268,8 +307,6 @@ _ARCHIVE_EXTENSIONS = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".ra
 _EXECUTABLE_MAGIC = (b"\x7fELF", b"MZ", b"#!")
 _ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"7z\xbc\xaf\x27\x1c",
                   b"Rar!\x1a\x07", b"\x28\xb5\x2f\xfd")
-_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP"}
-_EXTENSION = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp"}
 
 
 def _dangerous(name: str, head: bytes) -> tuple[str, str] | None:
@@ -286,92 +323,26 @@ def _open_nofollow(path: str | Path):
     return open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
 
 
-def _check_image(root: Path, limits: Limits, full_decode: bool, item: tuple[str, int, str | None]) -> list[Problem]:
-    """Every problem of one listed image file: read once, hashed, then opened from memory."""
+def _check_image(root: Path, limits: Limits, size: tuple[int, int] | None, full_decode: bool,
+                 item: tuple[str, int, str | None]) -> list[Problem]:
+    """Every problem of one listed image file (:func:`~cultureboard.images.inspect_image`: read once,
+    checked from its header and structure), its sha256, and whether it is an executable or an archive."""
     name, line, declared = item
-    out: list[Problem] = []
-
-    def error(code: str, message: str, fix: str) -> list[Problem]:
-        out.append(_problem("error", code, name, message, fix))
-        return out
-
-    try:
-        with _open_nofollow(os.path.join(root, name)) as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > limits.max_file_bytes:
-                return error("file.too_large", f"is {size:,} bytes; the limit is {limits.max_file_bytes:,}",
-                             "save it as PNG with compression, or as high-quality JPEG/WebP")
-            data = fh.read()
-    except OSError as exc:
-        return error("file.unreadable", f"cannot be read ({exc.strerror})", "check that it is a readable regular file")
-    if declared and hashlib.sha256(data).hexdigest() != declared:
-        error("file.sha256_mismatch", f"its sha256 differs from the one {METADATA}:{line} records",
-              f"recompute the sha256 of the file (sha256sum {name}) and update {METADATA}, or restore the file")
-    danger = _dangerous(name, data[:512])
-    if danger:
-        return error(*danger, "submit only PNG, JPEG or WebP images")
-    extension = os.path.splitext(name)[1].lower()
-    if extension not in _FORMATS:
-        return error("file.bad_extension", f"has extension {_show(extension)}", "use .png, .jpg, .jpeg or .webp")
-    try:
-        img = Image.open(io.BytesIO(data), formats=list(_EXTENSION))  # reads the header only
-    except Image.DecompressionBombError as exc:
-        return error("file.dimensions", f"is too large to decode safely ({exc})", "submit images within the limits")
-    except Exception:  # noqa: BLE001 - a decoder's reaction to hostile bytes can be any exception
-        return error("file.not_an_image", "is not a readable PNG, JPEG or WebP image", "re-save it as PNG")
-    with img:
-        fmt, (width, height) = img.format, img.size
-        if fmt != _FORMATS[extension]:
-            error("file.format_mismatch", f"is a {fmt} image but its extension {extension} says {_FORMATS[extension]}",
-                  f"rename it to end in {_EXTENSION.get(fmt, '.' + fmt.lower())} (and update {METADATA}), "
-                  f"or re-save it as {_FORMATS[extension]}")
-        if width > limits.max_side or height > limits.max_side or width * height > limits.max_pixels:
-            return error("file.dimensions", f"is {width}x{height} pixels; the limits are {limits.max_side} px a side "
-                         f"and {limits.max_pixels:,} pixels", "submit images at the resolution the model generates, "
-                         "downscaled if above the limits")
-        if min(width, height) < limits.min_side:
-            error("file.too_small", f"is {width}x{height} pixels; the minimum is {limits.min_side} px a side",
-                  "submit images at the resolution the model generates")
-        if full_decode:
-            try:
-                img.verify()  # PNG: the CRC-32 of every chunk
-            except Exception as exc:  # noqa: BLE001 - as above
-                return out + _integrity_error(name, exc)
-    if bad_end := _bad_end(fmt, data):
-        return error(*bad_end, "re-save or re-download the image; it must end where the image ends")
-    if full_decode:
+    info = inspect_image(os.path.join(root, name), name=name, limits=limits.image, size=size, full_decode=full_decode)
+    out = [_problem("error", p.code, name, p.message, p.fix) for p in info.problems]
+    if info.format is None and info.sha256 is not None:  # read, but not an image: say what it is, if dangerous
         try:
-            with Image.open(io.BytesIO(data), formats=[fmt]) as img:
-                img.load()
-        except Exception as exc:  # noqa: BLE001 - as above
-            out += _integrity_error(name, exc)
+            with _open_nofollow(os.path.join(root, name)) as fh:
+                danger = _dangerous(name, fh.read(512))
+        except OSError:
+            danger = None
+        if danger:
+            out = [_problem("error", danger[0], name, danger[1], "submit only PNG, JPEG or WebP images")]
+    if declared and info.sha256 is not None and info.sha256 != declared:
+        out.insert(0, _problem("error", "file.sha256_mismatch", name, f"its sha256 differs from the one {METADATA}:{line} "
+                               f"records", f"recompute the sha256 of the file (sha256sum {name}) and update {METADATA}, "
+                               "or restore the file"))
     return out
-
-
-def _bad_end(fmt: str, data: bytes) -> tuple[str, str] | None:
-    """(code, message) when an image does not end where its structure says: a PNG's chunks walked (by
-    their lengths) to IEND, a JPEG's end-of-image marker, a WebP's RIFF length."""
-    if fmt == "PNG":
-        pos = 8
-        while pos + 8 <= len(data):
-            length, kind = struct.unpack_from(">I4s", data, pos)
-            pos += 12 + length
-            if kind == b"IEND" and pos == len(data):
-                return None
-            if kind == b"IEND" and pos < len(data):
-                return "file.trailing_data", f"has {len(data) - pos:,} bytes after its end chunk (IEND)"
-        return "file.truncated", "ends before its end chunk (IEND): it is truncated"
-    if fmt == "JPEG" and not data.endswith(b"\xff\xd9"):
-        return "file.truncated", "does not end with the JPEG end-of-image marker: it is truncated or has data appended"
-    if fmt == "WEBP" and int.from_bytes(data[4:8], "little") + 8 + len(data) % 2 != len(data):
-        return "file.truncated", "has a RIFF length that differs from its size: it is truncated or has data appended"
-    return None
-
-
-def _integrity_error(name: str, exc: Exception) -> list[Problem]:
-    if "runcated" in str(exc):
-        return [_problem("error", "file.truncated", name, f"is truncated ({exc})", "re-save or re-download the image")]
-    return [_problem("error", "file.corrupt", name, f"is damaged ({exc.__class__.__name__}: {exc})", "re-save the image")]
 
 
 # ------------------------------------------------------------------------------------ the validation
@@ -382,32 +353,14 @@ _KNOWN = {f.path for f in FIELDS} | set(_SECTIONS)
 _FREE = {f.path for f in FIELDS if f.type is dict}  # mappings whose keys are the submitter's
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    keys = [k for k, _ in pairs]
-    for k in keys:
-        if keys.count(k) > 1:
-            raise _DuplicateKey(k)
-    return dict(pairs)
-
-
-def _yaml_lines(root: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]], bool]:
-    """{dotted path: line} of every mapping key, (path, line) of keys repeated within their mapping, and
-    whether an alias (``*name``) makes one node appear twice (a YAML bomb's or a cycle's building block)."""
+def _yaml_lines(root: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    """{dotted path: line} of every mapping key, and (path, line) of keys repeated within their mapping
+    (the loader refuses aliases, so the nodes form a tree)."""
     lines: dict[str, int] = {}
     dupes: list[tuple[str, int]] = []
-    seen: set[int] = set()
-    aliased = False
     stack = [(root, "")]
     while stack:
         node, prefix = stack.pop()
-        if id(node) in seen:
-            aliased = True
-            continue
-        seen.add(id(node))
         if isinstance(node, yaml.SequenceNode):
             stack += [(item, prefix) for item in node.value]
         elif isinstance(node, yaml.MappingNode):
@@ -420,7 +373,7 @@ def _yaml_lines(root: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]],
                     keys.add(key.value)
                     lines.setdefault(path, key.start_mark.line + 1)
                 stack += [(key, prefix), (value, path + ".")]
-    return lines, sorted(dupes, key=lambda d: d[1]), aliased
+    return lines, sorted(dupes, key=lambda d: d[1])
 
 
 class _Validation:
@@ -432,12 +385,29 @@ class _Validation:
         self.lines: dict[str, int] = {}  # submission.yaml: dotted path -> line
         self.prompt_set = ""
         self.checked_images = 0
+        self.omitted: dict[str, dict[str, int]] = {}
+
+    def add(self, problem: Problem) -> None:
+        """Keep the problem, or count it once :attr:`Limits.max_problems` are kept."""
+        if self.full(problem.severity, problem.code):
+            return
+        self.problems.append(problem)
+
+    def full(self, severity: str, code: str) -> bool:
+        """Whether :attr:`Limits.max_problems` are kept (then the problem is counted, not kept)."""
+        if len(self.problems) < self.limits.max_problems:
+            return False
+        codes = self.omitted.setdefault(severity, {})
+        codes[code] = codes.get(code, 0) + 1
+        return True
 
     def error(self, code: str, file: str, message: str, fix: str) -> None:
-        self.problems.append(_problem("error", code, file, message, fix))
+        if not self.full("error", code):
+            self.problems.append(_problem("error", code, file, message, fix))
 
     def warn(self, code: str, file: str, message: str, fix: str) -> None:
-        self.problems.append(_problem("warning", code, file, message, fix))
+        if not self.full("warning", code):
+            self.problems.append(_problem("warning", code, file, message, fix))
 
     def at(self, path: str) -> str:
         """``submission.yaml:LINE`` of a dotted path (or of its nearest parent that exists)."""
@@ -481,8 +451,8 @@ class _Validation:
                     continue
                 self.flagged.add(rel)
 
-    def read_whole(self, rel: str, limit: int) -> bytes | None:
-        """The bytes of ``submission.yaml`` or ``metadata.jsonl``; None (reported if needed) otherwise."""
+    def open_listed(self, rel: str, limit: int):
+        """``submission.yaml`` or ``metadata.jsonl`` opened for reading; None (reported if needed) otherwise."""
         if rel not in self.files:
             if rel not in self.flagged:
                 self.error("folder.missing_file", rel, "is missing", f"add {rel} (see submissions/README.md)")
@@ -491,8 +461,19 @@ class _Validation:
             self.error("file.too_large", rel, f"is {self.files[rel].st_size:,} bytes; the limit is {limit:,}", "shorten it")
             return None
         try:
-            with _open_nofollow(self.root / rel) as fh:
-                return fh.read()
+            return _open_nofollow(self.root / rel)
+        except OSError as exc:
+            self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
+            return None
+
+    def read_whole(self, rel: str, limit: int) -> bytes | None:
+        """The bytes of ``submission.yaml``; None (reported if needed) otherwise."""
+        fh = self.open_listed(rel, limit)
+        if fh is None:
+            return None
+        try:
+            with fh:
+                return fh.read(limit + 1)
         except OSError as exc:
             self.error("file.unreadable", rel, f"cannot be read ({exc.strerror})", "check its permissions")
             return None
@@ -555,7 +536,7 @@ class _Validation:
         if data is None:
             return None
         try:
-            loader = yaml.SafeLoader(data.decode("utf-8"))
+            loader = YamlLoader(data.decode("utf-8"))
             try:
                 node = loader.get_single_node()
                 spec = loader.construct_document(node) if node is not None else None
@@ -567,6 +548,10 @@ class _Validation:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{SUBMISSION_YAML}:{mark.line + 1}" if mark else SUBMISSION_YAML
+            if str(getattr(exc, "problem", "")).startswith("uses the alias"):
+                self.error("schema.yaml_alias", where, f"{exc.problem} (YAML aliases are not allowed)",
+                           "write every value out in full")
+                return None
             detail = getattr(exc, "problem", None) or str(exc)
             column = f" at column {mark.column + 1}" if mark else ""
             self.error("schema.yaml_syntax", where, f"is not valid YAML: {detail}{column}",
@@ -581,14 +566,25 @@ class _Validation:
             self.error("schema.not_mapping", SUBMISSION_YAML, f"is {what}, not a mapping of fields",
                        "write `field: value` lines as in submissions/README.md")
             return None
-        self.lines, dupes, aliased = _yaml_lines(node)
-        if aliased:
-            self.error("schema.yaml_alias", SUBMISSION_YAML, "uses YAML aliases (*name)", "write every value out in full")
+        self.lines, dupes = _yaml_lines(node)
         for path, line in dupes:
             self.error("schema.duplicate_key", f"{SUBMISSION_YAML}:{line}", f"{path} is given twice", "keep one of them")
         self.check_fields(spec)
+        self.check_json(spec)
         self.yaml_text(spec, "", set())
         return spec
+
+    def check_json(self, spec: dict) -> None:
+        """Values JSON cannot hold, anywhere (a typed field of the wrong type is reported by check_fields)."""
+        typed = {f.path: f for f in FIELDS}
+        for path, what in json_problems(spec):
+            f = typed.get(path)
+            if f is not None and not _type_ok(get(spec, f.path), f.type):
+                continue
+            value = get(spec, path) if "[" not in path else None
+            fix = (f"quote it: '{value.isoformat()}'" if isinstance(value, datetime.date)
+                   else "write it as a string (quoted), a finite number or a mapping with string keys")
+            self.error("schema.not_json", self.at(path), f"{path} {what}", fix)
 
     def check_fields(self, spec: dict) -> None:
         bad_sections = set()
@@ -641,8 +637,14 @@ class _Validation:
             if not ok:
                 self.error("schema.bad_date", self.at("date"), f"date {_show(date)} is not a YYYY-MM-DD date",
                            "write the generation date as YYYY-MM-DD, e.g. 2025-01-31")
+            elif datetime.date.fromisoformat(date) > datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1):
+                self.error("schema.bad_date", self.at("date"), f"date {date} is in the future",
+                           "write the date the images were generated, YYYY-MM-DD")
         if isinstance(get(spec, "organization"), str) and isinstance(get(spec, "model.name"), str):
             expected, actual = submission_id(spec), self.root.resolve().name
+            if too_long := submission_id_problem(expected):
+                self.error("schema.id_too_long", self.at("organization"), too_long, "shorten organization, model.name or "
+                           "tag: the id names folders and files of the results and the site")
             if expected != actual:
                 self.error("schema.folder_name", SUBMISSION_YAML, f"the folder is named {_show(actual)}, but "
                            f"organization, model.name and tag make {_show(expected)}",
@@ -692,57 +694,88 @@ class _Validation:
     # --- metadata.jsonl
 
     def read_metadata(self) -> list[tuple[int, dict]]:
-        """(line number, the row's well-formed fields) of every distinct line."""
-        data = self.read_whole(METADATA, self.limits.max_metadata_bytes)
-        if data is None:
+        """(line number, the row's well-formed fields) of every distinct line, read line by line as
+        :func:`~.format.read_metadata` reads them (memory: the rows, a 16-byte digest a line, the problems kept)."""
+        fh = self.open_listed(METADATA, self.limits.max_metadata_bytes)
+        if fh is None:
             return []
         rows: list[tuple[int, dict]] = []
-        seen: dict[str, int] = {}
-        unknown: dict[str, list[int]] = {}
+        seen: dict[bytes, int] = {}
+        unknown: dict[str, list[int]] = {}  # key -> [first line, lines]; at most _UNKNOWN_KEYS keys, the rest counted
+        more_unknown = 0
         known = {f.name for f in METADATA_FIELDS}
-        for n, raw in enumerate(data.split(b"\n"), 1):
-            where = f"{METADATA}:{n}"
-            if not raw.strip():
-                continue
-            if len(raw) > self.limits.max_line_bytes:
-                self.error("metadata.bad_json", where, f"is {len(raw):,} bytes; a line may have {self.limits.max_line_bytes:,}",
-                           "write one short JSON object per image")
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
-            except _DuplicateKey as exc:
-                self.error("metadata.duplicate_key", where, f"gives {_show(exc.args[0])} twice", "keep one of them")
-                continue
-            except UnicodeDecodeError as exc:
-                self.error("metadata.bad_json", where, f"is not UTF-8 (byte {exc.start})", f"save {METADATA} as UTF-8")
-                continue
-            except json.JSONDecodeError as exc:
-                self.error("metadata.bad_json", where, f"is not valid JSON: {exc.msg} at column {exc.colno}",
-                           "write one JSON object per line")
-                continue
-            except (ValueError, RecursionError) as exc:
-                self.error("metadata.bad_json", where, f"is not usable JSON ({exc.__class__.__name__})",
-                           "write one JSON object per line")
-                continue
-            if not isinstance(obj, dict):
-                self.error("metadata.not_object", where, f"is {type(obj).__name__}, not a JSON object",
-                           'write {"file_name": ..., "prompt_id": ..., ...} objects, one per line')
-                continue
-            canonical = json.dumps(obj, sort_keys=True)
-            if canonical in seen:
-                self.error("metadata.duplicate_line", where, f"repeats line {seen[canonical]}", "delete the repeated line")
-                continue
-            seen[canonical] = n
-            for key in obj:
-                if key not in known:
-                    unknown.setdefault(key, []).append(n)
-            rows.append((n, self.check_row(where, obj)))
-        for key, lines in unknown.items():
-            self.warn("metadata.unknown_field", f"{METADATA}:{lines[0]}", f"key {_show(key)} is not a field of the "
-                      f"format (on {len(lines)} lines; ignored)", f"use only {', '.join(f.name for f in METADATA_FIELDS)}")
-        if not rows and not any(p.file.startswith(METADATA) for p in self.problems):
+        with fh:
+            for n, raw, length in metadata_lines(fh, self.limits.max_line_bytes):
+                where = f"{METADATA}:{n}"
+                if n > self.limits.max_metadata_lines:
+                    self.error("metadata.too_many_lines", where, f"is beyond the limit of {self.limits.max_metadata_lines:,} "
+                               "lines; the rest of the file was not read", "submit one line per image of the prompt set")
+                    break
+                if raw is None:
+                    self.error("metadata.bad_json", where, f"is {length:,} bytes; a line may have "
+                               f"{self.limits.max_line_bytes:,}", "write one short JSON object per image")
+                    continue
+                if not raw.strip():
+                    continue
+                obj = self.parse_line(where, raw)
+                if obj is None:
+                    continue
+                digest = hashlib.blake2b(json.dumps(obj, sort_keys=True).encode(), digest_size=16).digest()
+                if digest in seen:
+                    self.error("metadata.duplicate_line", where, f"repeats line {seen[digest]}", "delete the repeated line")
+                    continue
+                seen[digest] = n
+                for key in obj:
+                    if key in known:
+                        continue
+                    if key in unknown:
+                        unknown[key][1] += 1
+                    elif len(unknown) < _UNKNOWN_KEYS:
+                        unknown[key] = [n, 1]
+                    else:
+                        more_unknown += 1
+                rows.append((n, self.check_row(where, obj)))
+        for key, (first, count) in unknown.items():
+            self.warn("metadata.unknown_field", f"{METADATA}:{first}", f"key {_show(key)} is not a field of the "
+                      f"format (on {count} lines; ignored)", f"use only {', '.join(f.name for f in METADATA_FIELDS)}")
+        if more_unknown:
+            self.warn("metadata.unknown_field", METADATA, f"{more_unknown:,} more uses of keys that are not fields of "
+                      "the format (ignored)", f"use only {', '.join(f.name for f in METADATA_FIELDS)}")
+        if not rows and not any(p.file.startswith(METADATA) for p in self.problems) and not self.omitted:
             self.error("metadata.empty", METADATA, "lists no images", "add one line per image")
         return rows
+
+    def parse_line(self, where: str, raw: bytes) -> dict | None:
+        """One line as a JSON object of JSON values; None (reported) otherwise."""
+        try:
+            obj = parse_metadata_line(raw)
+        except DuplicateKeyError as exc:
+            self.error("metadata.duplicate_key", where, f"gives {_show(exc.args[0])} twice", "keep one of them")
+            return None
+        except UnicodeDecodeError as exc:
+            self.error("metadata.bad_json", where, f"is not UTF-8 (byte {exc.start})", f"save {METADATA} as UTF-8")
+            return None
+        except json.JSONDecodeError as exc:
+            self.error("metadata.bad_json", where, f"is not valid JSON: {exc.msg} at column {exc.colno}",
+                       "write one JSON object per line")
+            return None
+        except NotFiniteError as exc:
+            self.error("metadata.bad_json", where, f"has the number {_show(exc.args[0])}, which JSON does not allow",
+                       "write finite numbers only")
+            return None
+        except (ValueError, RecursionError) as exc:
+            self.error("metadata.bad_json", where, f"is not usable JSON ({exc.__class__.__name__})",
+                       "write one JSON object per line")
+            return None
+        if not isinstance(obj, dict):
+            self.error("metadata.not_object", where, f"is {type(obj).__name__}, not a JSON object",
+                       'write {"file_name": ..., "prompt_id": ..., ...} objects, one per line')
+            return None
+        bad = json_problems(obj)
+        if bad:
+            self.error("metadata.bad_json", where, f"{bad[0][0]} {bad[0][1]}", "write integers within 64 bits")
+            return None
+        return obj
 
     def check_row(self, where: str, obj: dict) -> dict:
         """The fields of one line that are present, typed right and safe."""
@@ -881,9 +914,10 @@ class _Validation:
 
     # --- images
 
-    def check_images(self, rows: list[tuple[int, dict]], location: Any, full_decode: bool, workers: int | None) -> set[str]:
-        """Check each listed local image once, in a thread pool (with an unknown location: those that exist);
-        returns the file names that are listed and local."""
+    def check_images(self, rows: list[tuple[int, dict]], location: Any, size: tuple[int, int] | None, full_decode: bool,
+                     workers: int | None) -> set[str]:
+        """Check each listed local image once, in a thread pool (with an unknown location: those that exist),
+        against the displayed ``size`` (width, height) when known; returns the file names that are listed and local."""
         listed = {row["file_name"] for _, row in rows if "file_name" in row}
         if location is not None and location.kind == "hub":
             self.warn("file.skipped", SUBMISSION_YAML, f"images are on the Hub ({location.path}@{location.revision}) "
@@ -904,10 +938,14 @@ class _Validation:
                 self.error("file.missing", f"{METADATA}:{n}", f"lists {_show(name)}, which does not exist",
                            "add the image, or correct file_name")
         with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as pool:
-            for problems in pool.map(partial(_check_image, self.root, self.limits, full_decode), todo):
-                self.problems += problems
+            for problems in pool.map(partial(_check_image, self.root, self.limits, size, full_decode), todo):
+                for problem in problems:
+                    self.add(problem)
         self.checked_images = len(todo)
         return listed
+
+
+_UNKNOWN_KEYS = 100  # distinct unknown metadata keys reported one by one
 
 
 def _chain_root(pid: str, prompts: dict[str, dict]) -> str:
@@ -946,14 +984,21 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
         if prompts is not None and rows:  # without usable lines, "everything is missing" says nothing new
             v.check_coverage(rows, prompts)
         location = get(spec or {}, "images.location")
-        listed = v.check_images(parsed, parse_location(location) if isinstance(location, str) else None, full_decode, workers)
+        listed = v.check_images(parsed, parse_location(location) if isinstance(location, str) else None,
+                                _generated_size(spec), full_decode, workers)
         if prompts is not None or dataset is None:  # a dataset that could not be used is reported already
             v.check_same_images(rows, prompts)
         v.check_folder(listed if parsed else None)
     checked = {"files": len(v.files), "metadata_lines": len(parsed), "images": v.checked_images}
     if prompts is not None:
         checked["prompts"] = len(prompts)
-    return Report(root.resolve().name, v.problems, checked)
+    return Report(root.resolve().name, v.problems, checked, v.omitted)
+
+
+def _generated_size(spec: dict | None) -> tuple[int, int] | None:
+    """(generation.width, generation.height) when both are positive integers, the size every image must have."""
+    size = (get(spec or {}, "generation.width"), get(spec or {}, "generation.height"))
+    return size if all(_type_ok(x, int) and x > 0 for x in size) else None
 
 
 def check_pr_scope(changed_files: list[str], submission_dir: str | Path | None = None) -> Report:
