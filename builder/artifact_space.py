@@ -19,6 +19,44 @@ from .kb_sparql import SparqlKnowledgeBase
 from .traversal import extract_artifacts, load_concepts, select_concepts
 
 
+def option_error(name: str, value, config, problem: str, fix: str) -> CultureboardError:
+    """The error for option ``name`` (``concepts``, ``max_malformed``): from the command line (``config``
+    None: a usage error naming ``--max-malformed VALUE``) or from a build config file (bad input naming
+    the file and its entry)."""
+    if config is None:
+        shown = ",".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else str(value)
+        return CultureboardError(f"--{name.replace('_', '-')} {shown if shown.strip() else repr(shown)}", problem, fix,
+                                 exit_code=2)
+    return CultureboardError(f"{config} ({name}: {value!r:.60})", problem, fix)
+
+
+def option_list(value, name: str, config=None) -> list[str]:
+    """A non-empty list of non-empty strings; a comma-separated string is split."""
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
+        raise option_error(name, value, config, "is not a list of names", "give names separated by commas")
+    names = [v.strip() for v in names if v.strip()]
+    if not names:
+        raise option_error(name, value, config, "names nothing (empty after splitting at commas)",
+                            "give at least one name (names are separated by commas)")
+    return names
+
+
+def option_int(value, name: str, minimum: int, config=None) -> int:
+    """An integer of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise option_error(name, value, config, f"is not an integer of at least {minimum}",
+                            f"give a whole number >= {minimum}")
+    return value
+
+
+def option_fraction(value, name: str, config=None) -> float:
+    """A finite number between 0 and 1 (a fraction of lines)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:  # NaN fails 0 <= NaN
+        raise option_error(name, value, config, "is not a fraction between 0 and 1", "give e.g. 0.01 for 1%")
+    return float(value)
+
+
 def open_knowledge_base(dump: str | None, sparql: str | None, country_qids: list[str], max_malformed: float = 0.01,
                         root_qids: tuple[str, ...] = ()):
     """The dump reader or the SPARQL client; exactly one of the two sources must be given."""
@@ -38,6 +76,8 @@ def extract(
     hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01,
 ) -> tuple[list[dict], dict]:
     """Artifact rows plus a report of how they were found (source, counts, malformed lines)."""
+    concepts, countries = option_list(concepts, "concepts"), option_list(countries, "countries")
+    hops, max_malformed = option_int(hops, "hops", 1), option_fraction(max_malformed, "max_malformed")
     selected = select_concepts(load_concepts(concepts_file), concepts)
     wanted = load_countries().resolve(countries)
     roots = tuple(r.qid for c in selected for r in c.roots)

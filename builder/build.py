@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 
 import pyarrow as pa
-import yaml
 
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
@@ -27,6 +26,7 @@ from .llm_backends import CachedLLM, backend_from_spec
 from .llm_cache import ResponseCache
 from .prompt_sets import registry
 from .refine import refine
+from .yaml_file import load_yaml
 
 #: The countries of the CUBE paper plus those of CultDiff that the sample dump covers.
 DEFAULT_COUNTRIES = ["BR", "FR", "IN", "IT", "JP", "NG", "TR", "US", "CN", "MX", "KR", "ES", "GB"]
@@ -57,23 +57,34 @@ def sample_dump_path() -> Path:
 
 
 def resolve_options(config: str | Path | None, overrides: dict) -> dict:
+    """The build's options: ``overrides`` (the CLI's, or a caller's) over the ``config`` file over
+    ``DEFAULTS``, each checked; an error names the option, or the config file and its entry."""
     options = dict(DEFAULTS)
+    from_config: dict[str, str | Path] = {}  # key -> the config file it came from
     if config:
-        try:
-            loaded = yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise CultureboardError(config, f"cannot be read as a build config ({exc.__class__.__name__})",
-                                    "write a YAML mapping with keys such as dump, countries, concepts, llm") from None
-        unknown = set(loaded) - set(DEFAULTS) if isinstance(loaded, dict) else {"(not a mapping)"}
+        loaded = load_yaml(config, "a build config", "write a YAML mapping with keys such as dump, countries, concepts, llm")
+        loaded = {} if loaded is None else loaded
+        unknown = set(map(str, loaded)) - set(DEFAULTS) if isinstance(loaded, dict) else {"(not a mapping)"}
         if unknown:
             raise CultureboardError(config, f"unknown key(s) {', '.join(sorted(unknown))}", f"use only {', '.join(DEFAULTS)}")
         options.update(loaded)
-    options.update({k: v for k, v in overrides.items() if v is not None})
+        from_config = dict.fromkeys(loaded, config)
+    for key, value in overrides.items():
+        if value is not None:
+            options[key] = value
+            from_config.pop(key, None)
+    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation"):
+        if options[key] is not None and not isinstance(options[key], (str, Path)):
+            raise artifact_space.option_error(key, options[key], from_config.get(key), "is not a path or name",
+                                              "give a string")
+    for key in ("concepts", "countries") + (("prompt_sets",) if options["prompt_sets"] is not None else ()):
+        options[key] = artifact_space.option_list(options[key], key, from_config.get(key))
+    options["hops"] = artifact_space.option_int(options["hops"], "hops", 1, from_config.get("hops"))
+    options["seed"] = artifact_space.option_int(options["seed"], "seed", 0, from_config.get("seed"))
+    options["max_malformed"] = artifact_space.option_fraction(options["max_malformed"], "max_malformed",
+                                                              from_config.get("max_malformed"))
     if not options["dump"] and not options["sparql"]:
         options["dump"] = str(sample_dump_path())
-    for key in ("concepts", "countries", "prompt_sets"):
-        if isinstance(options[key], str):
-            options[key] = [p.strip() for p in options[key].split(",") if p.strip()]
     return options
 
 
@@ -87,7 +98,8 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     if unknown:
         raise CultureboardError(f"--prompt-sets {','.join(chosen_sets)}", f"unknown prompt set(s) {', '.join(unknown)}",
                                 f"use some of {', '.join(families)}")
-    curation = load_curation(o["curation"]) if o["curation"] else {"include": [], "exclude": [], "rename": []}
+    curation = (load_curation(o["curation"], o["concepts"]) if o["curation"]
+                else {"include": [], "exclude": [], "rename": []})
     backend = backend_from_spec(o["llm"])
 
     space, extraction = artifact_space.extract(

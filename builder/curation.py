@@ -26,9 +26,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
+
+from .yaml_file import load_yaml
 
 #: CUBE-1K artifacts per (country, concept), CUBE Table 7.
 CUBE_1K_SIZES = {
@@ -69,24 +71,63 @@ def stratified_sample(artifacts: list[dict], seed: int = 0, sizes: dict | None =
     return chosen
 
 
-def load_curation(path: str | Path) -> dict:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CultureboardError(path, f"cannot be read as a curation file ({exc.__class__.__name__})",
-                                "write YAML with optional lists include / exclude / rename of {qid: ...} entries") from None
-    if not isinstance(data, dict) or set(data) - {"include", "exclude", "rename"}:
+#: The fields each kind of curation entry may have (``manual:`` includes add the fields of a new artifact).
+ENTRY_FIELDS = {
+    "exclude": {"qid", "country", "reason"},
+    "include": {"qid", "country", "reason"},
+    "rename": {"qid", "country", "name", "reason"},
+}
+MANUAL_FIELDS = {"name", "concept", "category", "subcategory", "era", "description"}
+_FORMAT = "write YAML with optional lists include / exclude / rename of {qid: ...} entries (see the README)"
+
+
+def load_curation(path: str | Path, concepts: list[str] | None = None) -> dict:
+    """The curation file, checked: only ``include``, ``exclude`` and ``rename`` lists of entries whose
+    fields are strings; every entry has a qid; ``country`` is a known country (stored as its ISO
+    code); a ``manual:`` include names one of ``concepts`` (the build's, when given). YAML aliases and
+    deep nesting are refused (``load_yaml``)."""
+    data = load_yaml(path, "a curation file", _FORMAT)
+    data = {} if data is None else data
+    if not isinstance(data, dict) or set(data) - set(ENTRY_FIELDS):
         raise CultureboardError(path, "must be a mapping with only the keys include, exclude and rename",
                                 "see the curation file format in the README")
-    for key in ("include", "exclude", "rename"):
+    table = load_countries()
+    for key in ENTRY_FIELDS:
         entries = data.get(key) or []
         if not isinstance(entries, list) or not all(isinstance(e, dict) and e.get("qid") for e in entries):
             raise CultureboardError(path, f"'{key}' must be a list of entries that each have a qid",
                                     f"write {key}: [{{qid: Q...}}, ...]")
+        for i, e in enumerate(entries, 1):
+            where = f"{path} ({key} entry {i}, qid {str(e['qid'])[:40]})"
+            manual = key == "include" and isinstance(e["qid"], str) and e["qid"].startswith("manual:")
+            unknown = set(e) - ENTRY_FIELDS[key] - (MANUAL_FIELDS if manual else set())
+            if unknown:
+                raise CultureboardError(where, f"has unknown field(s) {', '.join(sorted(map(str, unknown)))}",
+                                        f"use only {', '.join(sorted(ENTRY_FIELDS[key] | (MANUAL_FIELDS if manual else set())))}"
+                                        + ("" if manual else "; fields of a new artifact go on a manual:NAME include"))
+            for field, value in e.items():
+                if value is not None and not isinstance(value, str):
+                    shown = str(value).lower() if isinstance(value, bool) else f"{value!r}"[:40]
+                    raise CultureboardError(where, f"{field} is {shown}, not a string",
+                                            f"quote it: {field}: \"...\" (YAML reads NO, yes, 1.0 as other types)")
+            if e.get("country") is not None:
+                country = table.lookup(e["country"])
+                if country is None:
+                    raise CultureboardError(where, f"country {e['country']!r} is not in the country table",
+                                            "use an ISO 3166-1 alpha-2 code such as IT")
+                e["country"] = country.iso2
+            if manual:
+                missing = [k for k in ("name", "country", "concept") if not e.get(k)]
+                if missing:
+                    raise CultureboardError(where, f"manual include lacks {', '.join(missing)}",
+                                            "give name, country (ISO code) and concept for artifacts added by hand")
+                if concepts is not None and e["concept"] not in concepts:
+                    raise CultureboardError(where, f"concept {e['concept']!r} is not one of this build's concepts "
+                                            f"({', '.join(concepts)})", "use one of them, or add the concept to --concepts")
         data[key] = entries
-    for e in data["rename"]:
+    for i, e in enumerate(data["rename"], 1):
         if not e.get("name"):
-            raise CultureboardError(path, f"rename of {e['qid']} has no new name", "add name: <new name>")
+            raise CultureboardError(f"{path} (rename entry {i}, qid {e['qid']})", "has no new name", "add name: <new name>")
     return data
 
 
@@ -105,11 +146,7 @@ def apply_curation(selected: list[dict], space: list[dict], curation: dict, sour
             out.append(row)
     present = {(r["qid"], r["country"]) for r in out}
     for entry in curation["include"]:
-        if str(entry["qid"]).startswith("manual:"):
-            missing = [k for k in ("name", "country", "concept") if not entry.get(k)]
-            if missing:
-                raise CultureboardError(source, f"manual include {entry['qid']} lacks {', '.join(missing)}",
-                                        "give name, country (ISO code) and concept for artifacts added by hand")
+        if entry["qid"].startswith("manual:"):
             rows = [_manual_row(entry)]
         else:
             rows = [r for r in space if matches(r, entry)]
@@ -142,6 +179,5 @@ def _manual_row(entry: dict) -> dict:
     row.update(aliases=[], time_period=[], source="manual", category=entry["concept"])
     for key in ("qid", "name", "country", "concept", "category", "subcategory", "era", "description"):
         if entry.get(key) is not None:
-            row[key] = str(entry[key])
-    row["country"] = row["country"].upper()
+            row[key] = entry[key]  # strings, and country an ISO code: checked by load_curation
     return row

@@ -85,11 +85,11 @@ def _qid_list(value: str, where: str, stats: Counter) -> list[str]:
     if text.startswith("["):
         try:
             items = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise CultureboardError(where, f"{text!r} is not a list of Wikidata QIDs",
+        except (ValueError, SyntaxError, RecursionError, MemoryError):  # MemoryError: the parser's nesting limit
+            raise CultureboardError(where, f"{text[:80]!r} is not a list of Wikidata QIDs",
                                     "pass the unmodified cube_1k.json") from None
         if not isinstance(items, list):
-            raise CultureboardError(where, f"{text!r} is not a list of Wikidata QIDs", "pass the unmodified cube_1k.json")
+            raise CultureboardError(where, f"{text[:80]!r} is not a list of Wikidata QIDs", "pass the unmodified cube_1k.json")
     else:
         stats["bare_values"] += 1
         items = [text]
@@ -126,6 +126,38 @@ def _cube_template(prompt: str, name: str, cube_country: str, adjective: str, ke
     return _CUBE_1K_TEMPLATES.get(key, "")
 
 
+#: The fields of a CUBE-1K row: all strings, the first five required and never blank but ``id``.
+_CUBE_1K_FIELDS = ("id", "name", "country", "domain", "prompt")
+
+
+def _cube_1k_row(item, where: str) -> dict:
+    """A CUBE-1K row, checked: a JSON object whose fields (and P-properties, when present) are strings."""
+    if not isinstance(item, dict):
+        raise CultureboardError(where, f"is {_json_type(item)}, not an object of fields", "pass the unmodified cube_1k.json")
+    missing = [k for k in _CUBE_1K_FIELDS if k not in item]
+    if missing:
+        raise CultureboardError(where, f"has no {', '.join(missing)}", "pass the unmodified cube_1k.json")
+    for key in (*_CUBE_1K_FIELDS, *WIKIDATA_PROPERTIES):
+        if key in item and not isinstance(item[key], str):
+            raise CultureboardError(where, f"{key} is {_json_type(item[key])}, not a string",
+                                    "pass the unmodified cube_1k.json (every field is a JSON string)")
+    blank = [k for k in _CUBE_1K_FIELDS[1:] if not item[k].strip()]
+    if blank:
+        raise CultureboardError(where, f"has an empty {', '.join(blank)}", "pass the unmodified cube_1k.json")
+    return item
+
+
+def _json_type(value) -> str:
+    """How a decoded JSON value reads in a message: 'null', 'a number (5)', 'a list', ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({str(value)[:20]})"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+
+
 def import_cube_1k(
     source: str | Path = CUBE_1K_URL, countries: CountryTable | None = None, *, images_per_prompt: int = 4
 ) -> tuple[list[dict], PromptSet]:
@@ -142,6 +174,8 @@ def import_cube_1k(
         data = json.loads(fetch(source, "cube_1k.json").decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CultureboardError(source, f"is not a UTF-8 JSON file ({exc})", "pass the unmodified cube_1k.json") from None
+    except RecursionError:
+        raise CultureboardError(source, "nests JSON deeper than the parser goes", "pass the unmodified cube_1k.json") from None
     if not isinstance(data, list):
         raise CultureboardError(source, "does not hold a JSON array of rows", "pass the unmodified cube_1k.json")
     negative = load_templates()["negative_prompt"]
@@ -151,9 +185,7 @@ def import_cube_1k(
     stats: Counter = Counter()
     for i, item in enumerate(data):
         where = f"{source} (row {i})"
-        missing = [k for k in ("id", "name", "country", "domain", "prompt") if not isinstance(item, dict) or k not in item]
-        if missing:
-            raise CultureboardError(where, f"has no {', '.join(missing)}", "pass the unmodified cube_1k.json")
+        item = _cube_1k_row(item, where)
         name, prompt, raw_id = item["name"], item["prompt"], item["id"].strip()
         country = countries.lookup(item["country"])
         if country is None:
@@ -241,20 +273,41 @@ def _cure_rows(source, axis: str) -> tuple[str, list[dict]]:
             raise CultureboardError(folder, "is not a folder",
                                     f"pass the folder holding {', '.join(a + '.csv' for a in CURE_AXES)}, or {CURE_URL}")
         where = str(folder / f"{axis}.csv")
+    data = fetch(where, f"the CuRe {axis} CSV", f"the CuRe folder must hold {', '.join(a + '.csv' for a in CURE_AXES)} "
+                 f"(prepare_data/cure_dataset_csv/ of aniketrege/cure-bench); or pass {CURE_URL}")
     try:
-        text = fetch(where, f"the CuRe {axis} CSV", f"the CuRe folder must hold {', '.join(a + '.csv' for a in CURE_AXES)} "
-                     f"(prepare_data/cure_dataset_csv/ of aniketrege/cure-bench); or pass {CURE_URL}").decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CultureboardError(where, f"is not UTF-8 ({exc})", "pass the unmodified CuRe CSV") from None
-    reader = csv.DictReader(io.StringIO(text))
-    columns = reader.fieldnames or []
-    for column in CURE_COLUMNS:
-        if column not in columns:
-            raise CultureboardError(
-                where, f"has no column {column!r} (its header: {', '.join(columns) or 'none'})",
-                f"restore the {column!r} column: columns are read by header name, in any order",
-            )
-    return where, list(reader)
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CultureboardError(f"{where} (line {line})", f"is not UTF-8 (byte {data[exc.start]:#04x})",
+                                "pass the unmodified CuRe CSV") from None
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise CultureboardError(f"{where} (line {line})", "holds a NUL byte", "pass the unmodified CuRe CSV (plain text)")
+    reader = csv.DictReader(io.StringIO(text), strict=True)  # strict: a stray or unterminated quote is an error
+    rows = []
+    start = 1  # the line the row being read starts on
+    try:
+        columns = reader.fieldnames or []
+        for column in CURE_COLUMNS:
+            if column not in columns:
+                raise CultureboardError(
+                    where, f"has no column {column!r} (its header: {', '.join(columns) or 'none'})",
+                    f"restore the {column!r} column: columns are read by header name, in any order",
+                )
+        start = reader.reader.line_num + 1
+        for row in reader:
+            if None in row:  # more fields than the header
+                raise CultureboardError(f"{where} (line {start})",
+                                        f"has {len(columns) + len(row[None])} fields, the header {len(columns)}",
+                                        "quote fields that contain commas, or remove the extra fields")
+            rows.append(row)
+            start = reader.reader.line_num + 1
+    except csv.Error as exc:  # an unterminated or stray quote, a field over csv.field_size_limit() (128 KiB)
+        raise CultureboardError(f"{where} (line {start})", f"is not valid CSV ({exc})",
+                                "pass the unmodified CuRe CSV: quote a field in full (a quote inside it doubled), "
+                                "keep fields under 128 KiB") from None
+    return where, rows
 
 
 def _commons(value: str) -> str | None:

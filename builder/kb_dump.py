@@ -31,6 +31,15 @@ other properties, references) is skipped without building Python objects, and wh
 candidate's details need is kept raw until the entity turns out to be one. A block that is not one
 valid entity per line is decoded again line by line, so that each malformed line is counted with
 its own line number.
+
+Hostile input: a line is counted as malformed (and the build fails only above ``--max-malformed``)
+when it is not JSON, not an entity of the expected shape, nests deeper than the decoder allows, holds
+an item id or a year that no Wikidata value can have (more than 18 digits, or non-ASCII digits: the
+index keeps ids and years as 64-bit integers), or is longer than ``MAX_LINE_BYTES`` (64 MiB). A line
+over that limit is never held in memory: its bytes are dropped up to its end, so a small compressed
+file that inflates to one gigantic line costs its decompression time and nothing more. Statement
+values of another type than the property's (a string where an item is expected) are ignored, like
+Wikidata's own "somevalue" and "novalue" snaks.
 """
 
 from __future__ import annotations
@@ -162,6 +171,10 @@ class _Stored(msgspec.Struct, array_like=True):
     claims: dict[str, list[str]]
 
 
+#: What decoding a line that is not a valid entity raises: not JSON, not the schema, not UTF-8 inside a
+#: string, or nested deeper than msgspec goes.
+BAD_JSON = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
+
 _decode_entity = msgspec.json.Decoder(_Entity).decode
 _decode_indexed = msgspec.json.Decoder(_Indexed).decode
 _decode_indexed_list = msgspec.json.Decoder(list[_Indexed]).decode
@@ -183,15 +196,36 @@ def _values(statements: list[_Statement]) -> list[Any]:
     ]
 
 
+#: The most digits an item id may have: its number is kept as a 64-bit integer (Wikidata's have 9).
+MAX_QID_DIGITS = 18
+#: The years a time value may give: they are kept as 64-bit integers (Wikidata's reach about 10**10).
+YEAR_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+class _Malformed(ValueError):
+    """A line holds a value no Wikidata entity can have (an over-long item id, an out-of-range year)."""
+
+
 def _item_qid(s: _Statement) -> str | None:
-    """The item QID (Q + digits) a statement gives, if it counts."""
+    """The item QID (Q + digits) a statement gives, if it counts; ``_Malformed`` for a QID of more
+    than ``MAX_QID_DIGITS`` digits or with non-ASCII digits."""
     snak = s.mainsnak
     if s.rank != "deprecated" and snak.snaktype == "value" and snak.datavalue is not None:
         v = snak.datavalue.value
         if isinstance(v, dict):
             q = v.get("id")
             if isinstance(q, str) and q[:1] == "Q" and q[1:].isdecimal():
+                if len(q) > MAX_QID_DIGITS + 1 or not q.isascii():
+                    raise _Malformed(q)
                 return q
+    return None
+
+
+def _entity_number(qid: str) -> int | None:
+    """The number of an entity id "Q" + 1 to ``MAX_QID_DIGITS`` ASCII digits; None for any other id."""
+    digits = qid[1:]
+    if qid[:1] == "Q" and digits.isdecimal() and len(digits) <= MAX_QID_DIGITS and digits.isascii():
+        return int(digits)
     return None
 
 
@@ -222,8 +256,19 @@ def _best_string(statements: list[_Statement]) -> str | None:
 
 
 def _earliest_year(statements: list[_Statement]) -> int | None:
-    years = [year_of(v["time"]) for v in _values(statements) if isinstance(v, dict) and "time" in v]
-    years = [y for y in years if y is not None]
+    """The smallest year of the time values; ``_Malformed`` for a year outside ``YEAR_RANGE``."""
+    years = []
+    for v in _values(statements):
+        time = v.get("time") if isinstance(v, dict) else None
+        if isinstance(time, str):
+            try:
+                year = year_of(time)
+            except ValueError:  # more digits than int() converts
+                raise _Malformed(time[:40]) from None
+            if year is not None:
+                if not YEAR_RANGE[0] <= year <= YEAR_RANGE[1]:
+                    raise _Malformed(time[:40])
+                years.append(year)
     return min(years) if years else None
 
 
@@ -240,6 +285,13 @@ def open_dump(path: Path):
 
 
 _READ = 256 << 10  # bytes asked for per read; a block of whole lines is about this size
+#: The longest dump line read, in bytes (its trailing comma included). Wikibase refuses to store an entity whose serialisation exceeds its
+#: ``maxSerializedEntitySize`` (by default MediaWiki's article size limit, 2 MiB), so a real dump line
+#: is a few MiB at most; a longer one is dropped as it is read and counted as malformed.
+MAX_LINE_BYTES = 64 << 20
+#: What a line over ``MAX_LINE_BYTES`` is replaced by in a block: not JSON (a raw NUL), so it is
+#: counted as a malformed line at its own line number.
+OVER_LIMIT = b"\0line over MAX_LINE_BYTES\0"
 _PIPE_SIZE = 1 << 20  # pipe buffer asked for (Linux): how far the decompressing child may run ahead
 
 # The decompressing child: the gzip/bz2 modules in a second interpreter (no site packages needed).
@@ -333,25 +385,44 @@ def dump_blocks(path: Path) -> Iterator[bytes]:
     """The dump's text in blocks of whole lines.
 
     Blocks are about ``_READ`` bytes (more when a line is longer); the last one may lack its final
-    newline. This is the only place the dump is read: a compressed dump through a decompressing
-    child process, or a reader thread where no child can be started."""
+    newline. A line found longer than ``MAX_LINE_BYTES`` while it is read (one that spans several
+    reads) is replaced by ``OVER_LIMIT``; its bytes are dropped as they arrive. This is the only
+    place the dump is read: a compressed dump through a decompressing child process, or a reader
+    thread where no child can be started."""
     if path.suffix in (".gz", ".bz2"):
         command = _decompress_command(path)
         source = _from_child(path, command) if command else _from_thread(path)
     else:
         source = _from_file(path)
-    rest = b""
+    rest = b""  # the start of the line the last read ended inside
+    long: list[bytes] = []  # the reads of a line longer than a read, joined once it ends
+    size = 0  # the bytes of that line so far, kept or dropped
     with contextlib.closing(source):
         try:
             for data in source:
                 cut = data.rfind(b"\n") + 1
                 if not cut:  # inside a long line
-                    rest += data
+                    if not size:
+                        long, size = [rest], len(rest)
+                    size += len(data)
+                    if size <= MAX_LINE_BYTES:
+                        long.append(data)
+                    else:
+                        long = []
                     continue
-                yield rest + memoryview(data)[:cut]
+                if size:  # a long line ends in this read
+                    end = data.find(b"\n")
+                    over = size + end > MAX_LINE_BYTES
+                    rest = OVER_LIMIT if over else b"".join((*long, data[:end]))
+                    long, size = [], 0
+                    yield rest + memoryview(data)[end:cut]
+                else:
+                    yield rest + memoryview(data)[:cut]
                 rest = data[cut:]
         except (OSError, EOFError, zlib.error) as exc:  # the reader thread's or the plain file's
             raise _unreadable(path, f"{exc.__class__.__name__}: {exc}") from None
+    if size:
+        rest = OVER_LIMIT if size > MAX_LINE_BYTES else b"".join(long)
     if rest:
         yield rest
 
@@ -394,7 +465,7 @@ def _decode_block(block: bytes, newlines: int) -> tuple[int, list[_Indexed]] | N
         return None
     try:
         entities = _decode_indexed_list(b"".join((b"[", memoryview(block)[start:end], b"]")))
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except BAD_JSON:
         return None
     skipped = block.count(b"\n", 0, start)
     if len(entities) != newlines - skipped - block.count(b"\n", end) + 1:
@@ -407,8 +478,9 @@ def _newlines(block: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(block, dtype=np.uint8) == 10))
 
 
-def dump_entities(path: Path) -> Iterator[tuple[int, _Indexed | None]]:
-    """(line number, entity) for each entity line of the dump; None for a line that is not a valid entity."""
+def dump_entities(path: Path) -> Iterator[tuple[int, _Indexed | bytes | None]]:
+    """(line number, entity) for each entity line of the dump: None for a line that is not a valid
+    entity, ``OVER_LIMIT`` for a line longer than ``MAX_LINE_BYTES``."""
     first = 1  # the number of the block's first line
     with contextlib.closing(dump_blocks(path)) as blocks:
         for block in blocks:
@@ -421,8 +493,8 @@ def dump_entities(path: Path) -> Iterator[tuple[int, _Indexed | None]]:
                 for lineno, line in _block_lines(first, block):
                     try:
                         entity = _decode_indexed(line)
-                    except (msgspec.DecodeError, msgspec.ValidationError):
-                        entity = None
+                    except BAD_JSON:
+                        entity = OVER_LIMIT if line == OVER_LIMIT else None
                     yield lineno, entity
             first += newlines
 
@@ -497,6 +569,7 @@ class DumpReport:
     entities: int = 0
     malformed: int = 0
     malformed_examples: list[int] = field(default_factory=list)  # line numbers
+    over_limit: int = 0  # malformed lines longer than MAX_LINE_BYTES
     edges: int = 0
     candidates: int = 0
 
@@ -547,25 +620,30 @@ class DumpKnowledgeBase:
         with contextlib.closing(dump_entities(self.path)) as entities:
             for lineno, e in entities:
                 rep.lines = lineno
-                if e is None or (e.id[:1] == "Q" and not e.id[1:].isdecimal()):
+                if e.__class__ is not _Indexed:  # None, or OVER_LIMIT
+                    rep.over_limit += e is OVER_LIMIT
                     malformed(lineno)
                     continue
                 if e.id[:1] != "Q":
                     rep.entities += 1  # properties and lexemes are not part of the class hierarchy
                     continue
-                num = int(e.id[1:])
+                num = _entity_number(e.id)
+                if num is None:
+                    malformed(lineno)
+                    continue
                 c = e.claims
-                edges = _item_numbers(c.P31), _item_numbers(c.P279)
-                countries, details = [], None
-                if (edges[0] or edges[1]) and (c.P495 or c.P17):
-                    origin, country = _item_numbers(c.P495), _item_numbers(c.P17)
-                    countries = [(0, q) for q in origin] + [(1, q) for q in country]
-                    if any(q in wanted for _, q in countries):
-                        try:
+                try:  # everything that can find the line malformed, before anything is recorded
+                    edges = _item_numbers(c.P31), _item_numbers(c.P279)
+                    countries, details = [], None
+                    if (edges[0] or edges[1]) and (c.P495 or c.P17):
+                        origin, country = _item_numbers(c.P495), _item_numbers(c.P17)
+                        countries = [(0, q) for q in origin] + [(1, q) for q in country]
+                        if any(q in wanted for _, q in countries):
                             details = _encode(self._stored(e, (*edges, origin, country)))
-                        except (msgspec.DecodeError, msgspec.ValidationError):
-                            malformed(lineno)
-                            continue
+                    year = _earliest_year(c.P580) if c.P580 else None
+                except (_Malformed, *BAD_JSON):
+                    malformed(lineno)
+                    continue
                 rep.entities += 1
                 for code, targets in enumerate(edges):
                     if targets:
@@ -577,11 +655,9 @@ class DumpKnowledgeBase:
                         label_text.append(e.labels.en.value)
                     elif edges[0]:  # may be the parent an artifact is found under
                         spill_label(num, e.labels.en.value)
-                if c.P580:
-                    year = _earliest_year(c.P580)
-                    if year is not None:
-                        period_ids.append(num)
-                        period_years.append(year)
+                if year is not None:
+                    period_ids.append(num)
+                    period_years.append(year)
                 for code, q in countries:
                     c_ent.append(num)
                     c_prop.append(code)
@@ -598,8 +674,9 @@ class DumpKnowledgeBase:
         if rep.malformed > max_malformed * max(rep.lines, 1):
             raise CultureboardError(
                 self.path,
-                f"{rep.malformed} of {rep.lines} lines are not valid entities (first at lines {rep.malformed_examples}), "
-                f"above the threshold of {max_malformed:.2%}",
+                f"{rep.malformed} of {rep.lines} lines are not valid entities (first at lines {rep.malformed_examples}"
+                + (f"; {rep.over_limit} longer than the {MAX_LINE_BYTES / (1 << 20):g} MiB line limit" if rep.over_limit else "")
+                + f"), above the threshold of {max_malformed:.2%}",
                 "re-download the dump, or raise --max-malformed if the damage is known and acceptable",
             )
         prop = np.repeat(np.arange(len(EDGE_PROPERTIES), dtype=np.int8), [len(a) for a in children])

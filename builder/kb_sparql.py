@@ -8,6 +8,7 @@ whenever a preferred one exists). Queries go out in batches of ``batch`` QIDs.
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -46,10 +47,36 @@ def _statements(subject: str, props: Iterable[str]) -> str:
 
 
 def _qid(term: dict) -> str | None:
+    """The QID of a wd: IRI term (Q and 1 to 18 ASCII digits, as the dump reader accepts); None otherwise."""
     v = term["value"]
     if term["type"] == "uri" and v.startswith(WD + "Q"):
-        return v[len(WD):]
+        digits = v[len(WD) + 1:]
+        if digits.isdecimal() and digits.isascii() and len(digits) <= 18:
+            return v[len(WD):]
     return None
+
+
+class _WrongShape(ValueError):
+    """An answer that is JSON but not SPARQL results with the variables the query selects."""
+
+
+def _bindings(answer, required: tuple[str, ...]) -> list[dict]:
+    """The rows of a SPARQL JSON results answer, each checked to bind ``required`` (and any other
+    variable) to a term ``{"type": str, "value": str}``; ``_WrongShape`` otherwise."""
+    results = answer.get("results") if isinstance(answer, dict) else None
+    rows = results.get("bindings") if isinstance(results, dict) else None
+    if not isinstance(rows, list):
+        raise _WrongShape("no results.bindings list")
+    for row in rows:
+        if not isinstance(row, dict):
+            raise _WrongShape("a row is not an object")
+        missing = [v for v in required if v not in row]
+        if missing:
+            raise _WrongShape(f"a row lacks ?{', ?'.join(missing)}")
+        for term in row.values():
+            if not (isinstance(term, dict) and isinstance(term.get("type"), str) and isinstance(term.get("value"), str)):
+                raise _WrongShape("a term is not {type, value}")
+    return rows
 
 
 class SparqlKnowledgeBase:
@@ -59,7 +86,9 @@ class SparqlKnowledgeBase:
 
     # -- transport
 
-    def _query(self, query: str) -> list[dict]:
+    def _query(self, query: str, required: tuple[str, ...]) -> list[dict]:
+        """The rows answering ``query``, every one binding the variables in ``required``; a clear error
+        for an unreachable endpoint, an HTTP error, a dropped connection or an answer of the wrong shape."""
         data = urllib.parse.urlencode({"query": PREFIXES + query}).encode()
         request = urllib.request.Request(
             self.url, data=data, method="POST",
@@ -69,24 +98,53 @@ class SparqlKnowledgeBase:
                 "User-Agent": f"cultureboard/{__version__} (benchmark builder)",
             },
         )
-        def attempt() -> list[dict]:
+        def attempt() -> bytes:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                answer = json.load(response)["results"]["bindings"]
+                body = response.read()
             self.queries += 1
-            return answer
+            return body
 
         try:
-            return with_retries(attempt, retries=self.retries)
+            body = with_retries(attempt, retries=self.retries)
         except urllib.error.HTTPError as exc:
             problem = f"answered HTTP {exc.code} ({exc.reason})"
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             problem = f"is unreachable ({getattr(exc, 'reason', exc)})"
-        except (ValueError, KeyError):
-            problem = "did not answer with SPARQL JSON results"
+        except http.client.HTTPException as exc:  # IncompleteRead: the connection dropped mid-answer
+            problem = f"broke off its answer ({exc.__class__.__name__})"
+        except ValueError as exc:  # not an http(s) URL
+            problem = f"cannot be opened ({exc})"
+        else:
+            try:
+                return _bindings(json.loads(body), required)
+            except _WrongShape as exc:
+                raise self._wrong(str(exc)) from None
+            except (ValueError, RecursionError):  # not UTF-8 JSON, or nested deeper than the parser goes
+                raise self._wrong("not JSON") from None
         raise CultureboardError(
             f"--sparql {self.url}", problem,
             "check the endpoint URL (it must accept SPARQL 1.1 queries over HTTP POST) and that it is running, or use --dump",
         )
+
+    def _wrong(self, problem: str) -> CultureboardError:
+        return CultureboardError(f"--sparql {self.url}", f"did not answer with SPARQL JSON results ({problem})",
+                                 "check that the URL is a SPARQL 1.1 endpoint with Wikidata's RDF vocabulary, or use --dump")
+
+    def _item(self, row: dict) -> str:
+        """The ?item of a row: one of the wd: items the query asked about."""
+        item = _qid(row["item"])
+        if item is None:
+            raise self._wrong(f"?item {row['item']['value'][:80]!r} is not a Wikidata item")
+        return item
+
+    def _details_of(self, out: dict[str, Details], row: dict) -> Details:
+        return out.setdefault(self._item(row), Details())
+
+    def _count(self, term: dict) -> int:
+        value = term["value"]
+        if not (value.isdecimal() and value.isascii() and len(value) <= 18):
+            raise self._wrong(f"a sitelinks count {value[:80]!r} is not a number")
+        return int(value)
 
     def _batched(self, qids: Iterable[str]):
         qids = sorted(set(qids), key=qid_number)
@@ -99,7 +157,8 @@ class SparqlKnowledgeBase:
         edges = set()
         for values in self._batched(parents):
             for b in self._query(
-                f"SELECT ?child ?value ?prop WHERE {{ VALUES ?value {{ {values} }}\n{_statements('?child', EDGE_PROPERTIES)} }}"
+                f"SELECT ?child ?value ?prop WHERE {{ VALUES ?value {{ {values} }}\n{_statements('?child', EDGE_PROPERTIES)} }}",
+                ("child", "value", "prop"),
             ):
                 child, parent = _qid(b["child"]), _qid(b["value"])
                 if child and parent:
@@ -110,7 +169,8 @@ class SparqlKnowledgeBase:
         out: dict[str, set] = defaultdict(set)
         for values in self._batched(qids):
             for b in self._query(
-                f"SELECT ?item ?value ?prop WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', COUNTRY_PROPERTIES)} }}"
+                f"SELECT ?item ?value ?prop WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', COUNTRY_PROPERTIES)} }}",
+                ("item", "value", "prop"),
             ):
                 item, country = _qid(b["item"]), _qid(b["value"])
                 if item and country:
@@ -124,26 +184,30 @@ class SparqlKnowledgeBase:
                 f"""SELECT ?item ?label ?description ?sitelinks WHERE {{ VALUES ?item {{ {values} }}
                 OPTIONAL {{ ?item rdfs:label ?label FILTER(lang(?label) = "en") }}
                 OPTIONAL {{ ?item schema:description ?description FILTER(lang(?description) = "en") }}
-                OPTIONAL {{ ?item wikibase:sitelinks ?sitelinks }} }}"""
+                OPTIONAL {{ ?item wikibase:sitelinks ?sitelinks }} }}""",
+                ("item",),
             ):
-                d = out.setdefault(_qid(b["item"]), Details())
+                d = self._details_of(out, b)
                 d.name = b.get("label", {}).get("value")
                 d.description = b.get("description", {}).get("value")
-                d.sitelinks = int(b["sitelinks"]["value"]) if "sitelinks" in b else 0
+                d.sitelinks = self._count(b["sitelinks"]) if "sitelinks" in b else 0
             for b in self._query(
-                f'SELECT ?item ?alias WHERE {{ VALUES ?item {{ {values} }} ?item skos:altLabel ?alias FILTER(lang(?alias) = "en") }}'
+                f'SELECT ?item ?alias WHERE {{ VALUES ?item {{ {values} }} ?item skos:altLabel ?alias FILTER(lang(?alias) = "en") }}',
+                ("item", "alias"),
             ):
-                out[_qid(b["item"])].aliases.append(b["alias"]["value"])
+                self._details_of(out, b).aliases.append(b["alias"]["value"])
             strings: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)  # (item, field) -> (rank, value)
             for b in self._query(
-                f"SELECT ?item ?value ?prop ?rank WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', DETAIL_PROPERTIES)} }}"
+                f"SELECT ?item ?value ?prop ?rank WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', DETAIL_PROPERTIES)} }}",
+                ("item", "value", "prop", "rank"),
             ):
-                d, prop, value = out[_qid(b["item"])], b["prop"]["value"], b["value"]
+                item, prop, value = self._item(b), b["prop"]["value"], b["value"]
+                d = out.setdefault(item, Details())
                 rank = 0 if b["rank"]["value"].endswith("PreferredRank") else 1
                 if prop == "P18" and value["value"].startswith(COMMONS):
-                    strings[_qid(b["item"]), "image"].append((rank, unquote(value["value"][len(COMMONS):])))
+                    strings[item, "image"].append((rank, unquote(value["value"][len(COMMONS):])))
                 elif prop == "P373" and value["type"] == "literal":
-                    strings[_qid(b["item"]), "commons_category"].append((rank, value["value"]))
+                    strings[item, "commons_category"].append((rank, value["value"]))
                 elif prop == "P571":
                     year = year_of(value["value"])
                     if year is not None and (d.inception_year is None or year < d.inception_year):
@@ -165,19 +229,21 @@ class SparqlKnowledgeBase:
         out = {}
         for values in self._batched(qids):
             for b in self._query(
-                f'SELECT ?item ?label WHERE {{ VALUES ?item {{ {values} }} ?item rdfs:label ?label FILTER(lang(?label) = "en") }}'
+                f'SELECT ?item ?label WHERE {{ VALUES ?item {{ {values} }} ?item rdfs:label ?label FILTER(lang(?label) = "en") }}',
+                ("item", "label"),
             ):
-                out[_qid(b["item"])] = b["label"]["value"]
+                out[self._item(b)] = b["label"]["value"]
         return out
 
     def start_years(self, qids: Iterable[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         for values in self._batched(qids):
             for b in self._query(
-                f"SELECT ?item ?value ?prop WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', ['P580'])} }}"
+                f"SELECT ?item ?value ?prop WHERE {{ VALUES ?item {{ {values} }}\n{_statements('?item', ['P580'])} }}",
+                ("item", "value"),
             ):
                 year = year_of(b["value"]["value"])
-                item = _qid(b["item"])
+                item = self._item(b)
                 if year is not None and (item not in out or year < out[item]):
                     out[item] = year
         return out

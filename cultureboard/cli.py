@@ -16,7 +16,8 @@ from .errors import CultureboardError
 
 
 def _csv(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+    """The names of a comma-separated option; [] for one that names nothing (the builder rejects it)."""
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -52,7 +52,7 @@ def test_artifacts_command(tmp_path):
     [
         (["--concepts", "cuisine,fashionz", "--countries", "IT"], ["fashionz", "unknown concept"], 1),
         (["--concepts", "cuisine", "--countries", "IT,XX"], ["'XX'", "ISO 3166-1"], 1),
-        (["--concepts", "cuisine", "--countries", "IT", "--hops", "0"], ["--hops 0"], 1),
+        (["--concepts", "cuisine", "--countries", "IT", "--hops", "0"], ["--hops 0"], 2),
     ],
 )
 def test_artifacts_bad_options(tmp_path, args, needles, code):

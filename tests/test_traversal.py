@@ -230,6 +230,34 @@ def test_malformed_lines_inside_a_batch_keep_their_line_numbers(tmp_path, monkey
         assert rows == expected_rows
 
 
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_lines_over_the_limit_are_dropped_while_read_and_counted(tmp_path, monkeypatch, suffix):
+    limit = 1 << 16
+    monkeypatch.setattr(kb_dump, "_READ", 1 << 12)  # the limit spans many reads
+    monkeypatch.setattr(kb_dump, "MAX_LINE_BYTES", limit)
+    padded = entity("Q7999", "padded")
+    padded["descriptions"] = {"de": {"language": "de", "value": ""}}
+    padded["descriptions"]["de"]["value"] = "x" * (limit - 1 - len(json.dumps(padded)))
+    assert len(json.dumps(padded) + ",") == limit  # exactly at the limit (its comma included): read
+    over = json.dumps(entity("Q7998", "over", description="y" * (3 * limit)))  # valid JSON, over the limit
+    lines = [json.dumps(e) for e in graph()]
+    body = ["[", *lines[:3], json.dumps(padded), over, *lines[3:], over[:-1]]  # ... and a last line without "]"
+    text = ",\n".join(body[1:-1])
+    data = ("[\n" + text + ",\n" + body[-1]).encode()
+    path = tmp_path / f"d{suffix}"
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    kb = DumpKnowledgeBase(path, [IT, JP], max_malformed=0.1)
+    assert kb.report.over_limit == 2 and kb.report.malformed == 2
+    assert kb.report.malformed_examples == [6, len(body)]  # [ is line 1: the over-long lines keep their numbers
+    assert kb.report.entities == len(lines) + 1  # padded was read
+    rows, _ = extract_artifacts(kb, [CUISINE], load_countries().resolve(["IT", "JP"]), 4)
+    assert {(r["qid"], r["country"]) for r in rows} == set(run(write_dump(tmp_path / "clean.json", graph()))[0])
+    with pytest.raises(CultureboardError, match=rf"2 of {len(body)} lines .* 2 longer than the 0.0625 MiB line limit"):
+        DumpKnowledgeBase(path, [IT, JP])
+    blocks = list(kb_dump.dump_blocks(path))
+    assert kb_dump.OVER_LIMIT in b"".join(blocks) and max(map(len, blocks)) < 2 * limit
+
+
 def test_malformed_lines_counted_and_threshold(tmp_path):
     bad = ("{not json", '{"type":"item"}')  # broken JSON; an entity without an id
     entities = graph() * 1 + [entity(f"Q{7000 + i}", f"filler {i}") for i in range(200)]

@@ -1,0 +1,48 @@
+"""Read a small hand-written YAML file (a curation file, a build config) safely.
+
+``yaml.safe_load`` refuses Python tags, but it still expands aliases: a few hundred bytes of nested
+aliases (a "billion laughs" file) become gigabytes once the result is walked, and deep nesting ends
+in a RecursionError. So the file's events are scanned first, without building anything: an alias
+(``*name``) or nesting deeper than ``MAX_DEPTH`` is rejected with its line, as ``submission.yaml``
+is by the submission validator. Only then is the file loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from cultureboard.errors import CultureboardError
+
+#: The deepest nesting of mappings and sequences accepted (the builder's files use three levels).
+MAX_DEPTH = 16
+
+
+def load_yaml(path: str | Path, what: str, fix: str):
+    """The data of the YAML file ``path`` (``what`` it should be, and how to write it: ``fix``, for
+    the messages); a ``CultureboardError`` when it cannot be read, is not YAML, uses aliases or nests
+    deeper than ``MAX_DEPTH``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CultureboardError(path, f"cannot be read as {what} ({exc.__class__.__name__})", fix) from None
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise CultureboardError(f"{path}:{event.start_mark.line + 1}", "uses a YAML alias (*name)",
+                                        "write every value out in full: aliases are not accepted")
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise CultureboardError(f"{path}:{event.start_mark.line + 1}",
+                                            f"nests more than {MAX_DEPTH} levels deep", fix)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        detail = getattr(exc, "problem", None) or exc.__class__.__name__
+        raise CultureboardError(where, f"cannot be read as {what} (not valid YAML: {detail})", fix) from None
