@@ -60,7 +60,18 @@ def _table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-def render_card(configs: list["Config"], provenance: dict, yaml_header: str) -> str:
+def _absent(configs: list["Config"]) -> list[str]:
+    if not configs:
+        return []
+    names = ", ".join(f"`{c.name}`" for c in configs)
+    return [f"\nNot in this build, because it gave them no rows: {names}. A prompt set has no rows when none of the "
+            "build's artifacts is in its countries and categories (CultDiff covers ten countries, for example: build "
+            "with some of them to get it); `datasets` cannot load a config without rows, so none is written.\n"]
+
+
+def render_card(configs: list["Config"], provenance: dict, yaml_header: str, absent: list["Config"] = ()) -> str:
+    """The card of a dataset folder holding ``configs``; ``absent`` are the configs left out because they
+    have no rows (the card says so, since ``datasets`` cannot load an empty config)."""
     families = sorted({c.family for c in configs if c.family})
     parts = [
         f"---\n{yaml_header}---\n",
@@ -74,6 +85,7 @@ def render_card(configs: list["Config"], provenance: dict, yaml_header: str) -> 
             ["config", "family", "version", "rows", "licence", "description"],
             [[c.name, c.family or "-", c.version or "-", c.table.num_rows, c.license, c.description] for c in configs],
         ),
+        *_absent(absent),
         "\n## Features\n",
         _table(
             ["config", "columns"],

@@ -3,6 +3,7 @@ a prompt set's rows, and the revision that submissions pin."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,6 +23,15 @@ def local_revision(folder: str | Path) -> str:
     return "sha256:" + folder_sha256(Path(folder) / "data", {".parquet"})
 
 
+def _built_empty(folder: Path, name: str) -> bool:
+    """Whether the folder's build.json records config ``name`` with no rows (so it was not written)."""
+    try:
+        rows = json.loads((folder / "build.json").read_text(encoding="utf-8")).get("rows", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(rows, dict) and rows.get(name) == 0
+
+
 def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
     """The rows of prompt set ``name`` (columns of ``cultureboard.records.PROMPT_SCHEMA``)."""
     folder = Path(folder)
@@ -30,7 +40,8 @@ def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
                                 "pass the --out folder of `cultureboard build`, or a download of the Hub dataset")
     shards = sorted((folder / "data" / name).glob("*.parquet"))
     if not shards:
-        raise CultureboardError(folder, f"has no prompt set {name!r}", f"use one of {', '.join(configs(folder))}")
+        why = " (the build gave it no rows: see the card's Configs section)" if _built_empty(folder, name) else ""
+        raise CultureboardError(folder, f"has no prompt set {name!r}{why}", f"use one of {', '.join(configs(folder))}")
     rows: list[dict] = []
     for shard in shards:
         rows.extend(pq.read_table(shard).to_pylist())

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
 # Model hubs are unreachable here: fail fast instead of waiting on each hub call.
 os.environ["HF_HUB_OFFLINE"] = "1"
+
+# One datasets cache for the whole session, in a temporary folder removed at exit: the tests never write
+# into the user's ~/.cache/huggingface, and an entry already there cannot change what they load. Set
+# before anything imports datasets (which reads HF_DATASETS_CACHE once, at import).
+_DATASETS_CACHE = tempfile.mkdtemp(prefix="cultureboard-tests-datasets-")
+os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
+atexit.register(shutil.rmtree, _DATASETS_CACHE, ignore_errors=True)
 
 from llm_server import ScriptedLLMServer
 

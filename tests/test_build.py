@@ -13,6 +13,7 @@ import yaml
 
 from cultureboard.builder import build, import_dataset, publish_dataset
 from cultureboard.builder.prompt_sets import registry
+from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.records import ARTIFACT_SCHEMA, PROMPT_SCHEMA
 
@@ -42,6 +43,43 @@ def test_every_config_loads_with_datasets(built):
             assert len(set(ds["prompt_id"])) == ds.num_rows
         elif name.startswith("artifacts"):
             assert ds.column_names == ARTIFACT_SCHEMA.names and ds.num_rows > 0
+
+
+def test_each_build_loads_its_own_rows_whatever_the_datasets_cache_holds(tmp_path):
+    """Two builds into folders both named ``dataset``, and one of them rebuilt in place, loaded in turn
+    through the session's one datasets cache (tests/conftest.py): each load gives the folder's rows."""
+    first, second = tmp_path / "a" / "dataset", tmp_path / "b" / "dataset"
+    build(first, countries=["IT", "JP"], prompt_sets=["cube-awareness"])
+    build(second, countries=["BR", "FR", "US"], prompt_sets=["cube-awareness"])
+
+    def loaded(folder: Path, name: str) -> tuple[int, set]:
+        ds = datasets.load_dataset(str(folder), name, split="test")
+        return ds.num_rows, set(ds["country"])
+
+    def on_disk(folder: Path, name: str) -> tuple[int, set]:
+        table = pq.read_table(folder / f"data/{name}/test-00000-of-00001.parquet")
+        return table.num_rows, set(table.column("country").to_pylist())
+
+    for folder in (first, second, first):
+        for name in ("artifacts", "cube-awareness"):
+            assert loaded(folder, name) == on_disk(folder, name)
+    assert on_disk(first, "artifacts")[1] == {"IT", "JP"} and on_disk(second, "artifacts")[1] == {"BR", "FR", "US"}
+    build(first, countries=["US"], prompt_sets=["cube-awareness"])  # the same folder, rebuilt
+    assert loaded(first, "artifacts") == on_disk(first, "artifacts") and on_disk(first, "artifacts")[1] == {"US"}
+    assert "(data sha256:" in card_header(first)["configs"][0]["description"]
+
+
+def test_a_config_without_rows_is_not_written_and_the_card_says_why(tmp_path):
+    out = tmp_path / "dataset"
+    provenance = build(out, countries=["IT", "JP"])  # none of CultDiff's ten countries
+    assert provenance["rows"]["cultdiff"] == 0
+    names = [c["config_name"] for c in card_header(out)["configs"]]
+    assert "cultdiff" not in names and not (out / "data" / "cultdiff").exists()
+    assert "Not in this build, because it gave them no rows: `cultdiff`" in (out / "README.md").read_text()
+    for name in names:
+        assert datasets.load_dataset(str(out), name, split="test").num_rows == provenance["rows"][name] > 0
+    with pytest.raises(CultureboardError, match="has no prompt set 'cultdiff' \\(the build gave it no rows"):
+        read_prompt_set(out, "cultdiff")
 
 
 def test_card_and_provenance(built):
