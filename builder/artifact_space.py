@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from cultureboard.atomic import atomic_dir
+from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.records import ARTIFACT_SCHEMA, table_from_rows
@@ -104,11 +104,12 @@ def artifacts(
     countries: list[str], hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01,
 ) -> dict:
     """Write ``out/artifacts.parquet`` and ``out/report.json``; returns the report."""
+    check_replaceable(Path(out), kind="artifacts")  # before the work
     rows, report = extract(
         dump=dump, sparql=sparql, concepts=concepts, countries=countries, hops=hops,
         concepts_file=concepts_file, max_malformed=max_malformed,
     )
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="artifacts") as tmp:
         pq.write_table(table_from_rows(rows, ARTIFACT_SCHEMA), tmp / "artifacts.parquet")
         (tmp / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from cultureboard.atomic import check_replaceable
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
@@ -90,6 +91,7 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
 
 def build(out: str | Path, config: str | Path | None = None, **overrides) -> dict:
     """Build the dataset folder ``out``; returns its provenance record (also written as build.json)."""
+    check_replaceable(Path(out), kind="dataset")  # before the work
     o = resolve_options(config, overrides)
     countries = load_countries()
     families = registry()
@@ -158,6 +160,7 @@ def _portable(dump_report: dict | None) -> dict | None:
 
 def import_dataset(kind: str, source: str, out: str | Path) -> dict:
     """Write a dataset folder from a paper's official release: ``cube-1k`` or ``cure``."""
+    check_replaceable(Path(out), kind="dataset")  # before the work
     from .importers import import_cube_1k, import_cure
 
     importer = {"cube-1k": import_cube_1k, "cure": import_cure}[kind]

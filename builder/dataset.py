@@ -75,7 +75,7 @@ def write_dataset(out: str | Path, configs: list[Config], provenance: dict, extr
     if not written:
         raise CultureboardError(out, f"would hold no rows (every config is empty: {', '.join(c.name for c in configs)})",
                                 "check that the knowledge base has artifacts for the requested countries and concepts")
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="dataset") as tmp:
         fingerprints = {}
         for c in written:
             path = tmp / shard_path(c.name)

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from .atomic import claim_folder
 from .errors import CultureboardError
 
 #: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick.
@@ -69,6 +70,7 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise CultureboardError(out, "is a file", "choose a folder for --out")
+    claim_folder(out, kind="demo")
     standins = cache_root() / "standins"
     dataset, submissions, results, site = (out / name for name in ("dataset", "submissions", "results", "site"))
 

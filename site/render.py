@@ -64,7 +64,7 @@ from cultureboard.evaluators.submission.format import (
 )
 from PIL import Image
 
-from cultureboard.atomic import atomic_dir
+from cultureboard.atomic import atomic_dir, check_replaceable, output_folders
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
@@ -204,10 +204,11 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
+    check_replaceable(out, kind="site")  # before the work
     loaded = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     board = Board(loaded, prompts, _load_ratings(ratings))
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="site") as tmp:
         site = _Site(tmp, board)
         shutil.copytree(HERE / "static", tmp / "static")
         thumbs = _thumbnails(board, out / "thumbs", tmp / "thumbs", thumb_px)
@@ -226,7 +227,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
 
 
 def _load_results(results: Path, submissions: Path) -> list[Result]:
-    folders = sorted(p.parent for p in results.glob("*/summary.json"))
+    folders = ([p for p in output_folders(results) if (p / "summary.json").is_file()]
+               if results.is_dir() else [])
     if not folders:
         raise CultureboardError(results, "holds no results (no <submission id>/summary.json)",
                                 "pass the --out folder of `cultureboard evaluate`")

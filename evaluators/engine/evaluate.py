@@ -98,7 +98,8 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
                                 f"evaluate a submission for one of {', '.join(sorted(FAMILIES))}")
     score, unit_of = FAMILIES[name]
     sid = submission_id(spec)
-    check_replaceable(Path(out) / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid))  # before the work
+    check_replaceable(Path(out) / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid),
+                      kind="shard" if shard else "results")  # before the work
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
     images = _images(submission, spec, prompts)
     if shard:
@@ -133,7 +134,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     out = Path(out)
     if shard:
         target = out / f"{sid}.shards" / f"{shard[0]}-of-{shard[1]}"
-        with atomic_dir(target) as tmp:
+        with atomic_dir(target, kind="shard") as tmp:
             pq.write_table(table, tmp / "scores.parquet")
             (tmp / "shard.json").write_text(json.dumps({"provenance": provenance, "shard": list(shard)}, indent=2))
         return target
@@ -194,7 +195,7 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, prompts: dic
         "metrics_info": [dataclasses.asdict(METRICS[m]) for m in sorted(set(scores["metric"])) if m in METRICS],
         "metrics": metrics,
     }
-    with atomic_dir(target) as tmp:
+    with atomic_dir(target, kind="results") as tmp:
         pq.write_table(table, tmp / "scores.parquet")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, allow_nan=False) + "\n",
                                           encoding="utf-8")

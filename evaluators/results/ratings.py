@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from cultureboard.atomic import atomic_dir
+from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
@@ -227,6 +227,7 @@ def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: 
     Returns a summary (``ratings``: rater x image judgements; ``rows``: common-format rows).
     """
     path = Path(path)
+    check_replaceable(Path(out), kind="ratings")  # before the work
     prompts = read_prompt_set(dataset, prompt_set)
     rows = import_study("cube", path, prompts=prompts, submissions=submissions)
     ratings = from_common(rows)
@@ -238,7 +239,7 @@ def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: 
     if scores is not None:
         reports["validity.json"] = {**validity(items, _read_scores(scores)),
                                     "provenance": {**provenance, "scores_sha256": file_sha256(scores)}}
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="ratings") as tmp:
         pq.write_table(to_table(rows), tmp / "ratings.parquet")
         items.to_parquet(tmp / "consensus.parquet", index=False)
         for name, report in reports.items():
