@@ -103,6 +103,8 @@ def render_card(configs: list["Config"], provenance: dict, yaml_header: str, abs
     for c in configs:
         for note in c.notes:
             parts.append(f"- **{c.name}**: {note}")
+    from .references import card_section  # the reference images' licences and attribution, when present
+    parts += card_section(configs)
     parts += [
         "\n## Build provenance\n",
         "```json",

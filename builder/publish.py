@@ -13,6 +13,8 @@ from cultureboard.atomic import MARKER
 from cultureboard.errors import CultureboardError
 from cultureboard.hub import check_repo_id, upload_folder
 
+from .references import STAGING  # downloads of an interrupted `cultureboard references` run
+
 
 def publish_dataset(folder: str | Path, repo: str, revision: str | None = None, create_pr: bool = False, api=None) -> dict:
     """Upload ``folder`` to dataset repo ``repo``; returns {commit, pr_url, tag}."""
@@ -26,7 +28,7 @@ def publish_dataset(folder: str | Path, repo: str, revision: str | None = None, 
     check_repo_id(repo)
     api = api or HfApi()
     info = upload_folder(repo, folder, f"cultureboard dataset{f' {revision}' if revision else ''}", api=api,
-                         create_pr=create_pr, ignore_patterns=[MARKER])
+                         create_pr=create_pr, ignore_patterns=[MARKER, f"{STAGING}/*"])
     if revision:
         try:
             api.create_tag(repo, repo_type="dataset", tag=revision, revision=info.oid)

@@ -99,6 +99,27 @@ def import_cure(source, out):
     _print_rows(out, import_dataset("cure", source, out)["rows"])
 
 
+@cli.command()
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder (its artifacts config).")
+@click.option("--per-artifact", default=4, show_default=True, help="Images kept per artifact, at most.")
+@click.option("--commons-api", default="https://commons.wikimedia.org/w/api.php", show_default=True,
+              help="MediaWiki API of Wikimedia Commons.")
+@click.option("--contact", envvar="CULTUREBOARD_CONTACT", help="Your URL or e-mail, sent in the User-Agent as Wikimedia "
+              "asks (default: $CULTUREBOARD_CONTACT).")
+@click.option("--connections", default=3, show_default=True, help="Parallel downloads (1-4).")
+@click.option("--max-side", default=1024, show_default=True, help="Largest side kept; bigger originals come as Commons thumbnails.")
+@click.option("--max-bytes", default=20 * 2**20, show_default=True, help="Largest file downloaded.")
+def references(dataset, per_artifact, commons_api, contact, connections, max_side, max_bytes):
+    """Add real photographs of each artifact from Wikimedia Commons (free licences only) as the references config."""
+    from cultureboard.builder.references import MISSING_CONFIG, references as run
+
+    report = run(dataset, contact=contact or "", per_artifact=per_artifact, commons_api=commons_api,
+                 connections=connections, max_side=max_side, max_bytes=max_bytes, echo=click.echo)
+    click.echo(f"{report['images']} images of {report['with_images']} of {report['artifacts']} artifacts "
+               f"(downloaded {report['downloaded']}, reused {report['reused']}); {report['missing']} artifacts "
+               f"without a usable image are listed in the {MISSING_CONFIG} config")
+
+
 @cli.group()
 def publish() -> None:
     """Publish to the Hugging Face Hub."""
@@ -276,6 +297,9 @@ def site_build(results, dataset, submissions, out, ratings):
     from cultureboard.site.render import build_site
 
     info = build_site(results, dataset, submissions, out, ratings=ratings)
+    for entry in info["skipped"]:
+        click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
+                   "left out of the site", err=True)
     click.echo(f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
                f"open {Path(out) / 'index.html'}")
 

@@ -11,6 +11,11 @@ import pyarrow.parquet as pq
 from .errors import CultureboardError
 from .provenance import folder_sha256
 
+#: The configs of real reference photographs (``cultureboard references``) and of the artifacts without one.
+#: They are evaluation data, fingerprinted by :func:`references_revision`, and left out of the revision
+#: that submissions pin, so adding or refreshing references does not invalidate a submission.
+REFERENCE_CONFIGS = ("references", "references-missing")
+
 
 def configs(folder: str | Path) -> list[str]:
     data = Path(folder) / "data"
@@ -18,9 +23,19 @@ def configs(folder: str | Path) -> list[str]:
 
 
 def local_revision(folder: str | Path) -> str:
-    """``sha256:<hex>`` over every parquet data file (path and content): the same files give the same
-    revision, so a folder downloaded from the Hub and the folder that was uploaded agree."""
-    return "sha256:" + folder_sha256(Path(folder) / "data", {".parquet"})
+    """``sha256:<hex>`` over every parquet data file (path and content) outside the reference configs: the
+    same files give the same revision, so a folder downloaded from the Hub and the folder that was uploaded
+    agree."""
+    return "sha256:" + folder_sha256(Path(folder) / "data", {".parquet"}, exclude=frozenset(REFERENCE_CONFIGS))
+
+
+def references_revision(folder: str | Path) -> str | None:
+    """``sha256:<hex>`` over the parquet files of the reference configs alone (None when there are none):
+    the fingerprint a result that used reference images records."""
+    present = set(configs(folder))
+    if not present & set(REFERENCE_CONFIGS):
+        return None
+    return "sha256:" + folder_sha256(Path(folder) / "data", {".parquet"}, exclude=frozenset(present - set(REFERENCE_CONFIGS)))
 
 
 def _built_empty(folder: Path, name: str) -> bool:

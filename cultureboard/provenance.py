@@ -43,16 +43,17 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def folder_sha256(path: str | Path, suffixes: set[str] | None = None) -> str:
+def folder_sha256(path: str | Path, suffixes: set[str] | None = None, exclude: frozenset[str] = frozenset()) -> str:
     """A content fingerprint: the sha256 of a file, or for a folder the sha256 over its files' relative
-    paths and sha256s (sorted; hidden files and folders left out; only ``suffixes`` when given)."""
+    paths and sha256s (sorted; hidden files and folders left out, and the top-level entries named in
+    ``exclude``; only ``suffixes`` when given)."""
     path = Path(path)
     if path.is_file():
         return file_sha256(path)
     h = hashlib.sha256()
     for f in sorted(path.rglob("*")):
         rel = f.relative_to(path)
-        if f.is_file() and not any(part.startswith(".") for part in rel.parts) and (
+        if f.is_file() and not any(part.startswith(".") for part in rel.parts) and rel.parts[0] not in exclude and (
                 suffixes is None or f.suffix.lower() in suffixes):
             h.update(rel.as_posix().encode() + b"\0" + bytes.fromhex(file_sha256(f)))
     return h.hexdigest()

@@ -42,6 +42,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -52,22 +53,24 @@ from urllib.parse import urlparse
 import jinja2
 import numpy as np
 import pandas as pd
-import yaml
 from cultureboard.evaluators.results.aggregate import SLICE_TYPES
 from cultureboard.evaluators.results.stats import rank_ties
 from cultureboard.evaluators.submission.format import (
     FIELDS,
+    MAX_SUBMISSION_ID,
     METADATA,
     SUBMISSION_YAML,
     get,
     parse_location,
+    read_metadata,
+    read_spec,
 )
-from PIL import Image
 
-from cultureboard.atomic import atomic_dir, check_replaceable, output_folders
+from cultureboard.atomic import atomic_dir
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.images import open_rgb
 from cultureboard.naming import slug
 
 from . import plots
@@ -199,17 +202,18 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
 
     ``ratings``: an ``import-ratings`` output folder (or its ``validity.json``) whose correlations with human
     ratings are shown on the metric pages. Thumbnails of an earlier build in ``out`` are reused. ``out`` is
-    replaced atomically. Returns {out, pages, largest_page, largest_page_bytes, thumbnails, missing_images,
-    seconds}.
+    replaced atomically. A result that cannot be shown is left out, named in every page's footer and in
+    ``skipped`` (see :func:`_load_results`). Returns {out, pages, largest_page, largest_page_bytes,
+    thumbnails, missing_images, skipped, seconds}.
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
-    check_replaceable(out, kind="site")  # before the work
-    loaded = _load_results(results, Path(submissions))
+    loaded, skipped = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     board = Board(loaded, prompts, _load_ratings(ratings))
-    with atomic_dir(out, kind="site") as tmp:
+    with atomic_dir(out) as tmp:
         site = _Site(tmp, board)
+        site.env.globals["skipped"] = skipped  # named in every page's footer
         shutil.copytree(HERE / "static", tmp / "static")
         thumbs = _thumbnails(board, out / "thumbs", tmp / "thumbs", thumb_px)
         _overview(site, board)
@@ -220,48 +224,79 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     largest = max(site.sizes, key=site.sizes.get)
     return {"out": str(out), "pages": len(site.sizes), "largest_page": largest,
             "largest_page_bytes": site.sizes[largest], "thumbnails": sum(s == "ok" for s in thumbs.values()),
-            "missing_images": sum(s != "ok" for s in thumbs.values()), "seconds": round(time.perf_counter() - start, 3)}
+            "missing_images": sum(s != "ok" for s in thumbs.values()), "skipped": skipped,
+            "seconds": round(time.perf_counter() - start, 3)}
 
 
 # --- loading
 
 
-def _load_results(results: Path, submissions: Path) -> list[Result]:
-    folders = ([p for p in output_folders(results) if (p / "summary.json").is_file()]
-               if results.is_dir() else [])
+def _load_results(results: Path, submissions: Path) -> tuple[list[Result], list[dict]]:
+    """Every result of ``results`` with its submission, each loaded in isolation: an entry that cannot be
+    shown (a name unfit for paths, a missing submission, an unreadable summary, scores, submission.yaml or
+    metadata.jsonl) is left out and returned as {submission, file, source, problem, fix} (``file``: the last
+    part of ``source``, for the pages); none usable is an error."""
+    folders = sorted(p.parent for p in results.glob("*/summary.json") if not p.parent.name.startswith("."))
     if not folders:
         raise CultureboardError(results, "holds no results (no <submission id>/summary.json)",
                                 "pass the --out folder of `cultureboard evaluate`")
-    loaded = []
+    loaded, skipped = [], []
     for folder in folders:
         sid, sub = folder.name, submissions / folder.name
-        if not _NAME.fullmatch(sid):
-            raise CultureboardError(folder, "is not named like a submission id", "keep only evaluator outputs there")
-        if not (sub / SUBMISSION_YAML).is_file() or not (sub / METADATA).is_file():
-            raise CultureboardError(folder, f"was scored from a submission that {submissions} lacks ({sub.name})",
-                                    "pass the --submissions folder that holds every scored submission")
-        summary = _read_summary(folder / "summary.json")
-        images = [json.loads(line) for line in (sub / METADATA).read_text(encoding="utf-8").splitlines() if line.strip()]
-        for im in images:
-            if not _SHA256.fullmatch(str(im.get("sha256"))):
-                raise CultureboardError(sub / METADATA, f"has the sha256 {im.get('sha256')!r}",
-                                        f"run `cultureboard validate {sub}` and fix what it reports")
-        images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
+        try:
+            if not _NAME.fullmatch(sid) or len(sid) > MAX_SUBMISSION_ID:
+                raise CultureboardError(folder, "is not named like a submission id", "keep only evaluator outputs there")
+            if not all(os.path.isfile(sub / name) and not os.path.islink(sub / name) for name in (SUBMISSION_YAML, METADATA)):
+                raise CultureboardError(folder, f"was scored from a submission that the submissions folder lacks ({sid})",
+                                        "pass the --submissions folder that holds every scored submission")
+            summary = _read_summary(folder / "summary.json")
+            spec, images = read_spec(sub / SUBMISSION_YAML), read_metadata(sub / METADATA)
+            for n, im in enumerate(images, 1):
+                if not (_SHA256.fullmatch(str(im.get("sha256"))) and isinstance(im.get("prompt_id"), str)
+                        and isinstance(im.get("file_name"), str) and type(im.get("sample_idx")) is int):
+                    raise CultureboardError(f"{sub / METADATA}:{n}", "lacks a well-formed file_name, prompt_id, sample_idx "
+                                            "or sha256", f"run `cultureboard validate {sub}` and fix what it reports")
+            images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
+            try:
+                scores = pd.read_parquet(folder / "scores.parquet")
+            except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
+                raise CultureboardError(folder / "scores.parquet", f"cannot be read ({exc.__class__.__name__})",
+                                        "rerun `cultureboard evaluate` for this submission") from None
+            if missing := {"file_name", "metric", "value"} - set(scores.columns):
+                raise CultureboardError(folder / "scores.parquet", f"lacks the columns {sorted(missing)}",
+                                        "rerun `cultureboard evaluate` for this submission")
+        except CultureboardError as exc:
+            skipped.append({"submission": sid, "file": Path(exc.source).name, "source": exc.source, "problem": exc.problem,
+                            "fix": exc.fix})
+            continue
         entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
-        loaded.append(Result(sid, summary, pd.read_parquet(folder / "scores.parquet"),
-                             yaml.safe_load((sub / SUBMISSION_YAML).read_text(encoding="utf-8")), sub, images, entries))
-    return loaded
+        loaded.append(Result(sid, summary, scores, spec, sub, images, entries))
+    if not loaded:
+        first = skipped[0]
+        raise CultureboardError(results, f"holds no usable result: all {len(skipped)} were left out (first: "
+                                f"{first['source']}: {first['problem']})", first["fix"])
+    return loaded, skipped
 
 
 def _read_summary(path: Path) -> dict:
-    """summary.json, checked for what the pages rely on: names safe in paths, a card for every metric."""
+    """summary.json, checked for what the pages rely on: the provenance's prompt set, dataset revision,
+    scorers and settings, metric entries keyed by strings, names safe in paths, a card for every metric."""
     fix = "rerun `cultureboard evaluate` for this submission"
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-        names = {card["name"] for card in summary["metrics_info"]} | {summary["provenance"]["prompt_set"]}
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), encoding="utf-8") as fh:
+            summary = json.load(fh)
+        p = summary["provenance"]
+        if not (isinstance(p["prompt_set"], str) and isinstance(p["dataset"]["revision"], str)
+                and isinstance(p["settings"], dict) and all(isinstance(s["name"], str) for s in p["scorers"])):
+            raise TypeError("provenance fields of the wrong type")
+        if not all(isinstance(e[k], str) for e in summary["metrics"] for k in ("metric", "slice_type", "slice")):
+            raise TypeError("metric entries with non-string keys")
+        names = {card["name"] for card in summary["metrics_info"]} | {p["prompt_set"]}
         uncarded = {e["metric"] for e in summary["metrics"]} - names
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CultureboardError(path, f"is not an evaluator summary ({exc.__class__.__name__}: {exc})", fix) from None
+    except OSError as exc:
+        raise CultureboardError(path, f"cannot be read ({exc.strerror})", fix) from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise CultureboardError(path, f"is not an evaluator summary ({exc.__class__.__name__}: {str(exc)[:80]})", fix) from None
     if uncarded or not all(_NAME.fullmatch(str(n)) for n in names):
         raise CultureboardError(path, f"has metrics without a card {sorted(uncarded)} or names unfit for file names "
                                 f"{sorted(n for n in names if not _NAME.fullmatch(str(n)))}", fix)
@@ -644,10 +679,12 @@ def _metric_pages(site: _Site, board: Board) -> None:
 
 
 def _thumbnails(board: Board, old: Path, new: Path, px: int) -> dict[tuple[str, str], str]:
-    """Write a WebP thumbnail (longer side at most ``px``) of every local image: (sid, sha256) -> "ok",
-    "missing" or "unreadable". A thumbnail of an earlier build with the same settings is copied, not redone."""
+    """Write a WebP thumbnail (longer side at most ``px``) of every local image, its pixels read as the
+    scorers read them (:func:`~cultureboard.images.open_rgb`: EXIF orientation applied): (sid, sha256) ->
+    "ok", "missing" or "unreadable". A thumbnail of an earlier build with the same settings is copied, not
+    redone, when it is a regular file in real folders (a link is never followed nor copied)."""
     params = {**THUMB, "max_side": px}
-    reuse = (old / "params.json").is_file() and json.loads((old / "params.json").read_text()) == params
+    reuse = _real_dir(old) and _regular(old / "params.json") and _json_or_none(old / "params.json") == params
     jobs = {}
     for r in board.results.values():
         location = parse_location(str(get(r.spec, "images.location", "")))
@@ -658,23 +695,24 @@ def _thumbnails(board: Board, old: Path, new: Path, px: int) -> dict[tuple[str, 
             source = (r.folder / im["file_name"]).resolve()
             jobs[(r.sid, im["sha256"])] = source if source.is_relative_to(root) else None
         (new / r.sid).mkdir(parents=True, exist_ok=True)
+    reusable = {sid for sid, _ in jobs if reuse and _real_dir(old / sid)}
 
     def make(job) -> str:
         (sid, sha), source = job
         target, earlier = new / sid / f"{sha}.webp", old / sid / f"{sha}.webp"
-        if reuse and earlier.is_file():
+        if sid in reusable and _regular(earlier):
             try:
-                os.link(earlier, target)  # same file system (the output's parent): no copy of the data
+                os.link(earlier, target, follow_symlinks=False)  # same file system (the output's parent): no copy
             except OSError:
-                shutil.copyfile(earlier, target)
+                shutil.copyfile(earlier, target, follow_symlinks=False)
             return "ok"
         if source is None or not source.is_file():
             return "missing"
         try:
-            with Image.open(source) as img:
-                img.thumbnail((px, px))
-                img.convert("RGBA" if img.mode in ("RGBA", "LA", "P") else "RGB").save(target, **THUMB)
-        except (OSError, ValueError, Image.DecompressionBombError):
+            img = open_rgb(source)
+            img.thumbnail((px, px))
+            img.save(target, **THUMB)
+        except Exception:  # noqa: BLE001 - a decoder's reaction to hostile bytes can be any exception
             return "unreadable"
         return "ok"
 
@@ -684,3 +722,25 @@ def _thumbnails(board: Board, old: Path, new: Path, px: int) -> dict[tuple[str, 
     new.mkdir(parents=True, exist_ok=True)
     (new / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
     return status
+
+
+def _real_dir(path: Path) -> bool:
+    return stat.S_ISDIR(st.st_mode) if (st := _lstat(path)) else False
+
+
+def _regular(path: Path) -> bool:
+    return stat.S_ISREG(st.st_mode) if (st := _lstat(path)) else False
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _json_or_none(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

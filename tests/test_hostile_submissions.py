@@ -1,5 +1,17 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
-and (below) the real CLI (validate, package, site build) on a corpus of hostile submissions."""
+and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
+
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 72 CLI cases, none ending in a traceback.
+
+* 58 rejected cleanly: validate 28 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 14
+  (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
+  and a results folder with no usable entry, which is one error);
+* 14 accepted by design: validate 8 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
+  U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation).
+
+The inspect_image unit tests above the corpus are not counted.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +27,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
-
-from cultureboard.cli import main
-from cultureboard.errors import CultureboardError
+import yaml
 from cultureboard.evaluators.submission.format import read_metadata, submission_id
 from cultureboard.evaluators.submission.format import read_spec as format_read_spec
 from cultureboard.evaluators.submission.validate import Limits, Report, validate
+from PIL import Image
+from submission_factory import (
+    SUBMISSION_ID,
+    make_dataset,
+    make_submission,
+    read_rows,
+    read_spec,
+    write_rows,
+    write_spec,
+    yaml_line,
+)
+
+from cultureboard.cli import main
+from cultureboard.errors import CultureboardError
 from cultureboard.images import IMAGE_CODES, ImageLimits, inspect_image, open_rgb, require_image
-from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, read_rows, read_spec, write_rows,
-                                write_spec, yaml_line)
 
 # ------------------------------------------------------------------------------------ image bytes
 
@@ -463,3 +484,285 @@ def test_too_many_lines_stop_the_reading(sub):
     report = validate(sub, limits=Limits(max_metadata_lines=5))
     assert ("metadata.too_many_lines", "metadata.jsonl:6") in [(p.code, p.file) for p in report.errors]
     assert report.checked["metadata_lines"] == 5
+
+
+# ------------------------------------------------------------------------------------ package
+
+PACKAGE_SPEC = {
+    "organization": "Acme AI", "contact": "Jo Doe <jo@acme.example>",
+    "model": {"name": "Imagen X", "id": "imagen-x", "revision": "2025-01-15", "license": "proprietary", "weights": "closed"},
+    "generation": {"negative_prompt": False},
+}
+PACKAGE_ID = "acme-ai__imagen-x"
+
+
+@pytest.fixture
+def downloads(tmp_path) -> Path:
+    """``tmp_path/downloads``: two 64 x 64 PNGs for tiny/jp/sushi, a CSV mapping and a spec; and a file outside."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    for name, colour in (("a.png", "red"), ("b.png", "blue")):
+        Image.new("RGB", SQUARE, colour).save(folder / name)
+    Image.new("RGB", SQUARE, "green").save(tmp_path / "outside.png")
+    (tmp_path / "mapping.csv").write_text("file,prompt_id,sample_idx\na.png,tiny/jp/sushi,0\nb.png,tiny/jp/sushi,1\n")
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(PACKAGE_SPEC))
+    return folder
+
+
+def package_cli(capsys, tmp_path: Path, dataset: Path, mapping: str = "mapping.csv") -> tuple[int, str]:
+    return cli(capsys, "package", "--from-folder", tmp_path / "downloads", "--mapping", tmp_path / mapping,
+               "--spec", tmp_path / "spec.yaml", "--dataset", dataset, "--prompt-set", "tiny",
+               "--out", tmp_path / "submissions" / PACKAGE_ID)
+
+
+def mapping_rows(*rows: str, name: str = "mapping.csv"):
+    def mutate(tmp: Path) -> None:
+        (tmp / name).write_text("file,prompt_id,sample_idx\n" + "".join(r + "\n" for r in rows))
+    return mutate
+
+
+def mapping_bytes(data: bytes, name: str = "mapping.csv"):
+    return lambda tmp: (tmp / name).write_bytes(data)
+
+
+def spec_text(text: str):
+    return lambda tmp: (tmp / "spec.yaml").write_text(yaml.safe_dump(PACKAGE_SPEC) + text)
+
+
+def link(name: str, target: str):
+    return lambda tmp: (tmp / "downloads" / name).symlink_to(tmp / target)
+
+
+def replace_download(name: str, data: bytes):
+    return lambda tmp: (tmp / "downloads" / name).write_bytes(data)
+
+
+# (id, mutation of tmp_path, mapping file name, regex the one "error:" line must match)
+PACKAGE_REJECTED = [
+    ("path-with-dotdot", mapping_rows("../outside.png,tiny/jp/sushi,0"), "mapping.csv",
+     r"mapping\.csv:2: file \.\./outside\.png is outside --from-folder"),
+    ("absolute-path", lambda tmp: mapping_rows(f"{tmp / 'outside.png'},tiny/jp/sushi,0")(tmp), "mapping.csv",
+     r"mapping\.csv:2: file /.*outside\.png is outside --from-folder"),
+    ("link-leading-outside", lambda tmp: (link("c.png", "outside.png")(tmp), mapping_rows("c.png,tiny/jp/sushi,0")(tmp)),
+     "mapping.csv", r"mapping\.csv:2: file c\.png leads outside --from-folder \(through a link"),
+    ("mapping-not-utf8", mapping_bytes(b"file,prompt_id,sample_idx\n\xe9t\xe9.png,tiny/jp/sushi,0\n"), "mapping.csv",
+     r"mapping\.csv: is not UTF-8 text \(byte 26\)"),
+    ("nul-byte-in-csv", mapping_bytes(b"file,prompt_id,sample_idx\na.png\0,tiny/jp/sushi,0\n"), "mapping.csv",
+     r"mapping\.csv:2: file 'a\.png\\x00' has a NUL byte"),
+    ("unterminated-quote-in-csv", mapping_bytes(b'file,prompt_id,sample_idx\n"a.png,tiny/jp/sushi,0\n'), "mapping.csv",
+     r"error: .*mapping\.csv"),
+    ("nan-in-jsonl", mapping_bytes(b'{"file": "a.png", "prompt_id": "tiny/jp/sushi", "sample_idx": NaN}\n',
+                                   "mapping.jsonl"), "mapping.jsonl", r"mapping\.jsonl:1: is not strict JSON \(NotFiniteError"),
+    ("every-problem-at-once", mapping_rows("a.png,tiny/jp/ramen,0", "nope.png,tiny/jp/sushi,1", "../x.png,tiny/jp/sushi,7"),
+     "mapping.csv", (r"mapping\.csv: has 3 problems: line 2: prompt_id 'tiny/jp/ramen' is not in prompt set tiny; "
+                    r"line 3: file nope\.png does not exist in .*; line 4: sample_idx 7 is out of range")),
+    ("unquoted-date-in-spec-extra", spec_text("extra_notes: {started: 2025-01-02}\n"), "mapping.csv",
+     r"spec\.yaml: extra_notes\.started is a date, which JSON cannot hold"),
+    ("alias-in-spec", spec_text("x: &a [1]\ny: *a\n"), "mapping.csv", r"spec\.yaml:\d+: is not valid YAML \(uses the alias \*a\)"),
+    ("nan-in-spec", spec_text("guidance: .nan\n"), "mapping.csv", r"spec\.yaml: guidance is nan, not a finite number"),
+    ("id-of-216-characters", lambda tmp: (tmp / "spec.yaml").write_text(yaml.safe_dump({**PACKAGE_SPEC, "organization": LONG_ORG})),
+     "mapping.csv", r"the submission id a{40}\.\.\. is 210 characters long; the limit is 128"),
+    ("animated-png", replace_download("a.png", APNG), "mapping.csv", r"a\.png: is an animated PNG of 2 frames"),
+    ("sixteen-bit-greyscale", replace_download("a.png", GREY16), "mapping.csv", r"a\.png: is a greyscale image of more than 8 bits"),
+    ("ztxt-bomb", replace_download("a.png", ZTXT_BOMB), "mapping.csv", r"a\.png: has text chunks .* once decompressed"),
+]
+
+# (id, mutation of tmp_path, mapping file name): exit 0, and the packaged images are regular files
+PACKAGE_ACCEPTED = [
+    ("link-inside-the-folder", lambda tmp: (link("c.png", "downloads/a.png")(tmp), mapping_rows("c.png,tiny/jp/sushi,0")(tmp)),
+     "mapping.csv"),
+    ("jsonl-with-byte-order-mark", mapping_bytes(b'\xef\xbb\xbf{"file": "a.png", "prompt_id": "tiny/jp/sushi", "sample_idx": 0}\n',
+                                                 "mapping.jsonl"), "mapping.jsonl"),
+    ("unquoted-top-level-date-in-spec", spec_text("date: 2025-01-02\n"), "mapping.csv"),
+]
+
+
+@pytest.mark.parametrize("mutate, mapping, pattern", [pytest.param(*c[1:], id=c[0]) for c in PACKAGE_REJECTED])
+def test_package_rejects(capsys, tmp_path, downloads, tiny_dataset, mutate, mapping, pattern):
+    mutate(tmp_path)
+    rc, text = package_cli(capsys, tmp_path, tiny_dataset, mapping)
+    [line] = text.splitlines()
+    assert rc == 1 and line.startswith("error: ") and re.search(pattern, line) and "(fix: " in line, text
+    assert not (tmp_path / "submissions" / PACKAGE_ID).exists()
+
+
+@pytest.mark.parametrize("mutate, mapping", [pytest.param(*c[1:], id=c[0]) for c in PACKAGE_ACCEPTED])
+def test_package_accepts_by_design(capsys, tmp_path, downloads, tiny_dataset, mutate, mapping):
+    mutate(tmp_path)
+    rc, text = package_cli(capsys, tmp_path, tiny_dataset, mapping)
+    out = tmp_path / "submissions" / PACKAGE_ID
+    assert rc == 0, text
+    rows = read_metadata(out / "metadata.jsonl")
+    assert rows and all((out / r["file_name"]).is_file() and not (out / r["file_name"]).is_symlink() for r in rows)
+    assert format_read_spec(out / "submission.yaml")["date"] >= "2025-01-02"
+
+
+def test_package_lists_at_most_twenty_problems(capsys, tmp_path, downloads, tiny_dataset):
+    mapping_rows(*(f"x{i}.png,tiny/jp/sushi,0" for i in range(25)))(tmp_path)
+    rc, text = package_cli(capsys, tmp_path, tiny_dataset)
+    assert rc == 1 and "has 25 problems: line 2: file x0.png does not exist" in text and "; and 5 more (fix: " in text
+
+
+# ------------------------------------------------------------------------------------ site build
+
+GOOD, BAD = "lab__good", "lab__bad"
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory) -> dict:
+    """One real evaluated submission (tiny scorers, one country) and a first site built from it."""
+    from results_factory import evaluate_all
+    from results_factory import make_dataset as make_built_dataset
+    from results_factory import make_submission as make_scored_submission
+
+    root = tmp_path_factory.mktemp("scored")
+    dataset = make_built_dataset(root / "dataset", countries=("IT",))
+    good = make_scored_submission(root / "submissions", dataset, "cube-awareness", model="good")
+    results = evaluate_all([good], dataset, root / "results", root / "work")
+    assert main(["site", "build", "--results", str(results), "--dataset", str(dataset), "--submissions",
+                 str(root / "submissions"), "--out", str(root / "site")]) == 0
+    return {"dataset": dataset, "results": results, "submissions": root / "submissions", "site": root / "site"}
+
+
+def board(tmp_path: Path, scored: dict, *, bad: bool = True, good: bool = True) -> dict:
+    """Results and submissions in ``tmp_path`` holding the good entry and a copy of it named ``lab__bad``."""
+    paths = {"results": tmp_path / "results", "submissions": tmp_path / "submissions", "out": tmp_path / "site"}
+    for sid in [GOOD] * good + [BAD] * bad:
+        shutil.copytree(scored["results"] / GOOD, paths["results"] / sid)
+        shutil.copytree(scored["submissions"] / GOOD, paths["submissions"] / sid)
+    return paths
+
+
+def build(capsys, scored: dict, paths: dict, *, reuse: bool = True) -> tuple[int, str]:
+    if reuse:  # the earlier site's thumbnails are reused, as in CI
+        shutil.copytree(scored["site"], paths["out"], symlinks=True)
+    return cli(capsys, "site", "build", "--results", paths["results"], "--dataset", scored["dataset"],
+               "--submissions", paths["submissions"], "--out", paths["out"])
+
+
+def write(rel: str, data: bytes | str):
+    def mutate(paths: dict) -> None:
+        target = paths["results" if rel.startswith("results/") else "submissions"] / rel.split("/", 1)[1]
+        target.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return mutate
+
+
+def append(rel: str, text: str):
+    def mutate(paths: dict) -> None:
+        with open(paths["submissions"] / rel.split("/", 1)[1], "a", encoding="utf-8") as fh:
+            fh.write(text)
+    return mutate
+
+
+def with_extra_date(paths: dict) -> None:
+    spec = read_spec(paths["submissions"] / BAD)
+    spec.setdefault("generation", {}).setdefault("extra", {})["started"] = datetime.date(2025, 1, 2)
+    write_spec(paths["submissions"] / BAD, spec)
+
+
+def summary_link(paths: dict) -> None:
+    (paths["results"] / BAD / "summary.json").unlink()
+    (paths["results"] / BAD / "summary.json").symlink_to(paths["results"] / GOOD / "summary.json")
+
+
+def long_result_name(paths: dict) -> None:
+    (paths["results"] / BAD).rename(paths["results"] / ("lab__" + "b" * 200))
+
+
+# (id, mutation of the copied lab__bad, file named, problem): exit 0, a warning naming the file, lab__bad left
+# out of the site and named in its footer, lab__good built
+SITE_SKIPPED = [
+    ("summary-not-json", write("results/lab__bad/summary.json", "{"), "summary.json", "is not an evaluator summary"),
+    ("summary-without-provenance", write("results/lab__bad/summary.json", "{}"), "summary.json",
+     "is not an evaluator summary (KeyError"),
+    ("summary-a-link", summary_link, "summary.json", "cannot be read"),
+    ("summary-metric-keys-not-strings", lambda p: write("results/lab__bad/summary.json", json.dumps(
+        {**json.loads((p["results"] / BAD / "summary.json").read_text()), "metrics": [{"metric": 1, "slice_type": [],
+                                                                                       "slice": None}]}))(p),
+     "summary.json", "metric entries with non-string keys"),
+    ("submission-missing", lambda p: shutil.rmtree(p["submissions"] / BAD), BAD, "was scored from a submission that"),
+    ("unquoted-date-in-extra", with_extra_date, "submission.yaml", "generation.extra.started is a date"),
+    ("yaml-syntax", write("submissions/lab__bad/submission.yaml", "model: [\n"), "submission.yaml:2", "is not valid YAML"),
+    ("yaml-alias", append("submissions/lab__bad/submission.yaml", "x: &a [1]\ny: *a\n"), "submission.yaml",
+     "uses the alias *a"),
+    ("metadata-line-not-json", append("submissions/lab__bad/metadata.jsonl", "{oops\n"), "metadata.jsonl:",
+     "is not a strict JSON line"),
+    ("metadata-nan", append("submissions/lab__bad/metadata.jsonl", '{"file_name": "x.png", "seed": NaN}\n'),
+     "metadata.jsonl:", "NotFiniteError"),
+    ("metadata-row-without-sha256", append("submissions/lab__bad/metadata.jsonl", '{"file_name": "x.png"}\n'),
+     "metadata.jsonl:", "lacks a well-formed file_name"),
+    ("scores-not-parquet", write("results/lab__bad/scores.parquet", b"PAR1 not really"), "scores.parquet", "cannot be read"),
+    ("result-name-too-long", long_result_name, "lab__" + "b" * 200, "is not named like a submission id"),
+]
+
+
+@pytest.mark.parametrize("mutate, file, problem", [pytest.param(*c[1:], id=c[0]) for c in SITE_SKIPPED])
+def test_site_leaves_a_bad_entry_out(capsys, tmp_path, scored, mutate, file, problem):
+    paths = board(tmp_path, scored)
+    mutate(paths)
+    rc, text = build(capsys, scored, paths)
+    assert rc == 0, text
+    [warning] = [line for line in text.splitlines() if line.startswith("warning: ")]
+    assert file in warning and problem in warning and "(fix: " in warning and "is left out of the site" in warning
+    site = paths["out"]
+    assert (site / "model" / f"{GOOD}.html").is_file() and not (site / "model" / f"{BAD}.html").exists()
+    footer = (site / "index.html").read_text(encoding="utf-8")
+    assert "Left out of this build (1)" in footer and (BAD in footer or "lab__bbbb" in footer)
+
+
+def test_site_with_no_usable_entry_is_one_error(capsys, tmp_path, scored):
+    paths = board(tmp_path, scored, good=False)
+    write("results/lab__bad/summary.json", "{")(paths)
+    rc, text = build(capsys, scored, paths, reuse=False)
+    [line] = text.splitlines()
+    assert rc == 1 and line.startswith("error: ") and "holds no usable result: all 1 were left out" in line
+    assert not paths["out"].exists()
+
+
+def test_site_accepts_a_raw_u2028_inside_a_metadata_string(capsys, tmp_path, scored):
+    """Accepted by design: JSON allows U+2028 in strings, and the one line reader splits on \\n only."""
+    paths = board(tmp_path, scored)
+    metadata = paths["submissions"] / BAD / "metadata.jsonl"
+    lines = metadata.read_text(encoding="utf-8").splitlines()
+    lines[0] = lines[0][:-1] + ', "note": "a\u2028b"}'
+    metadata.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+    rc, text = build(capsys, scored, paths)
+    assert rc == 0 and "warning" not in text, text
+    assert (paths["out"] / "model" / f"{BAD}.html").is_file()
+
+
+def test_site_never_reuses_a_linked_thumbnail(capsys, tmp_path, scored):
+    """Accepted by design: the earlier build's thumbnail that is a link is made again, as a regular file."""
+    paths = board(tmp_path, scored, bad=False)
+    shutil.copytree(scored["site"], paths["out"], symlinks=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the site")
+    thumb = min((paths["out"] / "thumbs" / GOOD).glob("*.webp"))
+    thumb.unlink()
+    thumb.symlink_to(secret)
+    rc, text = build(capsys, scored, paths, reuse=False)
+    assert rc == 0, text
+    assert not thumb.is_symlink() and thumb.read_bytes() != secret.read_bytes()
+    with Image.open(thumb) as img:
+        assert img.format == "WEBP"
+
+
+def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
+    """A JPEG stored portrait with "rotate 90" in its EXIF is shown, and thumbnailed, landscape."""
+    paths = board(tmp_path, scored, bad=False)
+    folder = paths["submissions"] / GOOD
+    rows = read_metadata(folder / "metadata.jsonl")
+    landscape = Image.open(folder / rows[0]["file_name"]).convert("RGB")
+    (folder / rows[0]["file_name"]).write_bytes(encode(landscape.transpose(Image.Transpose.ROTATE_90), "JPEG",
+                                                       exif=EXIF_ROTATED))
+    rc, text = build(capsys, scored, paths, reuse=False)
+    assert rc == 0, text
+    with Image.open(paths["out"] / "thumbs" / GOOD / f"{rows[0]['sha256']}.webp") as img:
+        assert img.width > img.height
+
+
+def test_corpus_count():
+    """The figures of the module docstring."""
+    rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1
+    accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
+    assert (rejected, accepted, rejected + accepted) == (58, 14, 72)

@@ -5,6 +5,11 @@ image answers, and a partial ``submission.yaml`` (the spec). The mapping is the 
 and its prompt: nothing is read from file names and nothing is counted from files. Seeds come from the
 prompt set (image k of a prompt uses ``seeds[k]``); a model that cannot take a seed says so with
 ``seed_honoured=False``.
+
+Every problem of the mapping's rows and of the images they name is reported at once, as one error naming
+the mapping file (a mapped path outside ``--from-folder``, also through a link, is one of them); each image
+is checked by :func:`cultureboard.images.inspect_image` (what validate will check, except the extension,
+which package sets from the real format).
 """
 
 from __future__ import annotations
@@ -12,33 +17,76 @@ from __future__ import annotations
 import copy
 import csv
 import datetime as dt
-import json
+import io
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from PIL import Image
-
-from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
+from cultureboard.atomic import MARKER, atomic_dir
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.images import SUFFIX_OF_FORMAT, inspect_image
 from cultureboard.provenance import file_sha256
 
-from .format import FIELDS, FORMAT_VERSION, IMAGES, get, submission_id, write_submission
+from .format import (
+    FIELDS,
+    FORMAT_VERSION,
+    IMAGES,
+    check_json_values,
+    get,
+    metadata_lines,
+    parse_metadata_line,
+    read_spec,
+    submission_id,
+    submission_id_problem,
+    write_submission,
+)
 
 MAPPING_COLUMNS = ("file", "prompt_id", "sample_idx")
 MAPPING_OPTIONAL = ("edit_step", "source_file")
 #: PIL format -> the extension the packaged copy gets (the file's real format, whatever its name said).
-EXTENSIONS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp"}
+EXTENSIONS = SUFFIX_OF_FORMAT
 _ABSENT = object()
 _MAPPING_FIX = "the mapping needs columns file, prompt_id, sample_idx and may have edit_step, source_file"
+_SHOWN = 20  # problems spelled out in the one error; the rest are counted
+
+
+class _Problems:
+    """The mapping's problems, raised together as one error naming the mapping file (or, when there is
+    one, as that problem's own error)."""
+
+    def __init__(self, mapping: Path):
+        self.mapping = mapping
+        self.items: list[tuple[str, str, str, str]] = []  # (source, label in a list, problem, fix)
+
+    def add(self, source: str, label: str, problem: str, fix: str) -> None:
+        self.items.append((source, label, problem, fix))
+
+    def raise_any(self) -> None:
+        if len(self.items) == 1:
+            source, _, problem, fix = self.items[0]
+            raise CultureboardError(source, problem, fix)
+        if self.items:
+            shown = "; ".join(f"{label}: {problem}" for _, label, problem, _ in self.items[:_SHOWN])
+            more = f"; and {len(self.items) - _SHOWN} more" if len(self.items) > _SHOWN else ""
+            fixes = list(dict.fromkeys(fix for *_, fix in self.items))
+            raise CultureboardError(self.mapping, f"has {len(self.items)} problems: {shown}{more}",
+                                    "; ".join(fixes[:4]) + ("; ..." if len(fixes) > 4 else ""))
+
+
+class _RowError(ValueError):
+    """A mapping row that cannot be read (reported with the row's line)."""
+
+    def __init__(self, problem: str, fix: str):
+        super().__init__(problem)
+        self.problem, self.fix = problem, fix
 
 
 @dataclass
 class _Image:
     where: str  # mapping file and line, for errors
+    line: int
     file: str  # as written in the mapping, relative to the from-folder
     src: Path
     prompt_id: str
@@ -67,7 +115,6 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     of the set that no image fills (``missing``); full coverage is the validator's check.
     """
     from_folder, out = Path(from_folder), Path(out)
-    check_replaceable(out, kind="submission")  # before the work
     spec_source = "spec" if isinstance(spec, dict) else str(spec)
     spec = copy.deepcopy(spec) if isinstance(spec, dict) else load_spec(spec)
     if not from_folder.is_dir():
@@ -78,11 +125,16 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
         if any(part in ("", ".", "..") for part in pid.split("/")):
             raise CultureboardError(f"{dataset}: prompt set {prompt_set}", f"prompt id {pid!r} is not a relative path of slugs",
                                     "rebuild the prompt set: prompt ids are slugs joined by '/'")
-    images = _check_images(read_mapping(mapping), from_folder, prompts, prompt_set)
-    width, height = _one_size(images, from_folder)
+    problems = _Problems(Path(mapping))
+    images = _check_images(read_mapping(mapping, problems), Path(mapping), from_folder, prompts, prompt_set, problems)
+    width, height = _one_size(images, from_folder, problems)
+    problems.raise_any()
     _complete_spec(spec, spec_source, dataset=Path(dataset), prompt_set=prompt_set, width=width, height=height,
                    seed_honoured=seed_honoured)
+    check_json_values(spec, spec_source)
     sid = submission_id(spec)
+    if too_long := submission_id_problem(sid):
+        raise CultureboardError(spec_source, too_long, "shorten organization, model.name or tag")
     if out.name != sid:
         raise CultureboardError(
             out, f"is not named after the submission: the folder must be named {sid} "
@@ -91,7 +143,7 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
         )
     order = {pid: i for i, pid in enumerate(prompts)}
     images.sort(key=lambda im: (order[im.prompt_id], im.sample_idx))
-    with atomic_dir(out, kind="submission") as tmp:
+    with atomic_dir(out) as tmp:
         for im in images:
             (tmp / im.file_name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(im.src, tmp / im.file_name)
@@ -108,52 +160,69 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
 
 
 def load_spec(path: str | Path) -> dict:
-    """A user-written partial submission.yaml, as a dict."""
+    """A user-written partial submission.yaml, as a dict of JSON values (an unquoted ``date`` is taken as its text)."""
     path = Path(path)
     if not path.is_file():
         raise CultureboardError(path, "does not exist", "pass the spec YAML file with --spec")
-    try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = f"{getattr(exc, 'problem', None) or exc.__class__.__name__}" + (f" at line {mark.line + 1}" if mark else "")
-        raise CultureboardError(path, f"is not valid YAML ({problem})", "correct the YAML syntax (see submissions/README.md)") from None
-    if not isinstance(spec, dict):
-        raise CultureboardError(path, "is not a YAML mapping of submission.yaml fields",
-                                "write it as `organization: ...`, `model: {name: ...}` (see submissions/README.md)")
-    return spec
+    return read_spec(path, partial=True)
 
 
-def read_mapping(path: str | Path) -> list[tuple[str, dict]]:
-    """The rows of a mapping file (``.csv`` with a header, or ``.jsonl``), each with its ``FILE:LINE``."""
+def read_mapping(path: str | Path, problems: _Problems) -> list[tuple[int, dict]]:
+    """(line, row) of each row of a mapping file (``.csv`` with a header, or ``.jsonl``). A file that cannot
+    be read as a mapping at all is an error at once; a row that cannot be read is added to ``problems``."""
     path = Path(path)
     if not path.is_file():
         raise CultureboardError(path, "does not exist", "pass the mapping file with --mapping")
-    if path.suffix.lower() == ".csv":
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            _check_columns(path, reader.fieldnames or [])
-            rows = [(f"{path}:{reader.line_num}", row) for row in reader]
-        for where, row in rows:
-            if None in row:
-                raise CultureboardError(where, "has more values than the header has columns", "quote values that contain commas")
-    elif path.suffix.lower() == ".jsonl":
-        rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CultureboardError(f"{path}:{n}", f"is not valid JSON ({exc.msg})", "write one JSON object per line") from None
-            if not isinstance(row, dict):
-                raise CultureboardError(f"{path}:{n}", "is not a JSON object", "write one JSON object per line")
-            _check_columns(f"{path}:{n}", row)
-            rows.append((f"{path}:{n}", row))
-    else:
+    if path.suffix.lower() not in (".csv", ".jsonl"):
         raise CultureboardError(path, "is neither .csv nor .jsonl", f"write the mapping as CSV or JSON Lines; {_MAPPING_FIX}")
-    if not rows:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CultureboardError(path, f"is not UTF-8 text (byte {exc.start})", "save the mapping as UTF-8") from None
+    rows = _csv_rows(path, text, problems) if path.suffix.lower() == ".csv" else _jsonl_rows(path, data, problems)
+    if not rows and not problems.items:
         raise CultureboardError(path, "lists no images", "add one row per image")
+    return rows
+
+
+def _csv_rows(path: Path, text: str, problems: _Problems) -> list[tuple[int, dict]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows = []
+    try:
+        _check_columns(path, reader.fieldnames or [])
+        for row in reader:
+            if None in row:
+                problems.add(f"{path}:{reader.line_num}", f"line {reader.line_num}", "has more values than the header has "
+                             "columns", "quote values that contain commas")
+            else:
+                rows.append((reader.line_num, row))
+    except csv.Error as exc:  # a NUL byte, an unterminated quote, a field over the csv module's limit
+        raise CultureboardError(f"{path}:{reader.line_num}", f"is not readable CSV ({exc})",
+                                "write plain CSV: a header line, then one row per image") from None
+    return rows
+
+
+def _jsonl_rows(path: Path, data: bytes, problems: _Problems) -> list[tuple[int, dict]]:
+    rows = []
+    for n, line, length in metadata_lines(io.BytesIO(data.removeprefix(b"\xef\xbb\xbf"))):
+        if line is not None and not line.strip():
+            continue
+        try:
+            if line is None:
+                raise _RowError(f"is {length:,} bytes long", "write one short JSON object per line")
+            try:
+                row = parse_metadata_line(line)
+            except (ValueError, RecursionError) as exc:
+                raise _RowError(f"is not strict JSON ({exc.__class__.__name__}: {str(exc)[:60]})",
+                                "write one JSON object per line (no NaN or Infinity)") from None
+            if not isinstance(row, dict):
+                raise _RowError("is not a JSON object", "write one JSON object per line")
+        except _RowError as exc:
+            problems.add(f"{path}:{n}", f"line {n}", exc.problem, exc.fix)
+            continue
+        _check_columns(f"{path}:{n}", row)
+        rows.append((n, row))
     return rows
 
 
@@ -166,66 +235,96 @@ def _check_columns(source: Any, columns) -> None:
         raise CultureboardError(source, problem, _MAPPING_FIX)
 
 
-def _value(where: str, row: dict, column: str, kind: type, required: bool) -> Any:
+def _value(row: dict, column: str, kind: type, required: bool) -> Any:
     """The row's ``column`` as ``kind`` (str or int); empty optional values are None."""
     value = row.get(column)
     if isinstance(value, str):
         value = value.strip()
     if value is None or value == "":
         if required:
-            raise CultureboardError(where, f"has no {column}", _MAPPING_FIX)
+            raise _RowError(f"has no {column}", _MAPPING_FIX)
         return None
     if kind is int:
-        if isinstance(value, str):
-            try:
-                return int(value)
-            except ValueError:
-                pass
+        if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) < 19:
+            return int(value)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise CultureboardError(where, f"{column} {value!r} is not a whole number", f"write {column} as 0, 1, 2, ...")
+            raise _RowError(f"{column} {value!r:.40} is not a whole number", f"write {column} as 0, 1, 2, ...")
     elif not isinstance(value, str):
-        raise CultureboardError(where, f"{column} {value!r} is not a string", f"write {column} as text")
+        raise _RowError(f"{column} {value!r:.40} is not a string", f"write {column} as text")
+    elif "\0" in value:
+        raise _RowError(f"{column} {value!r:.40} has a NUL byte", f"remove it from {column}")
     return value
 
 
-def _check_images(mapping: list[tuple[str, dict]], from_folder: Path, prompts: dict[str, dict], prompt_set: str) -> list[_Image]:
-    """One checked image per mapping row: known prompt, sample in range, one image per slot, a readable
-    image file mapped once, edit chains consistent with the prompt set."""
+def _source_path(from_folder: Path, file: str) -> Path:
+    """``file`` of the mapping inside ``from_folder`` (links resolved); an error when it is not."""
+    if Path(file).is_absolute() or ".." in Path(file).parts:
+        raise _RowError(f"file {file} is outside --from-folder", "give paths relative to --from-folder, without '..'")
+    root = from_folder.resolve()
+    src = (from_folder / file).resolve()
+    if not src.is_relative_to(root):
+        raise _RowError(f"file {file} leads outside --from-folder (through a link, to {src})",
+                        "copy the image into --from-folder instead of linking to it")
+    if not src.is_file():
+        raise _RowError(f"file {file} does not exist in {from_folder}", "give paths relative to --from-folder")
+    return src
+
+
+def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path, prompts: dict[str, dict],
+                  prompt_set: str, problems: _Problems) -> list[_Image]:
+    """One checked image per good mapping row: known prompt, sample in range, one image per slot, an image
+    file inside the folder mapped once, edit chains consistent with the prompt set; the rest go to ``problems``."""
     images: list[_Image] = []
     by_slot: dict[tuple[str, int], _Image] = {}
     by_file: dict[str, _Image] = {}
-    for where, row in mapping:
-        im = _Image(where, Path(_value(where, row, "file", str, True)).as_posix(), Path(),
-                    _value(where, row, "prompt_id", str, True), _value(where, row, "sample_idx", int, True),
-                    _value(where, row, "edit_step", int, False), _value(where, row, "source_file", str, False))
-        prompt = prompts.get(im.prompt_id)
-        if prompt is None:
-            raise CultureboardError(where, f"prompt_id {im.prompt_id!r} is not in prompt set {prompt_set}",
-                                    f"use the prompt_id column of prompt set {prompt_set}; check --dataset and --prompt-set")
-        n = prompt["images_per_prompt"]
-        if not 0 <= im.sample_idx < n:
-            raise CultureboardError(where, f"sample_idx {im.sample_idx} is out of range: {im.prompt_id} has {n} images per prompt",
-                                    f"use sample_idx 0..{n - 1}")
-        if (im.prompt_id, im.sample_idx) in by_slot:
-            raise CultureboardError(where, f"maps a second image to {im.prompt_id} sample {im.sample_idx} "
-                                    f"(first at {by_slot[im.prompt_id, im.sample_idx].where})", "keep one image per prompt and sample_idx")
-        if im.file in by_file:
-            raise CultureboardError(where, f"maps {im.file} a second time (first at {by_file[im.file].where})",
-                                    "map each image file to one prompt and sample_idx")
-        if im.edit_step is not None and im.edit_step != prompt["edit_step"]:
-            has = f"edit_step {prompt['edit_step']}" if prompt["edit_step"] is not None else "no edit step (text-to-image)"
-            raise CultureboardError(where, f"edit_step {im.edit_step} contradicts prompt {im.prompt_id}, which has {has}",
-                                    "leave edit_step empty: package takes it from the prompt set")
-        im.edit_step = prompt["edit_step"]
-        im.src = from_folder / im.file
-        if not im.src.is_file():
-            raise CultureboardError(where, f"file {im.file} does not exist in {from_folder}", "give paths relative to --from-folder")
-        im.ext, im.size = _inspect(im.src)
+    for n, row in mapping:
+        where = f"{path}:{n}"
+        try:
+            im = _Image(where, n, Path(_value(row, "file", str, True)).as_posix(), Path(),
+                        _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
+                        _value(row, "edit_step", int, False), _value(row, "source_file", str, False))
+            _check_slot(im, prompts.get(im.prompt_id), prompt_set, by_slot, by_file)
+            im.src = _source_path(from_folder, im.file)
+        except _RowError as exc:
+            problems.add(where, f"line {n}", exc.problem, exc.fix)
+            continue
+        info = inspect_image(im.src, check_extension=False)
+        for p in info.problems:
+            problems.add(str(from_folder / im.file), im.file, p.message, p.fix)
+        if info.problems:
+            continue
+        im.ext, im.size = EXTENSIONS[info.format], (info.width, info.height)
         by_slot[im.prompt_id, im.sample_idx] = by_file[im.file] = im
         images.append(im)
     for im in images:
-        _resolve_source(im, prompts[im.prompt_id], by_slot)
+        try:
+            _resolve_source(im, prompts[im.prompt_id], by_slot)
+        except _RowError as exc:
+            problems.add(im.where, f"line {im.line}", exc.problem, exc.fix)
     return images
+
+
+def _check_slot(im: _Image, prompt: dict | None, prompt_set: str, by_slot: dict, by_file: dict) -> None:
+    """The row names a prompt of the set, a sample in range, a slot and a file not mapped before, and no
+    edit step other than the prompt's (which it then takes)."""
+    if prompt is None:
+        raise _RowError(f"prompt_id {im.prompt_id!r} is not in prompt set {prompt_set}",
+                        f"use the prompt_id column of prompt set {prompt_set}; check --dataset and --prompt-set")
+    n = prompt["images_per_prompt"]
+    if not 0 <= im.sample_idx < n:
+        raise _RowError(f"sample_idx {im.sample_idx} is out of range: {im.prompt_id} has {n} images per prompt",
+                        f"use sample_idx 0..{n - 1}")
+    if (im.prompt_id, im.sample_idx) in by_slot:
+        raise _RowError(f"maps a second image to {im.prompt_id} sample {im.sample_idx} "
+                        f"(first at line {by_slot[im.prompt_id, im.sample_idx].line})", "keep one image per prompt and sample_idx")
+    if im.file in by_file:
+        raise _RowError(f"maps {im.file} a second time (first at line {by_file[im.file].line})",
+                        "map each image file to one prompt and sample_idx")
+    if im.edit_step is not None and im.edit_step != prompt["edit_step"]:
+        has = f"edit_step {prompt['edit_step']}" if prompt["edit_step"] is not None else "no edit step (text-to-image)"
+        raise _RowError(f"edit_step {im.edit_step} contradicts prompt {im.prompt_id}, which has {has}",
+                        "leave edit_step empty: package takes it from the prompt set")
+    im.edit_step = prompt["edit_step"]
 
 
 def _resolve_source(im: _Image, prompt: dict, by_slot: dict) -> None:
@@ -234,42 +333,29 @@ def _resolve_source(im: _Image, prompt: dict, by_slot: dict) -> None:
     source_prompt = prompt["source_prompt_id"]
     if source_prompt is None:
         if im.source_file is not None:
-            raise CultureboardError(im.where, f"has a source_file but prompt {im.prompt_id} is text-to-image", "leave source_file empty")
+            raise _RowError(f"has a source_file but prompt {im.prompt_id} is text-to-image", "leave source_file empty")
         return
     source = by_slot.get((source_prompt, im.sample_idx))
     if source is None:
-        raise CultureboardError(im.where, f"edits {source_prompt} sample {im.sample_idx}, which the mapping does not list",
-                                "map the image this step edited too")
+        raise _RowError(f"edits {source_prompt} sample {im.sample_idx}, which the mapping does not list",
+                        "map the image this step edited too")
     if im.source_file is not None and Path(im.source_file).as_posix() != source.file:
-        raise CultureboardError(im.where, f"source_file {im.source_file} is not {source.file}, the image of {source_prompt} "
-                                f"sample {im.sample_idx}", "each step edits the same sample of its source prompt: "
-                                "correct the mapping, or leave source_file empty")
+        raise _RowError(f"source_file {im.source_file} is not {source.file}, the image of {source_prompt} "
+                        f"sample {im.sample_idx}", "each step edits the same sample of its source prompt: "
+                        "correct the mapping, or leave source_file empty")
     im.source_file = source.file_name
 
 
-def _inspect(path: Path) -> tuple[str, tuple[int, int]]:
-    """The extension of the file's real format and its size; an error if it is not a PNG, JPEG or WebP image."""
-    try:
-        with Image.open(path) as img:
-            fmt, size = img.format, img.size
-            img.verify()
-    except Exception as exc:  # PIL reports unreadable and truncated files with many exception types
-        raise CultureboardError(path, f"is not a readable image ({exc.__class__.__name__})",
-                                "map only image files; if the API refused this prompt, drop the row (the slot is reported missing)") from None
-    if fmt not in EXTENSIONS:
-        raise CultureboardError(path, f"is a {fmt} image", "convert it to PNG (lossless), JPEG or WebP")
-    return EXTENSIONS[fmt], size
-
-
-def _one_size(images: list[_Image], from_folder: Path) -> tuple[int, int]:
+def _one_size(images: list[_Image], from_folder: Path, problems: _Problems) -> tuple[int, int]:
+    """The one size the good images share (a problem when they differ)."""
     sizes: dict[tuple[int, int], str] = {}
     for im in images:
         sizes.setdefault(im.size, im.file)
     if len(sizes) > 1:
         shown = ", ".join(f"{w}x{h} ({f})" for (w, h), f in list(sizes.items())[:3])
-        raise CultureboardError(from_folder, f"the mapped images differ in size: {shown}",
-                                "all images of a submission must share one width and height; regenerate or resize them")
-    return next(iter(sizes))
+        problems.add(str(from_folder), str(from_folder), f"the mapped images differ in size: {shown}",
+                     "all images of a submission must share one width and height; regenerate or resize them")
+    return next(iter(sizes), (0, 0))
 
 
 def _node(spec: dict, path: str, source: str) -> tuple[dict, str]:
@@ -305,7 +391,7 @@ def _default(spec: dict, path: str, value: Any, source: str) -> None:
 def _complete_spec(spec: dict, source: str, *, dataset: Path, prompt_set: str, width: int, height: int,
                    seed_honoured: bool) -> None:
     """Fill what package knows, then require every field submission.yaml must have."""
-    if isinstance(spec.get("date"), dt.date):  # YAML reads an unquoted 2025-01-31 as a date
+    if type(spec.get("date")) is dt.date:  # YAML reads an unquoted 2025-01-31 as a date
         spec["date"] = spec["date"].isoformat()
     _fact(spec, "format_version", FORMAT_VERSION, source)
     _default(spec, "date", dt.datetime.now(dt.timezone.utc).date().isoformat(), source)
