@@ -66,7 +66,7 @@ from cultureboard.evaluators.submission.format import (
     read_spec,
 )
 
-from cultureboard.atomic import atomic_dir
+from cultureboard.atomic import atomic_dir, check_replaceable, output_folders
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
@@ -208,10 +208,11 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
+    check_replaceable(out, kind="site")  # before the work
     loaded, skipped = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     board = Board(loaded, prompts, _load_ratings(ratings))
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="site") as tmp:
         site = _Site(tmp, board)
         site.env.globals["skipped"] = skipped  # named in every page's footer
         shutil.copytree(HERE / "static", tmp / "static")
@@ -236,7 +237,8 @@ def _load_results(results: Path, submissions: Path) -> tuple[list[Result], list[
     shown (a name unfit for paths, a missing submission, an unreadable summary, scores, submission.yaml or
     metadata.jsonl) is left out and returned as {submission, file, source, problem, fix} (``file``: the last
     part of ``source``, for the pages); none usable is an error."""
-    folders = sorted(p.parent for p in results.glob("*/summary.json") if not p.parent.name.startswith("."))
+    folders = ([p for p in output_folders(results) if (p / "summary.json").is_file()]
+               if results.is_dir() else [])
     if not folders:
         raise CultureboardError(results, "holds no results (no <submission id>/summary.json)",
                                 "pass the --out folder of `cultureboard evaluate`")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cultureboard.atomic import MARKER, atomic_dir
+from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.images import SUFFIX_OF_FORMAT, inspect_image
@@ -115,6 +115,7 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     of the set that no image fills (``missing``); full coverage is the validator's check.
     """
     from_folder, out = Path(from_folder), Path(out)
+    check_replaceable(out, kind="submission")  # before the work
     spec_source = "spec" if isinstance(spec, dict) else str(spec)
     spec = copy.deepcopy(spec) if isinstance(spec, dict) else load_spec(spec)
     if not from_folder.is_dir():
@@ -143,7 +144,7 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
         )
     order = {pid: i for i, pid in enumerate(prompts)}
     images.sort(key=lambda im: (order[im.prompt_id], im.sample_idx))
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="submission") as tmp:
         for im in images:
             (tmp / im.file_name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(im.src, tmp / im.file_name)
