@@ -188,7 +188,9 @@ class _Inspection:
                 self.too_large(st.st_size)
                 return None
             with open(fd, "rb", closefd=False) as fh:
-                data = fh.read(self.limits.max_file_bytes + 1)
+                data = fh.read(st.st_size + 1)  # sized by fstat: a larger read size costs an allocation of that size
+                if len(data) > st.st_size:  # it grew since fstat
+                    data += fh.read(self.limits.max_file_bytes + 1 - len(data))
         except OSError as exc:
             self.problem("file.unreadable", f"cannot be read ({exc.strerror})", "check that it is a readable file")
             return None
