@@ -237,17 +237,45 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 @click.option("--device", help="cuda, mps or cpu (default: the best available).")
 @click.option("--dtype", help="float16, bfloat16 or float32 (default: float16 on cuda, float32 otherwise).")
 @click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of the diversity groups.")
-@click.option("--repetitions", default=50, show_default=True, help="Random groups per diversity pool (CUBE: 50).")
-@click.option("--references", type=click.Path(file_okay=False, exists=True), help="Reference images <qid>.jpg (e.g. Wikidata P18 files) refining cube-diversity retrieval.")
-def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, repetitions, references):
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of any random groups a family draws.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard metrics`).")
+def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, options):
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance."""
     from cultureboard.evaluators.engine.evaluate import evaluate as run
     from cultureboard.evaluators.engine.evaluate import parse_shard
 
     target = run(submission, dataset, out, scorers=scorers, shard=parse_shard(shard), device=device, dtype=dtype,
-                 cache=cache, seed=seed, repetitions=repetitions, references=references)
+                 cache=cache, seed=seed, option_overrides=options)
     click.echo(f"results written to {target}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the registry as JSON.")
+def metrics(as_json):
+    """List every benchmark family, its prompt sets, options and metric cards (with versions)."""
+    import dataclasses
+    import json
+
+    from cultureboard.evaluators.engine.registry import load_families
+
+    families = load_families()
+    listing = [{"family": f.name, "title": f.title, "papers": dict(f.papers),
+                "options": [{"name": o.name, "default": o.default} for o in dataclasses.fields(f.options)],
+                "prompt_sets": [{"name": s.name, "primary": f.primary(s.name), "metrics": list(s.metrics)}
+                                for s in f.prompt_sets],
+                "metrics": [m.to_dict() for m in f.metrics]} for _, f in sorted(families.items())]
+    if as_json:
+        click.echo(json.dumps(listing, indent=2, ensure_ascii=False))
+        return
+    for fam in listing:
+        click.echo(f"{fam['family']}: {fam['title']}")
+        options = ", ".join(f"{o['name']}={o['default']}" for o in fam["options"]) or "none"
+        click.echo(f"  options: {options}")
+        for s in fam["prompt_sets"]:
+            click.echo(f"  prompt set {s['name']} (headline {s['primary']})")
+        for m in fam["metrics"]:
+            click.echo(f"    {m['name']:<28} v{m['version']}  {m['direction']} is better  unit {m['unit']:<6} {m['title']}")
 
 
 @cli.command(name="merge-shards")

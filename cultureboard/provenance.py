@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
 import subprocess
 from importlib import metadata
@@ -43,18 +44,53 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def folder_sha256(path: str | Path, suffixes: set[str] | None = None, exclude: frozenset[str] = frozenset()) -> str:
+def folder_sha256(path: str | Path, suffixes: set[str] | frozenset[str] | None = None,
+                  memo: "FingerprintMemo | None" = None, exclude: frozenset[str] = frozenset()) -> str:
     """A content fingerprint: the sha256 of a file, or for a folder the sha256 over its files' relative
     paths and sha256s (sorted; hidden files and folders left out, and the top-level entries named in
-    ``exclude``; only ``suffixes`` when given)."""
+    ``exclude``; only ``suffixes`` when given).
+
+    With a ``memo``, a file whose path, size and modification time are unchanged since it was last hashed
+    is not read again (model folders of several GB are fingerprinted once, not on every run)."""
     path = Path(path)
+    digest = memo.sha256 if memo is not None else file_sha256
     if path.is_file():
-        return file_sha256(path)
+        return digest(path)
     h = hashlib.sha256()
     for f in sorted(path.rglob("*")):
         rel = f.relative_to(path)
         if f.is_file() and not any(part.startswith(".") for part in rel.parts) and rel.parts[0] not in exclude and (
                 suffixes is None or f.suffix.lower() in suffixes):
-            h.update(rel.as_posix().encode() + b"\0" + bytes.fromhex(file_sha256(f)))
+            h.update(rel.as_posix().encode() + b"\0" + bytes.fromhex(digest(f)))
     return h.hexdigest()
 
+
+class FingerprintMemo:
+    """sha256 of files remembered by (absolute path, size, mtime in ns) in a JSON file; :meth:`save` writes it."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.entries = json.loads(self.path.read_text(encoding="utf-8"))
+            assert isinstance(self.entries, dict)
+        except (OSError, ValueError, AssertionError):  # absent or unreadable: start afresh
+            self.entries = {}
+        self.changed = False
+
+    def sha256(self, file: Path) -> str:
+        st = file.stat()
+        key, stamp = str(file.resolve()), [st.st_size, st.st_mtime_ns]
+        known = self.entries.get(key)
+        if isinstance(known, list) and known[:2] == stamp and isinstance(known[2], str):
+            return known[2]
+        digest = file_sha256(file)
+        self.entries[key] = [*stamp, digest]
+        self.changed = True
+        return digest
+
+    def save(self) -> None:
+        if self.changed:
+            from .atomic import atomic_write_text
+
+            atomic_write_text(self.path, json.dumps(self.entries, sort_keys=True))
+            self.changed = False

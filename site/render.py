@@ -54,6 +54,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 from cultureboard.evaluators.results.aggregate import SLICE_TYPES
+from cultureboard.evaluators.engine.registry import family_of, load_families
 from cultureboard.evaluators.results.stats import rank_ties
 from cultureboard.evaluators.submission.format import (
     FIELDS,
@@ -78,11 +79,6 @@ from . import plots
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; "
        "form-action 'none'")
-#: The metric each prompt set is ranked by (others fall back to their first metric in name order).
-MAIN_METRIC = {"cube-awareness": "cube.cultural_relevance", "cube-diversity": "cube.qvs.uniform"}
-#: The paper and code of each family, linked from metric pages.
-PAPERS = {"cube": {"paper": "https://arxiv.org/abs/2407.06863",
-                   "code and data": "https://github.com/google-research-datasets/cube"}}
 #: A slice entry with fewer prompts than this gets the "too little data" badge and is not ranked.
 MIN_PROMPTS = 5
 #: slice type -> folder of its pages.
@@ -116,10 +112,13 @@ class Result:
     def comparability(self) -> tuple[tuple[str, str], ...]:
         """What must be equal for two results to be ranked together, as (label, value) pairs."""
         p = self.summary["provenance"]
-        key = [("prompt set", p["prompt_set"]), ("dataset revision", p["dataset"]["revision"])]
+        key = [("prompt set", p["prompt_set"]), ("dataset revision", p["dataset"]["revision"]),
+               ("reference images revision", str(p["dataset"].get("references_revision"))), ("dtype", p["dtype"])]
         for s in p["scorers"]:
             key += [(f"scorer {s['name']}", f"{s['model_id']} @ {s['revision']}"),
                     (f"scorer {s['name']} preprocessing", str(s.get("preprocessing")))]
+        key += [(f"metric {m} version", str(v)) for m, v in sorted(p.get("metrics", {}).items())]
+        key += [(f"option {k}", json.dumps(v)) for k, v in sorted(p.get("options", {}).items())]
         key += [(f"setting {k}", json.dumps(v)) for k, v in sorted(p["settings"].items()) if k not in ("seed", "n_boot")]
         return tuple(key)
 
@@ -329,7 +328,7 @@ def _groups(results: list[Result]) -> dict[str, list[Group]]:
     for key, members in sorted(by_key.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0])):
         prompt_set = key[0][1]
         metrics = sorted({m for r in members for m, _, _ in r.entries})
-        main = MAIN_METRIC.get(prompt_set) if MAIN_METRIC.get(prompt_set) in metrics else metrics[0]
+        main = _headline(prompt_set, metrics)
         out[prompt_set].append(Group(prompt_set, f"g{len(out[prompt_set]) + 1}", members,
                                      [main] + [m for m in metrics if m != main], list(key)))
     for groups in out.values():  # keep only what tells the groups apart
@@ -337,6 +336,30 @@ def _groups(results: list[Result]) -> dict[str, list[Group]]:
         for g in groups:
             g.differs = [item for item in g.differs if item not in shared]
     return dict(sorted(out.items()))
+
+
+def _type_order(slice_type: str) -> tuple:
+    """The standard slice types first, in their order, then a family's own (an edit step, a ladder axis)."""
+    return (SLICE_TYPES.index(slice_type), "") if slice_type in SLICE_TYPES else (len(SLICE_TYPES), slice_type)
+
+
+def _type_label(slice_type: str) -> str:
+    return SLICE_LABELS.get(slice_type) or slice_type.replace("_", " ").capitalize()
+
+
+def _headline(prompt_set: str, metrics: list[str]) -> str:
+    """The metric a prompt set is ranked by: its family's primary metric (the first one if unregistered)."""
+    try:
+        family, _ = family_of(prompt_set)
+    except CultureboardError:
+        return metrics[0]
+    main = family.primary(prompt_set)
+    return main if main in metrics else metrics[0]
+
+
+def _papers(family: str) -> dict:
+    """The paper and code links of a registered family, for its metric pages."""
+    return dict(load_families().get(family).papers) if family in load_families() else {}
 
 
 # --- names and formats
@@ -591,9 +614,9 @@ def _slice_pages(site: _Site, board: Board) -> None:
         if path in site.sizes:
             raise CultureboardError(f"slice {slice_!r}", f"has the same page name as another {slice_type} ({path})",
                                     "rename one of them in the dataset")
-        title = f"{SLICE_LABELS[slice_type]}: {_slice_name(slice_type, slice_)}"
+        title = f"{_type_label(slice_type)}: {_slice_name(slice_type, slice_)}"
         site.page(path, "slice.html", title, sections=_sections(site, board, path, slice_type, slice_))
-        listing.append({"type": SLICE_LABELS[slice_type], "slice": {"text": _slice_name(slice_type, slice_), "href": path},
+        listing.append({"type": _type_label(slice_type), "slice": {"text": _slice_name(slice_type, slice_), "href": path},
                         "results": sum(any(k[1:] == (slice_type, slice_) for k in r.entries)
                                        for r in board.results.values())})
     columns = [Column("type", "Type", "text"), Column("slice", "Slice", "link"),
@@ -606,13 +629,13 @@ def _model_pages(site: _Site, board: Board, r: Result, thumbs: dict, page_size: 
     page, group = f"model/{r.sid}.html", board.group_of[r.sid]
     card = [{"field": f.path, "help": f.help, "value": get(r.spec, f.path)} for f in FIELDS
             if get(r.spec, f.path) is not None]
-    slices = sorted({k[1:] for k in r.entries}, key=lambda s: (SLICE_TYPES.index(s[0]), _slice_order(*s)))
+    slices = sorted({k[1:] for k in r.entries}, key=lambda s: (_type_order(s[0]), _slice_order(*s)))
     columns = [Column("slice_type", "Slice type", "text"), Column("slice", "Slice", "link"),
                Column("rank", "Rank", "rank", f"Rank range on {board.cards[group.metrics[0]]['title']} among "
                       "the comparable submissions")]
     columns += [Column(m, board.cards[m]["title"], "score", f"{m}: {board.cards[m]['direction']} is better")
                 for m in group.metrics]
-    rows = [{"slice_type": SLICE_LABELS[st],
+    rows = [{"slice_type": _type_label(st),
              "slice": {"text": _slice_name(st, s), "href": _slice_path(st, s) or "index.html"},
              "rank": board.ranks(group, group.metrics[0], st, s).get(r.sid),
              **{m: r.entries.get((m, st, s)) for m in group.metrics}} for st, s in slices]
@@ -659,7 +682,7 @@ def _metric_pages(site: _Site, board: Board) -> None:
                    "table": _leaderboard(site, board, page, g, "overall", "all", [name])} for g in groups]
         boards = [b for b in boards if b["table"]]
         checkpoints = sorted({(s["name"], s["model_id"], s["revision"]) for g in groups for r in g.results
-                              for s in r.summary["provenance"]["scorers"] if s["name"] == card["scorer"]})
+                              for s in r.summary["provenance"]["scorers"] if s["name"] in card["scorers"]})
         columns = [Column(k, label, "text" if k in ("target", "country") else "num") for k, label in (
             ("target", "Human rating"), ("country", "Country"), ("n", "n images"), ("pearson", "Pearson r"),
             ("pearson_p", "p"), ("spearman", "Spearman rho"), ("spearman_p", "p"))]
@@ -667,9 +690,9 @@ def _metric_pages(site: _Site, board: Board) -> None:
                 for row in board.ratings.get(name, [])]
         ratings = site.table(page, "human-ratings", columns, rows) if rows else None
         site.page(page, "metric.html", f"Metric {card['title']}", card=card, boards=boards, checkpoints=checkpoints,
-                  ratings=ratings, papers=PAPERS.get(card["family"], {}))
+                  ratings=ratings, papers=_papers(card["family"]))
         listing.append({"metric": {"text": name, "href": page}, "title": card["title"], "family": card["family"],
-                        "direction": f"{card['direction']} is better", "scorer": card["scorer"], "unit": card["unit"],
+                        "direction": f"{card['direction']} is better", "scorer": ", ".join(card["scorers"]), "unit": card["unit"],
                         "results": sum(len(g.results) for g in groups)})
     columns = [Column("metric", "Metric", "link"), Column("title", "Title", "text"), Column("family", "Family", "text"),
                Column("direction", "Direction", "text"), Column("scorer", "Scorer", "text"),

@@ -27,3 +27,13 @@ def llm_server():
     """A scripted OpenAI-protocol chat server on 127.0.0.1 (see tests/llm_server.py), stopped afterwards."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def tiny_scorers(tmp_path_factory):
+    """The scorer config pointing every registry name at its tiny random stand-in (built once per session)."""
+    from cultureboard.evaluators.engine.tiny_scorers import TINY_CONFIG, save_tiny_scorers
+
+    root = tmp_path_factory.mktemp("tiny-scorers")
+    save_tiny_scorers(root)
+    return root / TINY_CONFIG

@@ -79,5 +79,5 @@ def evaluate_all(submissions: list[Path], dataset: Path, results: Path, work: Pa
         save_tiny_scorers(work / "scorers")
     for submission in submissions:
         evaluate(submission, dataset, results, scorers=work / "scorers" / TINY_CONFIG, device="cpu",
-                 cache=work / "cache", n_boot=200, repetitions=5)
+                 cache=work / "cache", n_boot=200, options={"repetitions": 5})
     return results

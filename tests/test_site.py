@@ -18,11 +18,12 @@ from PIL import Image
 
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.stats import rank_ties
-from cultureboard.site.render import CSP, MAIN_METRIC, build_site
+from cultureboard.evaluators.engine.registry import family_of
+from cultureboard.site.render import CSP, build_site
 from results_factory import WIDTH, evaluate_all, make_dataset, make_submission
 
 PROMPT_SET = "cube-awareness"
-MAIN = MAIN_METRIC[PROMPT_SET]
+MAIN = family_of(PROMPT_SET)[0].primary(PROMPT_SET)
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "' onmouseover='x")
 HOSTILE_SPEC = {"model": {"training_data": HOSTILE[0], "links": ["javascript:alert(1)", 'https://example.org/"onmouseover="x']}}
 

@@ -1,15 +1,16 @@
-"""Disk cache of embeddings: one forward pass per (model, image), shared by every metric that uses the model.
+"""One on-disk cache for every scorer kind: one model pass per (model, input), shared by every metric.
 
-Layout: ``root/<key>/key.json`` + ``root/<key>/shard-*.npz``. The key is a hash of (kind, model id,
-resolved revision, preprocessing) (:func:`cache_key`), so a different checkpoint, revision or
-preprocessing setting never reads another's vectors; ``key.json`` spells the key out. Each shard
-holds the vectors of one batch (``keys``: image sha256 or text sha256, ``vectors``: float32 rows) and
-is written to a temporary name and renamed once complete, so a killed run (even SIGKILL) loses at
-most the batch in flight and a rerun continues from the shards on disk. Vectors are stored as the
-model gave them (float32, exactly), so cached and fresh results are identical.
+Layout: ``root/<key>/key.json`` + ``root/<key>/shard-*.npz``. The folder key is a hash of what the values
+depend on besides the input (:func:`cache_key`: kind, model id, resolved revision, dtype, preprocessing or
+question template), spelled out in ``key.json``; within a folder, each entry is keyed by the sha256 of its
+inputs (an image's sha256, a pair of them, an image and a question). A shard holds the values of one
+batch: float32 rows (embeddings, distances, probabilities) or text (a judge's answers), and a sha256
+checksum of its keys and values. Shards are written to a temporary name and renamed once complete, so a
+killed run (even SIGKILL) loses at most the batch in flight and a rerun continues from what is on disk.
 
-Images are decoded and preprocessed in DataLoader worker processes (the scorer's picklable
-``image_transform``); the main process only runs the model.
+Reading verifies each shard (checksum, finite numbers, the shape most of the folder's entries have): one that fails is
+moved aside with a warning and its entries are computed again, never used. A folder is read once per
+run (the index is kept in memory) and compacted into one shard when it holds many.
 """
 
 from __future__ import annotations
@@ -19,137 +20,158 @@ import io
 import json
 import os
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from cultureboard.atomic import atomic_write_bytes, atomic_write_text
-from cultureboard.errors import CultureboardError
 
-from .scorers import Scorer
+#: A folder with more shards than this is compacted into one when it is opened.
+COMPACT_ABOVE = 64
 
 
-def cache_key(kind: str, model_id: str, revision: str, preprocessing: str | None) -> str:
+def cache_key(key: Mapping) -> str:
     """The folder name of a cache: the first 32 hex digits of sha256 over the canonical JSON of the key."""
-    key = {"kind": kind, "model_id": model_id, "revision": revision, "preprocessing": preprocessing}
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    return hashlib.sha256(json.dumps(dict(key), sort_keys=True).encode()).hexdigest()[:32]
 
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class EmbeddingCache:
-    """Embeddings cached under ``root``; ``stats`` counts hits and misses (``image_hits``, ``text_misses``, ...)."""
+def item_sha256(*parts) -> str:
+    """The entry key of a composite input (a pair of images, an image and a question)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _checksum(keys: np.ndarray, values: np.ndarray) -> str:
+    h = hashlib.sha256()
+    h.update("\n".join(keys.tolist()).encode("utf-8"))
+    h.update(str(values.dtype).encode() + str(values.shape).encode())
+    h.update(np.ascontiguousarray(values).tobytes())
+    return h.hexdigest()
+
+
+class Store:
+    """The entries of one cache folder: :meth:`get` what is known, :meth:`put` a finished batch."""
+
+    def __init__(self, folder: Path, key: Mapping, cache: Cache):
+        self.folder, self.key, self.cache = folder, dict(key), cache
+        self._index: dict[str, np.ndarray | str] | None = None
+        self._shape: tuple | None = None  # the shape of one value (None for text)
+
+    def get(self, keys: Sequence[str]) -> dict:
+        index = self._load()
+        found = {k: index[k] for k in keys if k in index}
+        self.cache.stats[f"{self.key['kind']}_hits"] += len(found)
+        self.cache.stats[f"{self.key['kind']}_misses"] += len(keys) - len(found)
+        return found
+
+    def put(self, keys: Sequence[str], values) -> None:
+        """Store a batch: ``values`` is an array with one row per key (numbers) or a list of strings (text)."""
+        keys = np.array(list(keys), dtype=str)
+        values = np.array(list(values), dtype=str) if _is_text(values) else np.asarray(values, dtype=np.float32)
+        if len(values) != len(keys):
+            raise ValueError(f"{len(keys)} keys but {len(values)} values")
+        if values.dtype.kind == "f" and not np.isfinite(values).all():
+            raise ValueError(f"cache {self.key['kind']}: the model produced NaN or infinite values")
+        buffer = io.BytesIO()
+        np.savez(buffer, keys=keys, values=values, checksum=np.array(_checksum(keys, values)))
+        atomic_write_bytes(self.folder / f"shard-{time.time_ns()}-{os.getpid()}.npz", buffer.getvalue())
+        index = self._load()
+        index.update(zip(keys.tolist(), values.tolist() if values.dtype.kind == "U" else values))
+
+    def _load(self) -> dict:
+        if self._index is not None:
+            return self._index
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not (self.folder / "key.json").is_file():
+            atomic_write_text(self.folder / "key.json", json.dumps(self.key, indent=2, sort_keys=True) + "\n")
+        index: dict = {}
+        shards = sorted(self.folder.glob("shard-*.npz"))
+        loaded = [(shard, self._read(shard)) for shard in shards]
+        loaded = [(shard, entries) for shard, entries in loaded if entries is not None]
+        shapes = Counter()
+        for _, (shape, entries) in loaded:
+            shapes[shape] += len(entries)
+        self._shape = shapes.most_common(1)[0][0] if shapes else None
+        read = []
+        for shard, (shape, entries) in loaded:
+            if shape != self._shape:
+                self._reject(shard, f"its values have shape {shape}, most of the folder's have {self._shape}")
+                continue
+            index.update(entries)
+            read.append(shard)
+        self._index = index
+        if len(read) > COMPACT_ABOVE:
+            self._compact(read)
+        return index
+
+    def _read(self, shard: Path) -> tuple[tuple | None, dict] | None:
+        """(shape of one value, None for text; entries) of a verified shard, or None."""
+        try:
+            with np.load(shard, allow_pickle=False) as data:
+                keys, values, checksum = data["keys"], data["values"], str(data["checksum"])
+        except FileNotFoundError:  # compacted away by another process meanwhile: its entries are elsewhere
+            return None
+        except Exception as exc:  # a truncated or foreign file
+            return self._reject(shard, f"unreadable ({type(exc).__name__})")
+        if checksum != _checksum(keys, values):
+            return self._reject(shard, "its checksum does not match its contents")
+        if values.dtype.kind == "f":
+            if not np.isfinite(values).all():
+                return self._reject(shard, "it holds NaN or infinite values")
+            return values.shape[1:], dict(zip(keys.tolist(), values))
+        if values.dtype.kind != "U":
+            return self._reject(shard, f"its values have the type {values.dtype}")
+        return None, dict(zip(keys.tolist(), values.tolist()))
+
+    def _reject(self, shard: Path, problem: str) -> None:
+        warnings.warn(f"{shard}: cache shard dropped, {problem}; its entries will be computed again", stacklevel=3)
+        self.cache.stats["rejected_shards"] += 1
+        try:
+            os.replace(shard, shard.with_name(shard.name + ".rejected"))
+        except OSError:
+            pass
+        return None
+
+    def _compact(self, shards: list[Path]) -> None:
+        """Write every entry into one shard, then remove the shards it replaces (safe against a kill at any
+        point: until the removal, entries are only duplicated)."""
+        index = self._index or {}
+        keys = np.array(list(index), dtype=str)
+        values = list(index.values())
+        values = np.array(values, dtype=str) if _is_text(values) else np.asarray(values, dtype=np.float32)
+        buffer = io.BytesIO()
+        np.savez(buffer, keys=keys, values=values, checksum=np.array(_checksum(keys, values)))
+        atomic_write_bytes(self.folder / f"shard-{time.time_ns()}-{os.getpid()}.npz", buffer.getvalue())
+        for shard in shards:
+            try:
+                shard.unlink()
+            except FileNotFoundError:
+                pass
+        self.cache.stats["compactions"] += 1
+
+
+def _is_text(values) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind == "U"
+    return bool(len(values)) and isinstance(next(iter(values)), str)
+
+
+class Cache:
+    """Cached model outputs under ``root``; ``stats`` counts hits and misses per kind and rejected shards."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.stats: Counter = Counter()
+        self._stores: dict[str, Store] = {}
 
-    def folder(self, scorer: Scorer, kind: str) -> Path:
-        """The cache folder of ``scorer``'s ``kind`` ("image" or "text") embeddings, created with its key.json."""
-        preprocessing = scorer.preprocessing if kind == "image" else scorer.text_preprocessing
-        key = {"kind": kind, "model_id": scorer.model_id, "revision": scorer.revision, "preprocessing": preprocessing}
-        folder = self.root / cache_key(**key)
-        if not (folder / "key.json").is_file():
-            atomic_write_text(folder / "key.json", json.dumps(key, indent=2, sort_keys=True) + "\n")
-        return folder
-
-    def embed_images(self, scorer: Scorer, items: list[tuple[str, str | os.PathLike]], batch_size: int = 32,
-                     num_workers: int | None = None) -> dict[str, np.ndarray]:
-        """{sha256: embedding} for ``items`` (sha256, image path): cached vectors, plus one pass over the rest.
-
-        The sha256 is trusted (the validator checks it); duplicates are embedded once. ``num_workers``
-        DataLoader processes (default: CPU count - 1, at most 8) open and preprocess the images; each
-        finished batch is appended to the cache at once. An image that cannot be decoded is a
-        :class:`CultureboardError` naming the file (the batches before it stay cached).
-        """
-        from torch.utils.data import DataLoader
-
-        folder = self.folder(scorer, "image")
-        cached = _read_shards(folder)
-        wanted = dict(items)
-        missing = [(sha, Path(path)) for sha, path in wanted.items() if sha not in cached]
-        self.stats["image_hits"] += len(wanted) - len(missing)
-        self.stats["image_misses"] += len(missing)
-        if missing:
-            if num_workers is None:
-                num_workers = min(8, (os.cpu_count() or 1) - 1)
-            loader = DataLoader(_ImageFiles([path for _, path in missing], scorer.image_transform),
-                                batch_size=batch_size, num_workers=num_workers, collate_fn=_collate,
-                                pin_memory=scorer.device.startswith("cuda"))
-            for indices, pixels, errors in loader:
-                if errors:
-                    path, problem = errors[0]
-                    raise CultureboardError(path, f"cannot read the image: {problem}",
-                                            "replace it with a valid image (cultureboard validate checks every image)")
-                keys = [missing[i][0] for i in indices]
-                vectors = scorer.encode_pixels(pixels)
-                _write_shard(folder, keys, vectors)
-                cached.update(zip(keys, vectors))
-        return {sha: cached[sha] for sha in wanted}
-
-    def embed_texts(self, scorer: Scorer, texts: list[str], batch_size: int = 256) -> dict[str, np.ndarray]:
-        """{text: embedding} for ``texts``: cached vectors (keyed by the text's sha256), plus the missing ones."""
-        folder = self.folder(scorer, "text")
-        cached = _read_shards(folder)
-        wanted = {text_sha256(text): text for text in texts}
-        missing = [sha for sha in wanted if sha not in cached]
-        self.stats["text_hits"] += len(wanted) - len(missing)
-        self.stats["text_misses"] += len(missing)
-        for start in range(0, len(missing), batch_size):
-            keys = missing[start:start + batch_size]
-            vectors = scorer.embed_texts([wanted[sha] for sha in keys])
-            _write_shard(folder, keys, vectors)
-            cached.update(zip(keys, vectors))
-        return {text: cached[sha] for sha, text in wanted.items()}
-
-
-class _ImageFiles:
-    """A map-style dataset: item i = (i, preprocessed tensor), or (i, (path, problem)) if the image cannot be read.
-
-    Errors are returned rather than raised so that the main process reports them (an exception raised in
-    a worker reaches the main process only as a re-wrapped traceback).
-    """
-
-    def __init__(self, paths: list[Path], transform):
-        self.paths, self.transform = paths, transform
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, i: int):
-        from PIL import Image
-
-        try:
-            with Image.open(self.paths[i]) as image:
-                return i, self.transform(image.convert("RGB"))
-        except Exception as exc:  # PIL raises many types for a broken file
-            return i, (str(self.paths[i]), f"{type(exc).__name__}: {exc}")
-
-
-def _collate(batch):
-    import torch
-
-    indices = [i for i, _ in batch]
-    errors = [value for _, value in batch if isinstance(value, tuple)]
-    return indices, (None if errors else torch.stack([value for _, value in batch])), errors
-
-
-def _read_shards(folder: Path) -> dict[str, np.ndarray]:
-    vectors: dict[str, np.ndarray] = {}
-    for shard in sorted(folder.glob("shard-*.npz")):
-        try:
-            with np.load(shard, allow_pickle=False) as data:
-                vectors.update(zip(data["keys"].tolist(), data["vectors"]))
-        except Exception as exc:  # a truncated or foreign file
-            raise CultureboardError(shard, f"unreadable embedding cache shard ({type(exc).__name__}: {exc})",
-                                    "delete the file; its embeddings will be computed again") from None
-    return vectors
-
-
-def _write_shard(folder: Path, keys: list[str], vectors: np.ndarray) -> None:
-    buffer = io.BytesIO()
-    np.savez(buffer, keys=np.array(keys), vectors=np.asarray(vectors, dtype=np.float32))
-    atomic_write_bytes(folder / f"shard-{time.time_ns()}-{os.getpid()}.npz", buffer.getvalue())
+    def store(self, key: Mapping) -> Store:
+        name = cache_key(key)
+        if name not in self._stores:
+            self._stores[name] = Store(self.root / name, key, self)
+        return self._stores[name]

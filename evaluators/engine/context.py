@@ -1,34 +1,32 @@
-"""What a metric family gets to work with: the submission's images joined with their prompts, the
-scorers it asks for (loaded once), and the shared embedding cache (one pass per model and image)."""
+"""What a family's scoring function gets: the submission's images joined with their prompts, its typed
+options, and the three scorer kinds behind one cache (one model pass per input, models loaded only when an
+uncached input needs them). A family never opens a model or a cache file itself.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Mapping
 
 import numpy as np
+import pyarrow.parquet as pq
 
-from .cache import EmbeddingCache
-from .scorers import Scorer
+from cultureboard.dataset_folder import REFERENCE_CONFIGS
+from cultureboard.errors import CultureboardError
+
+from . import embedding, judge, pairwise
+from .cache import Cache
+from .images import ImageSource
+from .scorers import Scorers
+
+#: The prompt fields every score row carries, so results can be sliced without the dataset.
+SLICE_FIELDS = ("country", "continent", "region_group", "category", "subcategory", "era", "level")
 
 
 @dataclass(frozen=True)
-class Metric:
-    """A metric's card: shown in results and on the site's metric page."""
-
-    name: str
-    family: str
-    title: str
-    formula: str
-    direction: str  # "higher" or "lower" is better
-    range: str
-    scorer: str | None  # registry name of the scorer it needs, if any
-    source: str  # the paper and section it follows
-    unit: str = "image"  # "image": one value per image; "pool": one value per pool of images (diversity)
-
-
-@dataclass
 class Image:
     """One submitted image: its metadata line, resolved path and prompt row."""
 
@@ -37,35 +35,122 @@ class Image:
     sha256: str
     prompt_id: str
     sample_idx: int
-    prompt: dict
+    prompt: dict = field(hash=False, compare=False)
+    edit_step: int | None = None
+
+    @property
+    def source(self) -> ImageSource:
+        return ImageSource(self.sha256, self.path, label=self.file_name)
 
 
-@dataclass
+def sources(images) -> list[ImageSource]:
+    """Scorer inputs of submitted :class:`Image` s or of :class:`ImageSource` s (reference photographs)."""
+    return [im.source if isinstance(im, Image) else im for im in images]
+
+
 class Context:
-    images: list[Image]
-    prompts: dict[str, dict]  # every prompt of the set, by id (not only the scored ones)
-    dataset: Path
-    cache: EmbeddingCache
-    load: Callable[[str], Scorer]  # registry name -> loaded scorer (memoised by the engine)
-    seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)
+    def __init__(self, images: list[Image], prompts: dict[str, dict], dataset: Path, cache: Cache, scorers: Scorers,
+                 options: Any = None, seed: int = 0, refused: list[dict] | None = None):
+        self.images, self.prompts, self.dataset = images, prompts, dataset
+        self.refused = refused or []  # declared refusals: {prompt_id, sample_idx, reason, prompt}
+        self.cache, self.scorers, self.options, self.seed = cache, scorers, options, seed
+        self.notes: dict[str, dict] = {}
+        self.used_references = False
+        self._artifacts: list[dict] | None = None
+        self._references: tuple[dict, dict] | None = None
 
-    def image_embeddings(self, scorer: str) -> dict[str, np.ndarray]:
-        """{sha256: embedding} of every image, from the cache or one batched pass."""
-        return self.cache.embed_images(self.load(scorer), [(im.sha256, im.path) for im in self.images])
+    # -- embedding kind
+
+    def image_embeddings(self, scorer: str, images=None) -> dict[str, np.ndarray]:
+        """{sha256: embedding} of ``images`` (default: every submitted image), from the cache or one pass."""
+        return embedding.embed_images(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer),
+                                      sources(self.images if images is None else images))
 
     def text_embeddings(self, scorer: str, texts: list[str]) -> dict[str, np.ndarray]:
-        return self.cache.embed_texts(self.load(scorer), sorted(set(texts)))
+        return embedding.embed_texts(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer),
+                                     sorted(set(texts)))
+
+    def logit_scale(self, scorer: str) -> float:
+        """The scorer's (exponentiated) logit scale; a scorer without one is an error, never a default."""
+        scale = self.scorers.identity(scorer).get("logit_scale")
+        if scale is None:
+            raise CultureboardError(f"scorer {scorer}", "has no logit scale, which zero-shot probabilities need",
+                                    "use a dual-encoder scorer (CLIP, SigLIP) for this metric")
+        return float(scale)
+
+    # -- pairwise kind
+
+    def distances(self, scorer: str, pairs: list[tuple]) -> np.ndarray:
+        """The pairwise scorer's value for each (a, b): submitted images or reference sources."""
+        pairs = [tuple(sources(pair)) for pair in pairs]
+        return pairwise.compare_pairs(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer),
+                                      pairs)
+
+    # -- judge kind
+
+    def probability(self, scorer: str, items: list[tuple], answer: str = "Yes") -> np.ndarray:
+        """P(answer) for each (image, question)."""
+        items = [(sources([im])[0], q) for im, q in items]
+        return judge.answer_probability(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer),
+                                        items, answer)
+
+    def ask_json(self, scorer: str, items: list[tuple], schema: Mapping, retries: int = 2,
+                 max_new_tokens: int = 256) -> list[judge.JudgeAnswer]:
+        items = [(sources([im])[0], q) for im, q in items]
+        return judge.ask_json(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer), items,
+                              schema, retries, max_new_tokens)
+
+    # -- data
+
+    def artifacts(self) -> list[dict]:
+        """The dataset's artifact space (its ``artifacts`` config)."""
+        if self._artifacts is None:
+            shards = sorted((self.dataset / "data" / "artifacts").glob("*.parquet"))
+            if not shards:
+                raise CultureboardError(self.dataset, "has no artifacts config, which this prompt set maps images to",
+                                        "evaluate against the dataset folder that `cultureboard build` wrote")
+            self._artifacts = [r for s in shards for r in pq.read_table(s).to_pylist()]
+        return self._artifacts
+
+    def references(self) -> tuple[dict[str, list[ImageSource]], dict[str, str]]:
+        """The dataset's reference photographs: ({artifact id: its images, best-ranked first}, {artifact id:
+        why it has none}) from the ``references`` and ``references-missing`` configs; both empty when the dataset
+        has no references. Each image's bytes are checked against its recorded sha256 (the key it is cached by).
+        A result that reads them records the references' revision."""
+        if self._references is None:
+            self.used_references = True
+            images: dict[str, list[tuple[int, ImageSource]]] = {}
+            for shard in sorted((self.dataset / "data" / REFERENCE_CONFIGS[0]).glob("*.parquet")):
+                for batch in pq.ParquetFile(shard).iter_batches(batch_size=64, columns=["qid", "rank", "sha256", "image"]):
+                    for row in batch.to_pylist():
+                        data = (row["image"] or {}).get("bytes") or b""
+                        if hashlib.sha256(data).hexdigest() != row["sha256"]:
+                            raise CultureboardError(shard, f"holds a reference image of {row['qid']} whose bytes do not "
+                                                    "match its sha256", "rebuild the references config "
+                                                    "(cultureboard references --dataset DIR)")
+                        images.setdefault(row["qid"], []).append(
+                            (row["rank"], ImageSource(row["sha256"], data=data, label=f"reference {row['rank']} of {row['qid']}")))
+            missing = {r["qid"]: r["reason"] for shard in sorted((self.dataset / "data" / REFERENCE_CONFIGS[1]).glob("*.parquet"))
+                       for r in pq.read_table(shard, columns=["qid", "reason"]).to_pylist()}
+            self._references = ({q: [s for _, s in sorted(v, key=lambda x: x[0])] for q, v in images.items()}, missing)
+        return self._references
+
+    def note(self, metric: str, key: str, value: Any) -> None:
+        """Record a fact about ``metric`` that holds for the whole prompt set (e.g. its chance level); shards
+        must agree on it."""
+        self.notes.setdefault(metric, {})[key] = value
 
 
-#: The prompt fields every score row carries, so results can be sliced without the dataset.
-SLICE_FIELDS = ("country", "continent", "region_group", "category", "subcategory", "era", "level")
+def score_row(metric: str, value: float | None, image: Image | None = None, *, unit_id: str | None = None,
+              slices: Mapping | None = None, detail: Mapping | str | None = None, flag: str | None = None) -> dict:
+    """A row of scores.parquet: per image (``image``), or per unit of images (``unit_id`` and its ``slices``).
 
-
-def score_row(metric: str, value: float, image: Image | None = None, *, unit_id: str | None = None,
-              slices: dict | None = None, detail: str | None = None) -> dict:
-    """A row of scores.parquet: per image (``image``), or per pool of images (``unit_id`` and its ``slices``)."""
+    A row with a ``flag`` (e.g. a pool smaller than the group size, a judge that never answered usably) keeps
+    its reason and is counted in the summary, never averaged into a value.
+    """
     source = image.prompt if image else (slices or {})
+    if flag is None and (value is None or not np.isfinite(value)):
+        raise ValueError(f"{metric}: a row without a finite value needs a flag saying why")
     return {
         "metric": metric,
         "unit_id": image.prompt_id if image else unit_id,
@@ -73,7 +158,9 @@ def score_row(metric: str, value: float, image: Image | None = None, *, unit_id:
         "sample_idx": image.sample_idx if image else None,
         "file_name": image.file_name if image else None,
         "sha256": image.sha256 if image else None,
-        "value": float(value),
-        "detail": detail,
-        **{f: source.get(f) for f in SLICE_FIELDS},
+        "value": None if value is None or not np.isfinite(value) else float(value),
+        "detail": detail if detail is None or isinstance(detail, str) else json.dumps(detail, ensure_ascii=False,
+                                                                                       sort_keys=True),
+        "flag": flag,
+        "slices": {k: source.get(k) for k in source},
     }

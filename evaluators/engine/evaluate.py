@@ -1,62 +1,53 @@
 """``cultureboard evaluate``: score a valid submission and write its results with full provenance.
 
-``RESULTS/<submission id>/scores.parquet`` holds one row per image x metric (or per pool x metric for
-diversity), with the prompt id and slice fields; ``summary.json`` holds ``provenance`` and
-``metrics`` (one entry per metric x slice: value, 95% bootstrap CI over prompts, n_images,
-n_prompts, coverage; see ``aggregate.py``). Adding a benchmark family is one module exposing
-``FAMILIES`` (prompt set -> scoring function, shard unit) and ``METRICS`` (the metric cards).
+The engine knows no family: the submission's prompt set names a registered family (:mod:`.registry`), whose
+typed options, scoring function, units and metric cards it uses. ``RESULTS/<submission id>/scores.parquet``
+holds one row per image x metric (or per unit of images x metric: a diversity pool, an edit chain, a ladder),
+with the prompt id, slice fields and a flag where the family could not score the row; ``summary.json`` holds
+``provenance``, the metric cards, the family's notes and one entry per metric x slice (see
+:mod:`..results.aggregate`).
 
-Embeddings go through the on-disk cache, so a run killed at any point (even SIGKILL) resumes from
-it and gives identical results; outputs are written to a temporary folder and renamed. With
-``shard=(i, n)`` only the i-th of n parts of the prompt set is scored, into
-``RESULTS/<id>.shards/<i>-of-<n>``; :func:`merge_shards` joins them into exactly the unsharded result.
+Model outputs go through the on-disk cache, so a run killed at any point (even SIGKILL) resumes from it and
+gives identical results, and a rerun of an unchanged submission loads no model; outputs are written to a
+temporary folder and renamed. With ``shard=(i, n)`` only the i-th of n parts of the prompt set's shard units
+is scored, into ``RESULTS/<id>.shards/<i>-of-<n>``; :func:`merge_shards` joins them into exactly the
+unsharded result.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hashlib
 import json
 import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
 from cultureboard.atomic import atomic_dir, check_replaceable
-from cultureboard.dataset_folder import local_revision, read_prompt_set
+from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
+from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
-from cultureboard.images import IMAGE_SUFFIXES
-from cultureboard.provenance import code_provenance, folder_sha256
+from cultureboard.images import require_image
+from cultureboard.provenance import code_provenance
 
-from ..families import cube as metrics_cube
-from ..results.aggregate import summarize
-from ..submission.format import (
-    METADATA,
-    SUBMISSION_YAML,
-    fetch_hub_images,
-    get,
-    parse_location,
-    submission_id,
-)
+from ..results.aggregate import SLICE_TYPES, summarize, unit_slices
+from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata,
+                                 submission_id)
 from ..submission.validate import validate
-from .cache import EmbeddingCache
+from .cache import Cache
 from .context import SLICE_FIELDS, Context, Image
-from .scorers import choose_device, choose_dtype, load_scorer
+from .registry import IMAGE_UNIT, Family, PromptSetSpec, family_of, options_dict, parse_options
+from .scorers import Scorers
 
-FAMILY_MODULES = (metrics_cube,)
-FAMILIES = {name: entry for module in FAMILY_MODULES for name, entry in module.FAMILIES.items()}
-METRICS = {m.name: m for module in FAMILY_MODULES for m in module.METRICS}
-
-SCORES_SCHEMA = pa.schema(
-    [("metric", pa.string()), ("unit_id", pa.string()), ("prompt_id", pa.string()), ("sample_idx", pa.int64()),
-     ("file_name", pa.string()), ("sha256", pa.string()), ("value", pa.float64()), ("detail", pa.string())]
-    + [(f, pa.string()) for f in SLICE_FIELDS]
-)
+BASE_COLUMNS = [("metric", pa.string()), ("unit_id", pa.string()), ("prompt_id", pa.string()),
+                ("sample_idx", pa.int64()), ("file_name", pa.string()), ("sha256", pa.string()),
+                ("value", pa.float64()), ("detail", pa.string()), ("flag", pa.string())]
+PACKAGES = ("torch", "transformers", "open_clip_torch", "lpips", "numpy", "pandas", "pyarrow", "scipy")
 
 
 def default_cache_dir() -> Path:
@@ -78,13 +69,14 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, scorers: str | Path | dict | None = None,
              shard: tuple[int, int] | None = None, device: str | None = None, dtype: str | None = None,
-             cache: str | Path | None = None, seed: int = 0, n_boot: int = 1000, repetitions: int = 50,
-             references: str | Path | None = None) -> Path:
-    """Score ``submission`` against ``dataset``; returns the results (or shard) folder written."""
-    submission, dataset = Path(submission), Path(dataset)
-    if references is not None and not Path(references).is_dir():
-        raise CultureboardError(f"--references {references}", "is not a folder",
-                                "pass a folder of reference images named <qid>.jpg / .png / .webp", exit_code=2)
+             cache: str | Path | None = None, seed: int = 0, n_boot: int = 1000,
+             options: Mapping[str, Any] | None = None, option_overrides: tuple[str, ...] | list[str] = ()) -> Path:
+    """Score ``submission`` against ``dataset``; returns the results (or shard) folder written.
+
+    ``options`` (Python values) and ``option_overrides`` (``key=value`` strings, ``--option``) set the
+    family's typed options; both are validated before any work and recorded in provenance.
+    """
+    submission, dataset, out = Path(submission), Path(dataset), Path(out)
     report = validate(submission, dataset)
     if not report.valid:
         first = report.errors[0]
@@ -93,52 +85,62 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
                                 f"run `cultureboard validate {submission} --dataset {dataset}` and fix every error")
     spec = yaml.safe_load((submission / SUBMISSION_YAML).read_text(encoding="utf-8"))
     name = get(spec, "prompt_set.name")
-    if name not in FAMILIES:
-        raise CultureboardError(f"prompt set {name}", "has no metrics in this version of the evaluator",
-                                f"evaluate a submission for one of {', '.join(sorted(FAMILIES))}")
-    score, unit_of = FAMILIES[name]
+    family, pspec = family_of(name)
+    chosen = parse_options(family, options, overrides=tuple(option_overrides))
     sid = submission_id(spec)
-    check_replaceable(Path(out) / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid),
-                      kind="shard" if shard else "results")  # before the work
+    target = out / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid)
+    check_replaceable(target, kind="shard" if shard else "results")  # before the work
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
-    images = _images(submission, spec, prompts)
+    images, refused = _images(submission, spec, prompts)
     if shard:
-        units = sorted({unit_of(p) for p in prompts.values()})
+        units = sorted({pspec.shard_unit(p) for p in prompts.values()})
         mine = {u for k, u in enumerate(units) if k % shard[1] == shard[0]}
-        images = [im for im in images if unit_of(im.prompt) in mine]
+        images = [im for im in images if pspec.shard_unit(im.prompt) in mine]
+        refused = [r for r in refused if pspec.shard_unit(r["prompt"]) in mine]
 
     device = choose_device(device)
     dtype = choose_dtype(device, dtype)
-    loaded: dict[str, object] = {}
-
-    @functools.cache
-    def load(scorer_name: str):
-        loaded[scorer_name] = load_scorer(scorer_name, config=scorers, device=device, dtype=dtype)
-        return loaded[scorer_name]
-
-    ctx = Context(images, prompts, dataset, EmbeddingCache(cache or default_cache_dir()), load, seed,
-                  {"repetitions": repetitions, "references": references})
-    rows = score(ctx) if images else []
-    table = pa.Table.from_pylist(rows, schema=SCORES_SCHEMA)
+    cache_dir = Path(cache) if cache is not None else default_cache_dir()
+    pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state")
+    ctx = Context(images, prompts, dataset, Cache(cache_dir), pool, chosen, seed, refused)
+    rows = pspec.score(ctx) if images or refused else []
+    table = _table(rows, pspec)
+    metrics = sorted(set(table.column("metric").to_pylist()))
     provenance = {
-        "code": code_provenance(("torch", "transformers", "open_clip_torch", "numpy", "pandas", "pyarrow", "scipy")),
-        "scorers": sorted((s.provenance() for s in loaded.values()), key=lambda p: p["name"]),
-        "device": device, "dtype": dtype,
-        "dataset": {"folder": dataset.name, "revision": local_revision(dataset)},
+        "code": code_provenance(PACKAGES),
+        "family": family.name,
         "prompt_set": name,
-        "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
+        "metrics": {m: family.card(m).version for m in metrics},
+        "options": options_dict(ctx.options),  # as the family resolved them (e.g. an "auto" choice)
+        "scorers": pool.used(),
+        "device": device, "dtype": dtype,
+        "dataset": {"folder": dataset.name, "revision": local_revision(dataset),
+                    "references_revision": references_revision(dataset) if ctx.used_references else None},
+        "submission": {"id": sid, "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        "settings": {"seed": seed, "n_boot": n_boot, "repetitions": repetitions, "ci_level": 0.95,
-                     "references": folder_sha256(references, IMAGE_SUFFIXES) if references else None},
+        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95},
+        "notes": ctx.notes,
+        "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }
-    out = Path(out)
     if shard:
-        target = out / f"{sid}.shards" / f"{shard[0]}-of-{shard[1]}"
         with atomic_dir(target, kind="shard") as tmp:
             pq.write_table(table, tmp / "scores.parquet")
-            (tmp / "shard.json").write_text(json.dumps({"provenance": provenance, "shard": list(shard)}, indent=2))
+            (tmp / "shard.json").write_text(json.dumps({"provenance": provenance, "shard": list(shard)}, indent=2,
+                                                       sort_keys=True))
         return target
-    return _write_results(out / sid, table, provenance, prompts, unit_of, seed, n_boot)
+    return _write_results(target, table, provenance, family, pspec, prompts)
+
+
+def _table(rows: list[dict], pspec: PromptSetSpec) -> pa.Table:
+    """Score rows as a table: the base columns and the prompt set's slice fields (as strings)."""
+    fields = SLICE_FIELDS + pspec.slice_fields
+    unknown = sorted({r["metric"] for r in rows} - set(pspec.metrics))
+    if unknown:
+        raise AssertionError(f"prompt set {pspec.name} produced metrics it does not list: {unknown}")
+    flat = [{**{k: r[k] for k, _ in BASE_COLUMNS},
+             **{f: None if r["slices"].get(f) is None else str(r["slices"][f]) for f in fields}} for r in rows]
+    schema = pa.schema(BASE_COLUMNS + [(f, pa.string()) for f in fields])
+    return pa.Table.from_pylist(flat, schema=schema)
 
 
 def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Path:
@@ -154,46 +156,71 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
     if missing or len(names) != n:
         raise CultureboardError(shards_dir, f"lacks shards {missing} (or mixes shard counts: {sorted(names)})",
                                 "rerun the missing shards with the same --shard count")
-    infos = []
+    infos, tables = [], []
     for p in parts:
         try:
             info = json.loads((p / "shard.json").read_text())
-            assert info["shard"] == [int(x) for x in p.name.split("-of-")] and (p / "scores.parquet").is_file()
-        except (OSError, ValueError, KeyError, AssertionError):
+            assert info["shard"] == [int(x) for x in p.name.split("-of-")]
+            tables.append(pq.read_table(p / "scores.parquet"))
+        except (OSError, ValueError, KeyError, TypeError, AssertionError, pa.ArrowException):
             raise CultureboardError(p, "is not a complete shard result (shard.json and scores.parquet for this i-of-n)",
                                     "delete it and rerun that shard") from None
         infos.append(info["provenance"])
-    base = {k: v for k, v in infos[0].items() if k != "scorers"}
+    per_shard = ("scorers", "metrics", "notes", "refused")
+    base = {k: v for k, v in infos[0].items() if k not in per_shard}
     for p, info in zip(parts, infos):
-        if {k: v for k, v in info.items() if k != "scorers"} != base:
+        if {k: v for k, v in info.items() if k not in per_shard} != base:
             raise CultureboardError(p, "was scored with other code, settings, dataset or submission than shard 0",
                                     "rerun every shard with the same evaluator version and options")
     if local_revision(dataset) != base["dataset"]["revision"]:
         raise CultureboardError(f"--dataset {dataset}", f"is not the dataset the shards were scored against "
                                 f"({base['dataset']['revision']})", "pass the same dataset folder as to evaluate")
-    scorers = {s["name"]: s for info in infos for s in info["scorers"]}
-    provenance = {**base, "scorers": [scorers[k] for k in sorted(scorers)]}
-    table = pa.concat_tables([pq.read_table(p / "scores.parquet") for p in parts])
+    scorers, metrics, notes = {}, {}, {}
+    for p, info in zip(parts, infos):
+        for s in info["scorers"]:
+            if scorers.setdefault(s["name"], s) != s:
+                raise CultureboardError(p, f"used another checkpoint of scorer {s['name']} than an earlier shard",
+                                        "rerun every shard with the same scorer config")
+        metrics.update(info["metrics"])
+        for metric, facts in info["notes"].items():
+            if notes.setdefault(metric, facts) != facts:
+                raise CultureboardError(p, f"disagrees with an earlier shard about {metric}", "rerun every shard")
+    provenance = {**base, "scorers": [scorers[k] for k in sorted(scorers)], "metrics": dict(sorted(metrics.items())),
+                  "notes": dict(sorted(notes.items())), "refused": sorted(r for info in infos for r in info["refused"])}
+    try:
+        table = pa.concat_tables(tables)
+    except pa.ArrowException:
+        raise CultureboardError(shards_dir, "holds shards with different columns", "rerun every shard") from None
+    family, pspec = family_of(base["prompt_set"])
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, base["prompt_set"])}
-    _, unit_of = FAMILIES[base["prompt_set"]]
-    result = _write_results(Path(out) / submission_id, table, provenance, prompts, unit_of,
-                            base["settings"]["seed"], base["settings"]["n_boot"])
+    result = _write_results(Path(out) / submission_id, table, provenance, family, pspec, prompts)
     shutil.rmtree(shards_dir)
     return result
 
 
-def _write_results(target: Path, table: pa.Table, provenance: dict, prompts: dict, unit_of, seed: int,
-                   n_boot: int) -> Path:
-    keys = ["metric", "unit_id", "sample_idx", "file_name"]
-    table = table.sort_by([(k, "ascending") for k in keys])
-    expected = {"image": {p["prompt_id"]: p for p in prompts.values()},
-                "pool": {unit_of(p): p for p in prompts.values()}}
+def _write_results(target: Path, table: pa.Table, provenance: dict, family: Family, pspec: PromptSetSpec,
+                   prompts: dict) -> Path:
+    table = table.sort_by([(k, "ascending") for k in ("metric", "unit_id", "sample_idx", "file_name")])
     scores = table.to_pandas()
-    metrics = summarize(scores, expected, seed=seed, n_boot=n_boot) if len(scores) else []
+    metrics = sorted(set(scores["metric"]))
+    units = {m: family.card(m).unit for m in metrics}
+    fields = SLICE_FIELDS + pspec.slice_fields
+    expected = {}
+    for kind in set(units.values()):
+        members: dict[str, list[dict]] = {}
+        for p in prompts.values():
+            unit = pspec.unit_of(kind, p)
+            if unit is not None:
+                members.setdefault(unit, []).append(p)
+        expected[kind] = {u: (unit_slices(ps, fields) if kind != IMAGE_UNIT else ps[0]) for u, ps in members.items()}
+    settings = provenance["settings"]
+    refused = {pid: sum(1 for r in provenance["refused"] if r[0] == pid) for pid, _, _ in provenance["refused"]}
+    fully_refused = {pid for pid, n in refused.items() if n >= prompts[pid]["images_per_prompt"]}
     summary = {
         "provenance": provenance,
-        "metrics_info": [dataclasses.asdict(METRICS[m]) for m in sorted(set(scores["metric"])) if m in METRICS],
-        "metrics": metrics,
+        "metrics_info": [family.card(m).to_dict() for m in metrics],
+        "metrics": summarize(scores, units, expected, SLICE_TYPES + pspec.slice_fields, seed=settings["seed"],
+                             n_boot=settings["n_boot"], refused=fully_refused) if len(scores) else [],
     }
     with atomic_dir(target, kind="results") as tmp:
         pq.write_table(table, tmp / "scores.parquet")
@@ -202,13 +229,36 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, prompts: dic
     return target
 
 
-def _images(submission: Path, spec: dict, prompts: dict) -> list[Image]:
-    lines = [json.loads(line) for line in (submission / METADATA).read_text(encoding="utf-8").splitlines() if line.strip()]
+def _images(submission: Path, spec: dict, prompts: dict) -> tuple[list[Image], list[dict]]:
+    """The submitted images, and the declared refusals ({prompt_id, sample_idx, reason, prompt}: a closed model
+    that refused a prompt; no file)."""
+    lines = read_metadata(submission / METADATA)
+    refused = [{"prompt_id": m["prompt_id"], "sample_idx": m["sample_idx"], "reason": m.get("reason") or "",
+                "prompt": prompts[m["prompt_id"]]} for m in lines if m.get("refused") is True]
+    lines = [m for m in lines if m.get("refused") is not True]
     location = parse_location(get(spec, "images.location"))
     # file_name is relative to the submission folder (images/ included), or to the Hub repository's root
-    root = fetch_hub_images(location, [m["file_name"] for m in lines]) if location.kind == "hub" else submission
-    return [Image(m["file_name"], root / m["file_name"], m["sha256"], m["prompt_id"], m["sample_idx"],
-                  prompts[m["prompt_id"]]) for m in lines]
+    if location.kind == "hub":
+        root = fetch_hub_images(location, [m["file_name"] for m in lines])
+        _verify_downloaded(root, lines, location, (get(spec, "generation.width"), get(spec, "generation.height")))
+    else:
+        root = submission
+    images = [Image(m["file_name"], root / m["file_name"], m["sha256"], m["prompt_id"], m["sample_idx"],
+                    prompts[m["prompt_id"]], m.get("edit_step")) for m in lines]
+    return images, refused
+
+
+def _verify_downloaded(root: Path, lines: list[dict], location, size: tuple[int, int]) -> None:
+    """Images fetched from the Hub are checked before any scoring, as ``validate`` checks local ones: the
+    declared sha256 (which keys the shared cache, so a mismatch could reuse or poison another submission's
+    entries), and the same format, size and decompression limits."""
+    for m in lines:
+        where = f"hf://datasets/{location.path}@{location.revision}/{m['file_name']}"
+        info = require_image(root / m["file_name"], name=where, size=size)
+        if info.sha256 != m["sha256"]:
+            raise CultureboardError(where, "differs from the sha256 metadata.jsonl declares",
+                                    "upload the images the metadata describes, or fix the metadata, and pin the "
+                                    "new revision")
 
 
 def _submission_hash(submission: Path) -> str:

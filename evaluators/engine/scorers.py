@@ -1,45 +1,81 @@
-"""Scorers: named image/text encoders loaded from real checkpoints through transformers or open_clip.
+"""Scorers: named models of three kinds, loaded from real checkpoints by registry name.
+
+* **embedding** (:mod:`.embedding`): image and text vectors (transformers CLIP / SigLIP / DINOv2, open_clip);
+* **pairwise** (:mod:`.pairwise`): a distance of two images computed by a model (LPIPS, and backends that
+  families register, such as a learned similarity);
+* **judge** (:mod:`.judge`): a vision-language model that answers questions about an image.
 
 The registry (``data/scorers.yaml``, see its header) names each scorer's backend, checkpoint and
-revision; a scorer config file (``--scorers FILE``) overrides entries or adds new ones, and can point
-any scorer at a local ``path``. :func:`load_scorer` downloads (or finds in the Hugging Face cache) the
-checkpoint, records the resolved commit hash, and builds the model with the library's own classes:
+revision; a scorer config file (``--scorers FILE``) overrides entries or adds new ones and can point any
+scorer at a local ``path``. A backend is registered in code with :func:`register_backend` (its kind, the
+files it needs, how to build it), so a family can add one without editing the engine.
 
-* ``transformers-dual-encoder``: ``AutoModel`` + ``AutoProcessor`` (CLIPModel, SiglipModel, ...),
-  embeddings from ``get_image_features`` / ``get_text_features``;
-* ``transformers-image-encoder``: ``AutoModel`` + ``AutoImageProcessor`` (DINOv2, ...), embedding =
-  ``pooler_output`` (the CLS token after the final layer norm);
-* ``open_clip``: ``open_clip.create_model_and_transforms(architecture, pretrained=checkpoint file)``, or
-  a local folder in open_clip's Hub layout (``open_clip_config.json`` + weights); ``open_clip.get_tokenizer``.
-
-Every embedding is float32 and L2-normalised. Loading sets PyTorch to deterministic mode (eval, no
-dropout, ``torch.use_deterministic_algorithms(True, warn_only=True)``): the same inputs give the same
-bits on the same device. :mod:`.embedding_cache` adds batching, DataLoader decoding and the disk cache.
+:class:`Scorers` serves one run: :meth:`Scorers.identity` gives a scorer's provenance (model id,
+resolved revision, dtype, preprocessing: everything its cache entries are keyed by) without loading the
+model when an earlier run on this machine already recorded it for the same checkpoint files, library
+versions and dtype; :meth:`Scorers.model` loads the model on first use. So a rerun whose inputs are all
+cached loads no model at all. A local checkpoint's revision is ``local:<sha256 of its files>``; file
+hashes are remembered by path, size and modification time, so a model of several GB is hashed once.
 """
 
 from __future__ import annotations
 
-import functools
+import hashlib
 import json
 import os
+import warnings
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import numpy as np
 import yaml
 
+from cultureboard.atomic import atomic_write_text
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
-from cultureboard.provenance import folder_sha256
+from cultureboard.provenance import FingerprintMemo, folder_sha256
 
 REGISTRY_PATH = Path(__file__).parent / "data" / "scorers.yaml"
-BACKENDS = ("transformers-dual-encoder", "transformers-image-encoder", "open_clip")
-#: Files of a transformers checkpoint that are downloaded (configs, tokenizers, safetensors weights).
-TRANSFORMERS_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]
-#: ``preprocess`` keys of an open_clip entry (passed as ``image_<key>`` to create_model_and_transforms).
-OPEN_CLIP_PREPROCESS = ("resize_mode", "interpolation", "mean", "std")
-TEXT_DEFAULTS = {"padding": "longest", "max_length": None, "lowercase": False}
 LOAD_FIX = "download it on a machine with network, or point it at a local folder in --scorers FILE"
+KINDS = ("embedding", "pairwise", "judge")
+#: Packages whose versions can change what a checkpoint computes: part of a scorer identity's key.
+LIBRARIES = ("torch", "transformers", "open_clip_torch", "lpips", "timm")
+#: Fields of a scorer's provenance (and identity).
+IDENTITY_FIELDS = ("name", "kind", "backend", "model_id", "revision", "preprocessing", "text_preprocessing",
+                   "logit_scale", "logit_bias", "device", "dtype")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How to build scorers of one backend.
+
+    ``locate(name, entry) -> (files, model_id, revision)``; ``build(name, entry, files, model_id, revision,
+    device, dtype) -> scorer``; ``check(entry) -> problem or None`` validates a registry entry.
+    """
+
+    kind: str
+    locate: Callable
+    build: Callable
+    check: Callable[[Mapping], str | None]
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(name: str, backend: Backend) -> None:
+    """Add a backend; a name already taken is an error."""
+    if name in _BACKENDS:
+        raise ValueError(f"scorer backend {name!r} is already registered")
+    if backend.kind not in KINDS:
+        raise ValueError(f"scorer backend {name!r}: kind must be one of {KINDS}")
+    _BACKENDS[name] = backend
+
+
+def backends() -> dict[str, Backend]:
+    from . import embedding, judge, pairwise  # noqa: F401  (each registers its backends on import)
+
+    return dict(_BACKENDS)
 
 
 # ----------------------------------------------------------------------------------------- registry
@@ -60,294 +96,191 @@ def load_registry(config: str | os.PathLike | Mapping | None = None) -> dict[str
             raise CultureboardError(source, f"entry {name!r} is not a mapping", "write NAME: {field: value, ...}")
         override = dict(override)
         if "path" in override:
-            override["path"] = str(base / Path(override["path"]).expanduser())
+            override["path"] = str(base / Path(str(override["path"])).expanduser())
         registry[name] = {**registry.get(name, {}), **override}
+    known = backends()
     for name, entry in registry.items():
-        _check_entry(name, entry, source)
+        backend = entry.get("backend")
+        problem = (f"backend must be one of {', '.join(sorted(known))}, not {backend!r}" if backend not in known
+                   else known[backend].check(entry))
+        if problem:
+            raise CultureboardError(source, f"scorer {name!r}: {problem}",
+                                    "see the header of evaluators/engine/data/scorers.yaml")
     return registry
 
 
 def _read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CultureboardError(path, f"cannot read the scorer registry/config: {exc}",
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CultureboardError(path, f"cannot read the scorer registry/config: {_first_line(exc)}",
                                 "pass a readable YAML file") from None
     if not isinstance(data, dict):
         raise CultureboardError(path, "is not a mapping of scorer names to entries", "write NAME: {field: value, ...}")
     return data
 
 
-def _check_entry(name: str, entry: Mapping, source: str) -> None:
-    def fail(problem: str) -> None:
-        raise CultureboardError(source, f"scorer {name!r}: {problem}", "see the header of evaluators/engine/data/scorers.yaml")
-
-    backend = entry.get("backend")
-    if backend not in BACKENDS:
-        fail(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    if backend == "open_clip":
-        if "path" not in entry and not ("model" in entry and isinstance(entry.get("weights"), Mapping)):
-            fail("an open_clip scorer needs `model` and `weights: {repo, file}`, or a local `path`")
-        unknown = set(entry.get("preprocess") or {}) - set(OPEN_CLIP_PREPROCESS)
-        if unknown:
-            fail(f"unknown preprocess keys {sorted(unknown)} (known: {', '.join(OPEN_CLIP_PREPROCESS)})")
-    elif "path" not in entry and "model" not in entry:
-        fail("needs a Hub `model` id or a local `path`")
-    unknown = set(entry.get("text") or {}) - set(TEXT_DEFAULTS)
-    if unknown:
-        fail(f"unknown text keys {sorted(unknown)} (known: {', '.join(TEXT_DEFAULTS)})")
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-# -------------------------------------------------------------------------------------- the scorer
+# ------------------------------------------------------------------------------------------ locating
 
-class Scorer:
-    """A loaded scorer: a model on a device, its preprocessing, and the provenance that keys its cache.
+def hub_files(name: str, repo: str, revision: str, patterns: list[str]) -> tuple[Path, str]:
+    """The snapshot folder of ``repo`` at ``revision`` (downloaded, or found in the cache when offline) and
+    the commit hash that names it."""
+    from huggingface_hub import constants, snapshot_download
 
-    ``revision`` is the resolved commit hash of the Hub checkpoint, or ``local:<sha256>`` of a local
-    path's files. ``preprocessing`` names every image preprocessing setting and ``text_preprocessing``
-    the tokenisation (both are part of the embedding cache key). ``logit_scale`` (already
-    exponentiated) and ``logit_bias`` turn cosines into zero-shot logits: softmax over
-    ``logit_scale * cos`` for CLIP (bias 0), ``sigmoid(logit_scale * cos + logit_bias)`` for SigLIP;
-    both are None for image-only encoders.
-
-    ``image_transform`` maps one RGB ``PIL.Image`` to a (3, H, W) tensor and is picklable, so that
-    DataLoader workers can run it; :meth:`encode_pixels` runs the model on a stacked batch.
-    """
-
-    backend: str
-    image_transform: Callable
-    logit_scale: float | None = None
-    logit_bias: float | None = None
-    text_preprocessing: str | None = None
-
-    def __init__(self, name: str, model_id: str, revision: str, device: str, dtype: str):
-        self.name, self.model_id, self.revision, self.device, self.dtype = name, model_id, revision, device, dtype
-        self.preprocessing = ""
-
-    def provenance(self) -> dict:
-        """What a result records about this scorer."""
-        return {key: getattr(self, key) for key in (
-            "name", "backend", "model_id", "revision", "preprocessing", "text_preprocessing", "device", "dtype")}
-
-    def encode_pixels(self, pixels) -> np.ndarray:
-        """Embed a batch of preprocessed images (N, 3, H, W): float32, L2-normalised rows."""
-        import torch
-
-        with torch.inference_mode():
-            return _normalise(self._image_features(pixels.to(self.device, getattr(torch, self.dtype))))
-
-    def embed_images(self, images: list) -> np.ndarray:
-        """Embed ``PIL.Image`` s as one batch (for many images use :class:`.embedding_cache.EmbeddingCache`)."""
-        import torch
-
-        return self.encode_pixels(torch.stack([self.image_transform(image.convert("RGB")) for image in images]))
-
-    def embed_texts(self, texts: list[str]) -> np.ndarray:
-        """Embed ``texts`` as one batch: float32, L2-normalised rows."""
-        import torch
-
-        if self.text_preprocessing is None:
-            raise CultureboardError(f"scorer {self.name}", "is an image encoder and has no text tower",
-                                    "use a dual-encoder scorer for text-image metrics")
-        with torch.inference_mode():
-            return _normalise(self._text_features(list(texts)))
-
-    def _image_features(self, pixels):
-        raise NotImplementedError
-
-    def _text_features(self, texts: list[str]):
-        raise NotImplementedError
+    try:
+        folder = Path(snapshot_download(repo, revision=revision, allow_patterns=patterns))
+    except Exception as exc:  # offline and not cached, unknown repo or revision, network errors
+        offline = constants.HF_HUB_OFFLINE
+        problem = (f"{repo}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids the "
+                   "download" if offline else f"cannot get {repo}@{revision} ({_first_line(exc)})")
+        raise CultureboardError(f"scorer {name}", problem, LOAD_FIX) from None
+    return folder, folder.name
 
 
-def _normalise(features) -> np.ndarray:
-    import torch
-
-    return torch.nn.functional.normalize(features.float(), dim=-1).cpu().numpy()
-
-
-def _pooled(output):
-    """transformers 4 returns the embedding tensor, transformers 5 a model output holding it in pooler_output."""
-    return output if hasattr(output, "dim") else output.pooler_output
-
-
-class TransformersScorer(Scorer):
-    """A transformers checkpoint: dual encoder (``get_image_features``/``get_text_features``) or image encoder."""
-
-    def __init__(self, name: str, model_id: str, revision: str, device: str, dtype: str, folder: Path,
-                 backend: str, text: Mapping):
-        import torch
-        from transformers import AutoImageProcessor, AutoModel, AutoProcessor
-
-        super().__init__(name, model_id, revision, device, dtype)
-        self.backend = backend
-        self.dual = dual = backend == "transformers-dual-encoder"
-        processor = (AutoProcessor if dual else AutoImageProcessor).from_pretrained(folder)
-        self.model = AutoModel.from_pretrained(folder).to(device=device, dtype=getattr(torch, dtype)).eval()
-        image_processor = processor.image_processor if dual else processor
-        self.image_transform = _HFImageTransform(image_processor)
-        settings = {k: v for k, v in image_processor.to_dict().items()
-                    if v is not None and k not in ("processor_class", "image_processor_type")}
-        self.preprocessing = f"{type(image_processor).__name__} {json.dumps(settings, sort_keys=True, default=str)}"
-        if dual:
-            self.tokenizer = processor.tokenizer
-            text = {**TEXT_DEFAULTS, **text}
-            if text["max_length"] is None:
-                text["max_length"] = self.model.config.text_config.max_position_embeddings
-            self.text = text
-            self.text_preprocessing = f"{type(self.tokenizer).__name__} {json.dumps(text, sort_keys=True)}"
-            self.logit_scale = self.model.logit_scale.detach().exp().item()
-            bias = getattr(self.model, "logit_bias", None)
-            self.logit_bias = bias.detach().item() if bias is not None else 0.0
-
-    def _image_features(self, pixels):
-        encode = self.model.get_image_features if self.dual else self.model
-        return _pooled(encode(pixel_values=pixels))
-
-    def _text_features(self, texts: list[str]):
-        if self.text["lowercase"]:
-            texts = [t.lower() for t in texts]
-        tokens = self.tokenizer(texts, padding=self.text["padding"], max_length=self.text["max_length"],
-                                truncation=True, padding_side="right", return_tensors="pt").to(self.device)
-        return _pooled(self.model.get_text_features(**tokens))
-
-
-class _HFImageTransform:
-    """A transformers image processor as a picklable ``PIL.Image -> (3, H, W) tensor`` callable."""
-
-    def __init__(self, image_processor):
-        self.image_processor = image_processor
-
-    def __call__(self, image):
-        return self.image_processor(images=image, return_tensors="pt")["pixel_values"][0]
-
-
-class OpenClipScorer(Scorer):
-    """An open_clip model: a built-in architecture with a checkpoint file, or a folder in open_clip's Hub layout."""
-
-    backend = "open_clip"
-
-    def __init__(self, name: str, model_id: str, revision: str, device: str, dtype: str, architecture: str,
-                 checkpoint: Path, preprocess: Mapping):
-        import open_clip
-
-        super().__init__(name, model_id, revision, device, dtype)
-        if checkpoint.is_dir():
-            self.model_name, pretrained = f"local-dir:{checkpoint}", None
-        else:
-            self.model_name, pretrained = architecture, str(checkpoint)
-        precision = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}[dtype]
-        self.model, _, self.image_transform = open_clip.create_model_and_transforms(
-            self.model_name, pretrained=pretrained, precision=precision, device=device,
-            **{f"image_{key}": value for key, value in preprocess.items()})
-        self.model.eval()
-        cfg = self.model.visual.preprocess_cfg
-        self.preprocessing = "open_clip " + json.dumps(cfg, sort_keys=True, default=list)
-        self.text_preprocessing = (f"open_clip.get_tokenizer({self.model_name}) "
-                                   f"context_length={self.model.context_length}")
-        self.logit_scale = self.model.logit_scale.detach().exp().item()
-        bias = getattr(self.model, "logit_bias", None)
-        self.logit_bias = bias.detach().item() if bias is not None else 0.0
-
-    @functools.cached_property
-    def tokenizer(self):
-        """Loaded on first use: image-only uses (retrieval) need no tokenizer files."""
-        import open_clip
-
-        try:
-            return open_clip.get_tokenizer(self.model_name)
-        except Exception as exc:  # e.g. the tokenizer's Hub repo is not cached and the Hub is offline
-            raise CultureboardError(f"scorer {self.name}", f"cannot load the tokenizer of {self.model_name}: "
-                                    f"{type(exc).__name__}: {exc}", LOAD_FIX) from None
-
-    def _image_features(self, pixels):
-        return self.model.encode_image(pixels)
-
-    def _text_features(self, texts: list[str]):
-        return self.model.encode_text(self.tokenizer(texts).to(self.device))
+def local_files(name: str, entry: Mapping, memo: FingerprintMemo | None = None) -> tuple[Path, str, str]:
+    """(path, model id, revision) of an entry's local ``path``: id ``local/<name>``, revision ``local:<sha256>``
+    of its files (no machine-specific path is recorded)."""
+    path = Path(entry["path"])
+    if not path.exists():
+        raise CultureboardError(f"scorer {name}", f"local path {path} does not exist",
+                                "fix `path` in --scorers FILE, or remove it to use the Hub checkpoint")
+    return path, f"local/{path.name}", "local:" + folder_sha256(path, memo=memo)
 
 
 # ------------------------------------------------------------------------------------------ loading
 
+def _deterministic() -> None:
+    import torch
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # lets cuBLAS be deterministic
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    torch.manual_seed(0)
+
+
+def _quiet_libraries() -> None:
+    """Library warnings and progress bars of model loading would bury the one ``error:`` line."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
+
+
+def _build(name: str, entry: Mapping, device: str, dtype: str, memo: FingerprintMemo | None = None):
+    backend = backends()[entry["backend"]]
+    files, model_id, revision = backend.locate(name, entry, memo)
+    _quiet_libraries()
+    _deterministic()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scorer = backend.build(name, entry, files, model_id, revision, device, dtype)
+    except CultureboardError:
+        raise
+    except Exception as exc:  # the libraries raise many types for a broken or incomplete checkpoint
+        raise CultureboardError(f"scorer {name}", f"cannot load {model_id}: {_first_line(exc)}", LOAD_FIX) from None
+    scorer.kind, scorer.backend = backend.kind, entry["backend"]
+    return scorer
+
+
 def load_scorer(name: str, config: str | os.PathLike | Mapping | None = None, device: str | None = None,
-                dtype: Any = None) -> Scorer:
+                dtype: Any = None):
     """Load the scorer ``name`` of the registry (with ``config``'s overrides) on ``device`` in ``dtype``.
 
     Device defaults to cuda, then mps, then cpu; dtype to float16 on cuda and float32 elsewhere. A
     checkpoint that is neither cached nor downloadable, a missing local path or a checkpoint the
     library cannot load is a :class:`CultureboardError` naming the scorer and the fix.
     """
-    import torch
-
     registry = load_registry(config)
+    entry = _entry(registry, name)
+    device = choose_device(device)
+    return _build(name, entry, device, choose_dtype(device, dtype))
+
+
+def _entry(registry: Mapping, name: str) -> Mapping:
     if name not in registry:
         raise CultureboardError(f"scorer {name}", "is not in the registry or the scorer config",
                                 "choose one of " + ", ".join(sorted(registry)) + " or add it in --scorers FILE")
-    entry = registry[name]
-    device = choose_device(device)
-    dtype = choose_dtype(device, dtype)
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # lets cuBLAS be deterministic
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.backends.cudnn.benchmark = False
-    torch.manual_seed(0)
-    if entry["backend"] == "open_clip":
-        weights = entry.get("weights") or {}
-        files, revision = _locate(name, entry, weights.get("repo"), [weights.get("file")])
-        if "path" in entry:
-            checkpoint = files
-            if files.is_file() and not entry.get("model"):
-                raise CultureboardError(f"scorer {name}", f"{files} is a checkpoint file but no architecture is given",
-                                        "add `model: ARCHITECTURE` (an open_clip model name) to the entry")
-            model_id = str(files) if files.is_dir() else f"{entry.get('model')}:{files}"
-        else:
-            checkpoint = files / weights["file"]
-            model_id = f"{entry['model']}:{weights['repo']}/{weights['file']}"
-        _check_open_clip_files(name, checkpoint)
-        build = functools.partial(OpenClipScorer, architecture=entry.get("model"), checkpoint=checkpoint,
-                                  preprocess=entry.get("preprocess") or {})
-    else:
-        files, revision = _locate(name, entry, entry.get("model"), TRANSFORMERS_FILES)
-        model_id = str(files) if "path" in entry else entry["model"]
-        build = functools.partial(TransformersScorer, folder=files, backend=entry["backend"],
-                                  text=entry.get("text") or {})
-    try:
-        return build(name, model_id, revision, device, dtype)
-    except Exception as exc:  # the libraries raise many types for a broken or incomplete checkpoint
-        raise CultureboardError(f"scorer {name}", f"cannot load {files}: {type(exc).__name__}: {exc}",
-                                LOAD_FIX) from None
+    return registry[name]
 
 
-def _locate(name: str, entry: Mapping, repo: str | None, patterns: list[str]) -> tuple[Path, str]:
-    """The local files of a scorer's checkpoint and its resolved revision.
+def identity_of(scorer) -> dict:
+    """A loaded scorer's provenance: the fields of :data:`IDENTITY_FIELDS`."""
+    return {key: getattr(scorer, key, None) for key in IDENTITY_FIELDS}
 
-    A ``path`` is used as it is (revision ``local:<sha256 of its files>``); otherwise the files matching
-    ``patterns`` are fetched from the Hub repo at ``revision`` (or found in the cache when offline) and
-    the revision is the commit hash that names the snapshot folder.
+
+class Scorers:
+    """The scorers of one run: identities without loading, models loaded once on first use.
+
+    ``state`` is a folder for what this machine learned about scorers (identities of checkpoints already
+    loaded, file fingerprints); None keeps nothing between runs (every identity then loads its model).
     """
-    if "path" in entry:
-        path = Path(entry["path"])
-        if not path.exists():
-            raise CultureboardError(f"scorer {name}", f"local path {path} does not exist",
-                                    "fix `path` in --scorers FILE, or remove it to use the Hub checkpoint")
-        return path, "local:" + folder_sha256(path)
-    from huggingface_hub import snapshot_download
 
-    revision = str(entry.get("revision", "main"))
-    try:
-        folder = Path(snapshot_download(repo, revision=revision, allow_patterns=patterns))
-    except Exception as exc:  # offline and not cached, unknown repo or revision, network errors
-        raise CultureboardError(f"scorer {name}", f"cannot get {repo}@{revision}: {type(exc).__name__}: {exc}",
-                                LOAD_FIX) from None
-    return folder, folder.name
+    def __init__(self, config: str | os.PathLike | Mapping | None, device: str, dtype: str,
+                 state: str | os.PathLike | None = None):
+        self.registry = load_registry(config)
+        self.device, self.dtype = device, dtype
+        self.state = Path(state) if state is not None else None
+        self.memo = FingerprintMemo(self.state / "fingerprints.json") if self.state is not None else None
+        self._identities: dict[str, dict] = {}
+        self._models: dict[str, Any] = {}
 
+    def kind(self, name: str) -> str:
+        return backends()[_entry(self.registry, name)["backend"]].kind
 
-def _check_open_clip_files(name: str, checkpoint: Path) -> None:
-    """open_clip silently initialises random weights when a folder has none: refuse that."""
-    if checkpoint.is_dir():
-        if not (checkpoint / "open_clip_config.json").is_file() or not any(
-                any(checkpoint.glob(pattern)) for pattern in ("*.safetensors", "*.bin", "*.pth")):
-            raise CultureboardError(f"scorer {name}", f"{checkpoint} lacks open_clip_config.json or weights",
-                                    "use open_clip's Hub layout (open_clip_config.json + open_clip_model.safetensors)"
-                                    " or point `path` at a checkpoint file")
-    elif not checkpoint.is_file():
-        raise CultureboardError(f"scorer {name}", f"the checkpoint {checkpoint.name} is not in {checkpoint.parent}",
-                                "fix `weights: {repo, file}` in --scorers FILE")
+    def identity(self, name: str) -> dict:
+        """The provenance of scorer ``name`` (loads the model only when this machine has not recorded it)."""
+        if name not in self._identities:
+            entry = _entry(self.registry, name)
+            backend = backends()[entry["backend"]]
+            _, model_id, revision = backend.locate(name, entry, self.memo)
+            key = self._identity_key(name, entry, revision)
+            stored = self._read_identity(key)
+            if stored is None or stored.get("model_id") != model_id:
+                stored = identity_of(self.model(name))
+                if self.state is not None:
+                    atomic_write_text(self.state / "identities" / f"{key}.json", json.dumps(stored, sort_keys=True))
+            self._identities[name] = stored
+            if self.memo is not None:
+                self.memo.save()
+        return self._identities[name]
+
+    def model(self, name: str):
+        """The loaded scorer ``name`` (loaded on first use)."""
+        if name not in self._models:
+            entry = _entry(self.registry, name)
+            self._models[name] = _build(name, entry, self.device, self.dtype, self.memo)
+            self._identities[name] = identity_of(self._models[name])
+            if self.memo is not None:
+                self.memo.save()
+        return self._models[name]
+
+    def used(self) -> list[dict]:
+        """Provenance of every scorer whose identity or model this run asked for, by name."""
+        return [self._identities[name] for name in sorted(self._identities)]
+
+    def _identity_key(self, name: str, entry: Mapping, revision: str) -> str:
+        versions = {}
+        for package in LIBRARIES:
+            try:
+                versions[package] = metadata.version(package)
+            except metadata.PackageNotFoundError:
+                versions[package] = None
+        key = {"name": name, "entry": {k: v for k, v in entry.items() if k not in ("notes", "role")},
+               "revision": revision, "device": self.device.split(":")[0], "dtype": self.dtype, "versions": versions}
+        return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+    def _read_identity(self, key: str) -> dict | None:
+        if self.state is None:
+            return None
+        try:
+            stored = json.loads((self.state / "identities" / f"{key}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return stored if isinstance(stored, dict) and set(IDENTITY_FIELDS) <= set(stored) else None

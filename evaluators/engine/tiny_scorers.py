@@ -1,10 +1,10 @@
 """Tiny random stand-ins for the registry scorers, saved in the on-disk formats the real loader reads.
 
 Each is built from the same library classes as the checkpoint it stands for (CLIPModel, SiglipModel,
-Dinov2Model, open_clip CLIP / CustomTextCLIP) with a few hundred thousand random weights and 32 px
-images, so :func:`~.scorers.load_scorer` loads it through exactly the code path of the real one, on
-a CPU, in well under a second. Their embeddings are meaningless: they exist for tests, demos and
-smoke runs, never for results.
+Dinov2Model, open_clip CLIP / CustomTextCLIP, lpips.LPIPS, Qwen2_5_VLForConditionalGeneration) with
+random weights and small images, so :func:`~.scorers.load_scorer` loads it through exactly the code path
+of the real one, on a CPU, in about a second. Their outputs are meaningless: they exist for tests, demos
+and smoke runs, never for results.
 
 ``save_tiny_scorers(root)`` writes one folder per registry name and ``root/scorers-tiny.yaml``, a
 scorer config pointing each name at its folder: ``load_scorer(name, config=root / TINY_CONFIG)``.
@@ -13,6 +13,7 @@ scorer config pointing each name at its folder: ``load_scorer(name, config=root 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from ..submission.tiny_pipelines import _byte_vocab, _tiny_tokenizer
@@ -124,8 +125,83 @@ def save_tiny_open_clip(path: str | Path, siglip: bool = False, seed: int = 0) -
     return path
 
 
+_EXTRA: dict = {}
+#: Settings a stand-in overrides besides its path (smaller inputs).
+_SETTINGS = {"lpips-alex": ", size: 64", "qwen2.5-vl-7b": ", settings: {batch_size: 32}"}
+
+
+def register_tiny(name: str, build) -> None:
+    """Add the stand-in writer ``build(path)`` of a registry scorer that a family adds."""
+    _EXTRA[name] = build
+
+
+def save_tiny_lpips(path: str | Path, seed: int = 0) -> Path:
+    """``backbone.pth`` (random AlexNet features in the LPIPS module's names) and ``linear.pth`` (random
+    non-negative linear weights) for the ``lpips`` backend's local layout: stand-in for LPIPS-alex."""
+    import lpips
+    import torch
+
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():  # torchvision's deprecation notice for the package's own call
+        warnings.simplefilter("ignore")
+        model = lpips.LPIPS(net="alex", pretrained=False, pnet_rand=True, verbose=False)
+    state = model.state_dict()
+    for key, value in state.items():
+        if key.startswith("lin"):
+            value.copy_(torch.rand_like(value))  # LPIPS's learned weights are non-negative
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v for k, v in state.items() if k.startswith("net.")}, path / "backbone.pth")
+    torch.save({k: v for k, v in state.items() if k.startswith("lin")}, path / "linear.pth")
+    return path
+
+
+def save_tiny_judge(path: str | Path, seed: int = 0) -> Path:
+    """A tiny ``Qwen2_5_VLForConditionalGeneration`` + ``Qwen2_5_VLProcessor`` (byte-level tokenizer with
+    Qwen's special tokens and a minimal chat template), stand-in for the Qwen2.5-VL judge."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
+                              Qwen2TokenizerFast, Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|image_pad|>", "<|video_pad|>"]
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    vocab.update({token: len(vocab) + k for k, token in enumerate(specials)})
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens(specials)
+    tokenizer = Qwen2TokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   unk_token=None, bos_token=None)
+    template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}{{ m['content'] }}"
+                "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<|vision_start|><|image_pad|>"
+                "<|vision_end|>{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
+                "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    pixels = 28 * 28 * 4  # every image becomes 2 x 2 patches of 28 px: four vision tokens after merging
+    processor = Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(min_pixels=pixels, max_pixels=pixels),
+        video_processor=Qwen2VLVideoProcessor(), tokenizer=tokenizer, chat_template=template)
+    torch.manual_seed(seed)
+    model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(
+        text_config=dict(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                         rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]}, tie_word_embeddings=True,
+                         bos_token_id=vocab["<|endoftext|>"], eos_token_id=vocab["<|im_end|>"],
+                         pad_token_id=vocab["<|endoftext|>"]),
+        vision_config=dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=16,
+                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, fullatt_block_indexes=[0],
+                           window_size=56),
+        image_token_id=vocab["<|image_pad|>"], video_token_id=vocab["<|video_pad|>"],
+        vision_start_token_id=vocab["<|vision_start|>"], vision_end_token_id=vocab["<|vision_end|>"],
+        bos_token_id=vocab["<|endoftext|>"], eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"]))
+    model.generation_config.pad_token_id = vocab["<|endoftext|>"]
+    return _save(path, model, processor)
+
+
 def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
-    """Write a tiny stand-in for every registry scorer under ``root`` and ``root/scorers-tiny.yaml`` pointing at them.
+    """Write a tiny stand-in for every registry scorer under ``root`` and ``root/scorers-tiny.yaml`` pointing at them
+    (families that register scorers of their own add stand-ins with :func:`register_tiny`).
 
     Returns {registry name: folder}. Each keeps its registry entry's backend and settings (only
     ``path`` is overridden), so loading it exercises the real code path.
@@ -137,10 +213,15 @@ def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
         "msiglip": lambda path: save_tiny_open_clip(path, siglip=True),
         "hpsv2.1": save_tiny_open_clip,
         "dinov2-base": save_tiny_dinov2,
+        "lpips-alex": save_tiny_lpips,
+        "qwen2.5-vl-7b": save_tiny_judge,
     }
+    builders.update(_EXTRA)
     folders = {name: build(root / name) for name, build in builders.items()}
     lines = ["# Tiny random stand-ins for the registry scorers (cultureboard.evaluators.engine.tiny_scorers).",
-             "# Their embeddings are meaningless: for tests and demos only.",
-             *(f"{name}: {{path: {name}}}" for name in folders)]
+             "# Their outputs are meaningless: for tests and demos only.",
+             "# lpips-alex compares 64 px crops here (256 px in the registry) and the judge answers 32 questions",
+             "# at a time (4 in the registry), to keep demos quick.",
+             *(f"{name}: {{path: {name}{_SETTINGS.get(name, '')}}}" for name in folders)]
     (root / TINY_CONFIG).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folders

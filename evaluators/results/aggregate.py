@@ -1,56 +1,89 @@
-"""From per-image (or per-pool) scores to the summary: one entry per metric x slice.
+"""From score rows to the summary: one entry per metric x slice.
 
-Each entry: ``value`` = mean over units (prompts, or pools for pool metrics) of the mean of their
-rows; ``ci_low``/``ci_high`` = 95% percentile bootstrap over units (``stats.bootstrap_ci``, seeded);
-``n_images``; ``n_prompts`` (units scored); ``coverage`` = units scored / units of the prompt set in
-that slice. A slice that lacks units is reported with its coverage, never silently averaged away:
-``complete`` is false when coverage < 1. The summary depends only on the score rows (sorted first),
-so shards merged give exactly the unsharded result.
+A metric's unit comes from its card: ``image`` rows are grouped by prompt (the bootstrap resamples
+prompts), other units (a diversity pool, an edit chain, a ladder) are their own rows. Each entry:
+``value`` = mean over units of the mean of their rows; ``ci_low``/``ci_high`` = 95% percentile bootstrap
+over units (:func:`.stats.bootstrap_ci`, seeded); ``n_images``; ``n_prompts`` (units scored);
+``coverage`` = units scored / units of the prompt set in that slice, ``complete`` when it is 1, and
+``n_refused`` the prompts of the slice a model declared it refused (not scored, but not missing either); rows
+flagged by the family (a pool too small to rank, a judge that never answered usably, a missing reference)
+are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count per reason. A slice that
+lacks units is reported with its coverage, never silently averaged away. The summary depends only on the
+rows (sorted first), so shards merged give exactly the unsharded result.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
+from typing import Mapping
 
 import pandas as pd
 
+from ..engine.registry import IMAGE_UNIT
 from .stats import bootstrap_ci
 
+#: Slice types every prompt set is summarised by; a prompt set adds its own (``PromptSetSpec.slice_fields``).
 SLICE_TYPES = ("overall", "country", "continent", "region_group", "category", "era")
+ROW_ORDER = ["metric", "unit_id", "sample_idx", "file_name"]
 
 
-def summarize(scores: pd.DataFrame, expected_units: dict[str, dict[str, dict]], seed: int = 0,
-              n_boot: int = 1000) -> list[dict]:
-    """``expected_units``: metric unit ("image" or "pool") -> {unit id: slice fields} of the whole prompt set."""
-    scores = scores.sort_values(["metric", "unit_id", "sample_idx", "file_name"], na_position="first", kind="stable")
+def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[str, Mapping[str, dict]],
+              slice_types: tuple[str, ...] = SLICE_TYPES, seed: int = 0, n_boot: int = 1000,
+              refused: set[str] = frozenset()) -> list[dict]:
+    """``units``: metric -> its unit kind (from the cards); ``expected``: unit kind -> {unit id: slice fields}
+    of the whole prompt set; ``refused``: prompts whose every image the model declared refused (counted per slice
+    of image metrics as ``n_refused``: not scored, and not missing either)."""
+    scores = scores.sort_values(ROW_ORDER, na_position="first", kind="stable")
     out = []
     for metric, rows in scores.groupby("metric", sort=True):
-        unit = "pool" if rows["prompt_id"].isna().all() else "image"
-        expected = expected_units[unit]
-        for slice_type in SLICE_TYPES:
-            groups = {"all": rows} if slice_type == "overall" else dict(iter(rows.dropna(subset=[slice_type]).groupby(slice_type)))
+        unit = units[metric]
+        for slice_type in slice_types:
+            if slice_type != "overall" and slice_type not in rows:
+                continue
+            groups = {"all": rows} if slice_type == "overall" else dict(
+                iter(rows.dropna(subset=[slice_type]).groupby(slice_type)))
             totals: dict[str, int] = defaultdict(int)
-            for fields in expected.values():
+            refusals: dict[str, int] = defaultdict(int)
+            for uid, fields in expected[unit].items():
                 key = "all" if slice_type == "overall" else fields.get(slice_type)
                 if key is not None:
-                    totals[key] += 1
-            for key in sorted(groups):
-                part = groups[key]
-                by_unit = {u: g["value"].to_numpy() for u, g in part.groupby("unit_id", sort=True)}
-                ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
-                coverage = len(by_unit) / totals[key] if totals.get(key) else None
-                out.append({
-                    "metric": metric, "slice_type": slice_type, "slice": key,
-                    "value": ci.value, "ci_low": ci.low, "ci_high": ci.high,
-                    "n_images": _images(part, unit),
-                    "n_prompts": len(by_unit), "coverage": coverage, "complete": coverage == 1.0,
-                })
+                    totals[str(key)] += 1
+                    refusals[str(key)] += unit == IMAGE_UNIT and uid in refused
+            for key in sorted(groups, key=str):
+                entry = _entry(metric, slice_type, str(key), groups[key], unit, totals.get(str(key)), seed, n_boot)
+                out.append({**entry, "n_refused": refusals[str(key)]})
     return out
 
 
+def _entry(metric: str, slice_type: str, key: str, part: pd.DataFrame, unit: str, total: int | None, seed: int,
+           n_boot: int) -> dict:
+    flagged = part[part["flag"].notna()]
+    good = part[part["flag"].isna()]
+    by_unit = {u: g["value"].to_numpy() for u, g in good.groupby("unit_id", sort=True)}
+    entry = {"metric": metric, "slice_type": slice_type, "slice": key, "n_flagged": int(len(flagged)),
+             "flags": dict(sorted(Counter(flagged["flag"]).items())), "n_prompts": len(by_unit)}
+    coverage = len(by_unit) / total if total else None
+    entry.update(coverage=coverage, complete=coverage == 1.0, n_images=_images(good, unit))
+    if by_unit:
+        ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
+        entry.update(value=ci.value, ci_low=ci.low, ci_high=ci.high)
+    else:
+        entry.update(value=None, ci_low=None, ci_high=None)
+    return entry
+
+
 def _images(rows: pd.DataFrame, unit: str) -> int:
-    """Images behind the rows: one per image row; a pool row records its pool size in ``detail``."""
-    if unit == "image":
+    """Images behind the rows: one per image row; a unit row records how many it read in ``detail``."""
+    if unit == IMAGE_UNIT:
         return int(rows["file_name"].notna().sum())
-    return int(sum(json.loads(d)["images"] for d in rows["detail"]))
+    return int(sum(json.loads(d).get("images", 0) for d in rows["detail"] if d))
+
+
+def unit_slices(prompts: list[dict], fields: tuple[str, ...]) -> dict:
+    """The slice fields of a unit made of ``prompts``: those on which all of them agree (others None)."""
+    out = {}
+    for f in fields:
+        values = {p.get(f) for p in prompts}
+        out[f] = values.pop() if len(values) == 1 else None
+    return out

@@ -1,0 +1,235 @@
+"""Judge scorers: a vision-language model that answers a question about an image, and its cached use.
+
+Backend ``transformers-vlm``: ``AutoModelForImageTextToText`` + ``AutoProcessor`` (Qwen2.5-VL, LLaVA,
+Idefics, ...); each question is one user turn holding the image and the text, rendered with the
+processor's chat template and a generation prompt. Two ways to ask:
+
+* :func:`answer_probability`: P(answer | image, question) of a fixed answer (VQAScore: P("Yes")), the
+  product of the answer tokens' next-token probabilities under teacher forcing (one forward pass; for an
+  answer that is one token this is the softmax probability of that token at the generation position).
+* :func:`ask_json`: greedy decoding (deterministic), the answer parsed as JSON and checked against a small
+  schema; an answer that fails is asked again with the problem stated, at most ``retries`` times, and
+  what still fails is returned as a failure with its reason, never guessed.
+
+Everything goes through the cache: keyed by the image's sha256, the full prompt text, the answer or the
+decoding parameters, and the model's identity (its preprocessing includes the chat template's hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from cultureboard.errors import CultureboardError
+
+from .cache import Cache, item_sha256
+from .embedding import TRANSFORMERS_FILES, hf_image_settings
+from .images import ImageSource
+from .scorers import Backend, hub_files, local_files, register_backend
+
+
+class JudgeScorer:
+    """A transformers vision-language model used as a judge (deterministic: eval mode, greedy decoding)."""
+
+    def __init__(self, name: str, model_id: str, revision: str, device: str, dtype: str, folder, settings: Mapping):
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        self.name, self.model_id, self.revision, self.device, self.dtype = name, model_id, revision, device, dtype
+        self.processor = AutoProcessor.from_pretrained(folder)
+        self.processor.tokenizer.padding_side = "left"
+        self.model = AutoModelForImageTextToText.from_pretrained(folder, dtype=getattr(torch, dtype)).to(device).eval()
+        template = self.processor.chat_template or ""
+        self.preprocessing = (f"{hf_image_settings(self.processor.image_processor)}; chat template sha256 "
+                              f"{hashlib.sha256(template.encode()).hexdigest()[:16]}")
+        self.batch_size = int(settings.get("batch_size", 4))
+
+    def _inputs(self, images: list, prompts: list[str], answers: list[str] | None = None):
+        texts = []
+        for k, prompt in enumerate(prompts):
+            messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
+            text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            texts.append(text + (answers[k] if answers else ""))
+        return self.processor(images=images, text=texts, return_tensors="pt", padding=True).to(self.device)
+
+    def answer_logprob(self, images: list, prompts: list[str], answer: str) -> np.ndarray:
+        """log P(answer | image, prompt) for each pair, by teacher forcing."""
+        import torch
+
+        answer_ids = self.processor.tokenizer(answer, add_special_tokens=False)["input_ids"]
+        inputs = self._inputs(images, prompts, [answer] * len(prompts))
+        with torch.inference_mode():
+            logits = self.model(**inputs).logits.float()
+        n = len(answer_ids)
+        if inputs["input_ids"].shape[1] <= n or any(row[-n:].tolist() != answer_ids for row in inputs["input_ids"]):
+            raise CultureboardError(f"scorer {self.name}", f"its tokenizer does not keep the answer {answer!r} as "
+                                    "separate tokens after the chat template", "choose another answer word or judge")
+        # with left padding the answer's tokens are the last n; each is predicted at the position before it
+        logp = torch.log_softmax(logits[:, -n - 1:-1], dim=-1)
+        targets = torch.tensor(answer_ids, device=logp.device).expand(len(prompts), n)
+        return logp.gather(-1, targets[..., None])[..., 0].sum(-1).cpu().numpy()
+
+    def generate(self, images: list, prompts: list[str], max_new_tokens: int) -> list[str]:
+        import torch
+
+        inputs = self._inputs(images, prompts)
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
+        return self.processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def _locate_vlm(name: str, entry: Mapping, memo=None):
+    if "path" in entry:
+        return local_files(name, entry, memo)
+    folder, revision = hub_files(name, entry["model"], str(entry.get("revision", "main")), TRANSFORMERS_FILES)
+    return folder, entry["model"], revision
+
+
+def _check_vlm(entry: Mapping) -> str | None:
+    return None if ("path" in entry or "model" in entry) else "needs a Hub `model` id or a local `path`"
+
+
+register_backend("transformers-vlm", Backend(
+    kind="judge", locate=_locate_vlm, check=_check_vlm,
+    build=lambda name, entry, files, model_id, revision, device, dtype: JudgeScorer(
+        name, model_id, revision, device, dtype, files, entry.get("settings") or {})))
+
+
+# --------------------------------------------------------------------------------------- cached use
+
+def _key(identity: Mapping, kind: str) -> dict:
+    return {"kind": kind, **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")}}
+
+
+def _batched(scorer, items: list, run: Callable) -> list:
+    out = []
+    for start in range(0, len(items), scorer.batch_size):
+        out.extend(run(items[start:start + scorer.batch_size]))
+    return out
+
+
+def answer_probability(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
+                       answer: str = "Yes") -> np.ndarray:
+    """P(``answer``) for each (image, question), in [0, 1]."""
+    store = cache.store(_key(identity, "judge-probability"))
+    keys = [item_sha256(src.sha256, question, answer) for src, question in items]
+    found = store.get(keys)
+    todo = list({k: item for k, item in zip(keys, items) if k not in found}.items())
+    if todo:
+        scorer = model()
+
+        def run(part):
+            logp = scorer.answer_logprob([src.open() for _, (src, _q) in part], [q for _, (_s, q) in part], answer)
+            store.put([k for k, _ in part], logp)
+            found.update(zip((k for k, _ in part), logp))
+            return logp
+
+        _batched(scorer, todo, run)
+    return np.exp(np.array([float(found[k]) for k in keys]))
+
+
+def answers(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
+            max_new_tokens: int = 256) -> list[str]:
+    """The judge's greedy answer to each (image, prompt)."""
+    store = cache.store(_key(identity, "judge-answer"))
+    keys = [item_sha256(src.sha256, prompt, max_new_tokens) for src, prompt in items]
+    found = store.get(keys)
+    todo = list({k: item for k, item in zip(keys, items) if k not in found}.items())
+    if todo:
+        scorer = model()
+
+        def run(part):
+            texts = scorer.generate([src.open() for _, (src, _p) in part], [p for _, (_s, p) in part], max_new_tokens)
+            store.put([k for k, _ in part], texts)
+            found.update(zip((k for k, _ in part), texts))
+            return texts
+
+        _batched(scorer, todo, run)
+    return [str(found[k]) for k in keys]
+
+
+@dataclass(frozen=True)
+class JudgeAnswer:
+    """A validated JSON answer (``value``), or ``value`` None with the ``error`` of the last attempt."""
+
+    value: Any
+    attempts: int
+    error: str | None = None
+
+
+def ask_json(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
+             schema: Mapping, retries: int = 2, max_new_tokens: int = 256) -> list[JudgeAnswer]:
+    """Ask each (image, question) for a JSON answer that matches ``schema`` (see :func:`schema_problems`);
+    an invalid answer is asked again, with the problem stated, up to ``retries`` more times."""
+    results: list[JudgeAnswer | None] = [None] * len(items)
+    prompts = [question for _, question in items]
+    pending = list(range(len(items)))
+    for attempt in range(retries + 1):
+        texts = answers(cache, identity, model, [(items[i][0], prompts[i]) for i in pending], max_new_tokens)
+        still = []
+        for i, text in zip(pending, texts):
+            value, problem = parse_json(text, schema)
+            if problem is None:
+                results[i] = JudgeAnswer(value, attempt + 1)
+                continue
+            results[i] = JudgeAnswer(None, attempt + 1, problem)
+            prompts[i] = (f"{items[i][1]}\n\nYour previous answer was not usable: {problem}. Answer again with "
+                          "only a JSON object, nothing else.")
+            still.append(i)
+        pending = still
+        if not pending:
+            break
+    return results  # type: ignore[return-value]
+
+
+def parse_json(text: str, schema: Mapping) -> tuple[Any, str | None]:
+    """(value, None) when ``text`` holds a JSON value (optionally fenced or surrounded by prose) matching
+    ``schema``; else (None, problem)."""
+    match = re.search(r"\{.*\}|\[.*\]", text, flags=re.DOTALL)
+    if not match:
+        return None, "no JSON object in the answer"
+    try:
+        value = json.loads(match.group(0))
+    except ValueError as exc:
+        return None, f"invalid JSON ({exc.msg})"
+    problems = schema_problems(value, schema)
+    return (value, None) if not problems else (None, "; ".join(problems[:3]))
+
+
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
+
+
+def schema_problems(value: Any, schema: Mapping, where: str = "answer") -> list[str]:
+    """What makes ``value`` fail ``schema``: a small JSON-Schema subset (type object / array / string / number /
+    integer / boolean, properties, required, items, enum, minimum, maximum, additionalProperties false)."""
+    kind = schema.get("type")
+    if kind in ("number", "integer"):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+        if kind == "integer":
+            ok = ok and float(value).is_integer()
+        if not ok:
+            return [f"{where} must be {'an integer' if kind == 'integer' else 'a number'}"]
+        if "minimum" in schema and value < schema["minimum"] or "maximum" in schema and value > schema["maximum"]:
+            return [f"{where} must be between {schema.get('minimum')} and {schema.get('maximum')}"]
+    elif kind in _TYPES and not isinstance(value, _TYPES[kind]):
+        return [f"{where} must be {'an' if kind[0] in 'ao' else 'a'} {kind}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where} must be one of {schema['enum']}"]
+    problems = []
+    if kind == "object":
+        problems += [f"{where} lacks {key!r}" for key in schema.get("required", ()) if key not in value]
+        properties = schema.get("properties", {})
+        if schema.get("additionalProperties") is False:
+            problems += [f"{where} has the unknown key {key!r}" for key in value if key not in properties]
+        for key, sub in properties.items():
+            if key in value:
+                problems += schema_problems(value[key], sub, f"{where}.{key}")
+    elif kind == "array" and "items" in schema:
+        for k, item in enumerate(value):
+            problems += schema_problems(item, schema["items"], f"{where}[{k}]")
+    return problems
