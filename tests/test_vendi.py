@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 
+from cultureboard.evaluators.families import vendi as vendi_module
 from cultureboard.evaluators.families.vendi import (
     CUBE_KERNEL_PRESETS,
+    _cube_codes,
+    _label_chain,
+    _nested_spectrum,
     draw_groups,
     grouped_qvendi,
     qvendi_score,
@@ -146,7 +151,7 @@ def test_order_limits_and_monotonicity():
     qs = [0, 0.1, 0.5, 0.9, 1, 1.1, 2, 5, 50, 1e4, np.inf]
     values = [vendi_score(K, q) for q in qs]
     assert values[0] == 5  # rank of K
-    assert all(a >= b - 1e-9 for a, b in zip(values, values[1:]))
+    assert all(a >= b - 1e-9 for a, b in itertools.pairwise(values))
     assert values[-2] == pytest.approx(values[-1], rel=1e-3)
 
 
@@ -170,6 +175,151 @@ def test_fast_paths_match_explicit(seed, q):
     for d in (3, n + 5):  # dual (d < N) and primal (d >= N)
         X = unit_rows(rng, n, d)
         assert vendi_from_embeddings(X, q) == pytest.approx(vendi_score(X @ X.T, q))
+
+
+# --- the nested label-kernel path (secular equations) --------------------------------------------------
+
+
+def nested_pool(rng, n, n_artifacts, n_countries, n_continents, zipf):
+    """String labels of n images: Zipf-like artifact counts, artifact in one country, country in one continent."""
+    country_of = rng.integers(0, n_countries, n_artifacts)
+    continent_of = rng.integers(0, n_continents, n_countries)
+    p = 1 / np.arange(1, n_artifacts + 1) ** zipf
+    artifact = rng.permutation(n_artifacts)[rng.choice(n_artifacts, size=n, p=p / p.sum())]
+    country = country_of[artifact]
+    return ([f"cont{c}" for c in continent_of[country]], [f"cty{r}" for r in country], [f"art{a}" for a in artifact])
+
+
+NESTED_SHAPES = [  # n, artifacts, countries, continents, Zipf exponent
+    (1, 1, 1, 1, 0.0),
+    (2, 2, 1, 1, 0.0),
+    (9, 4, 2, 2, 0.0),
+    (40, 40, 40, 6, 0.0),  # mostly distinct everything
+    (60, 12, 4, 2, 1.2),
+    (80, 30, 1, 1, 1.0),  # a single country
+    (90, 6, 6, 6, 0.5),  # partitions that may coincide
+    (120, 40, 10, 3, 1.0),
+    (150, 90, 30, 6, 1.5),
+    (160, 25, 12, 6, 2.0),  # a few very frequent artifacts
+    (160, 100, 50, 6, 1.1),
+]
+
+
+def random_weights(rng):
+    return [*CUBE_KERNEL_PRESETS.values(), tuple(rng.dirichlet(np.ones(3))), tuple(rng.dirichlet(np.full(3, 0.3)))]
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("shape", NESTED_SHAPES)
+def test_nested_path_matches_dense(shape, seed):
+    rng = np.random.default_rng([seed, *[int(x * 10) for x in shape]])
+    continents, countries, artifacts = nested_pool(rng, *shape)
+    for w in random_weights(rng):
+        K = cube_kernel(continents, countries, artifacts, w)
+        assert _label_chain(_cube_codes(continents, countries, artifacts), np.asarray(w)) is not None  # fast path
+        for q in ORDERS:
+            fast, dense = vendi_from_kernel_weights(continents, countries, artifacts, w, q), vendi_score(K, q)
+            assert fast == pytest.approx(dense, rel=1e-9, abs=0), (w, q)
+            if q == 0:
+                assert fast == dense == np.linalg.matrix_rank(K)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nested_spectrum_is_the_dense_spectrum(seed):
+    rng = np.random.default_rng(seed)
+    continents, countries, artifacts = nested_pool(rng, 150, 50, 15, 4, 1.0)
+    for w in random_weights(rng):
+        chain = _label_chain(_cube_codes(continents, countries, artifacts), np.asarray(w))
+        spectrum = np.sort(_nested_spectrum(chain, 150))
+        dense = np.linalg.eigvalsh(cube_kernel(continents, countries, artifacts, w))
+        nonzero = dense[dense > 1e-9]
+        finest = next(labels for labels, wk in zip((artifacts, countries, continents), w[::-1]) if wk > 0)
+        assert len(spectrum) == len(nonzero) == len(set(finest))  # rank K = distinct finest labels
+        np.testing.assert_allclose(spectrum, nonzero, rtol=0, atol=1e-10)
+        assert spectrum.sum() == pytest.approx(150, rel=1e-12)  # trace K = N
+
+
+def test_nested_hand_values_secular():
+    # One country, artifact counts (2, 1), w = (0, 1/2, 1/2): D^1/2 S D^1/2 = [[2, 1/sqrt 2], [1/sqrt 2, 1]],
+    # eigenvalues (3 +- sqrt 3) / 2, so K/3 has (3 +- sqrt 3) / 6.
+    labels = (["EU"] * 3, ["FR"] * 3, ["brie", "brie", "crepe"])
+    p = np.array([3 + np.sqrt(3), 3 - np.sqrt(3)]) / 6
+    assert vendi_from_kernel_weights(*labels, (0, 0.5, 0.5), 2) == pytest.approx(1.5, rel=1e-12)
+    assert vendi_from_kernel_weights(*labels, (0, 0.5, 0.5), np.inf) == pytest.approx(1 / p[0], rel=1e-12)
+    entropy = -(p * np.log(p)).sum()
+    assert vendi_from_kernel_weights(*labels, (0, 0.5, 0.5), 1) == pytest.approx(math.exp(entropy), rel=1e-12)
+    # Two countries of one continent (1 image; 2 images of one artifact), uniform weights: S = [[1, 1/3],
+    # [1/3, 1]], D = diag(1, 2), M = [[1, sqrt 2 / 3], [sqrt 2 / 3, 2]] -> eigenvalues (3 +- sqrt(17/9)) / 2.
+    labels = (["AS"] * 3, ["JP", "CN", "CN"], ["sushi", "baozi", "baozi"])
+    lam = np.array([3 + np.sqrt(17 / 9), 3 - np.sqrt(17 / 9)]) / 2
+    assert vendi_from_kernel_weights(*labels, "uniform", 2) == pytest.approx(9 / (lam**2).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("q", ORDERS)
+def test_nested_degenerate_pools(q):
+    one = (["EU"], ["FR"], ["brie"])
+    same = (["EU"] * 7, ["FR"] * 7, ["brie"] * 7)
+    distinct = ([f"c{i}" for i in range(6)], [f"r{i}" for i in range(6)], [f"a{i}" for i in range(6)])
+    one_country = (["EU"] * 6, ["FR"] * 6, [f"a{i}" for i in range(6)])
+    for w in CUBE_KERNEL_PRESETS:
+        assert vendi_from_kernel_weights(*one, w, q) == pytest.approx(1, rel=1e-12)
+        assert vendi_from_kernel_weights(*same, w, q) == pytest.approx(1, rel=1e-12)
+        assert vendi_from_kernel_weights(*distinct, w, q) == pytest.approx(6, rel=1e-12)
+    # One country, six distinct artifacts: K = 2/3 + I/3, eigenvalues of K/6: 13/18 once and 1/18 five times.
+    lam = np.array([13] + [1] * 5) / 18
+    expected = {0: 6, 0.5: np.sqrt(lam).sum() ** 2, 1: math.exp(-(lam * np.log(lam)).sum()),
+                2: 1 / (lam**2).sum(), np.inf: 18 / 13}[q]
+    assert vendi_from_kernel_weights(*one_country, "uniform", q) == pytest.approx(expected, rel=1e-12)
+    assert vendi_from_kernel_weights(*one_country, "country", q) == pytest.approx(1, rel=1e-12)
+    assert vendi_from_kernel_weights(*one_country, "artifact", q) == pytest.approx(6, rel=1e-12)
+
+
+def test_nested_path_with_tiny_weights_and_many_equal_blocks():
+    rng = np.random.default_rng(11)
+    continents, countries, artifacts = nested_pool(rng, 150, 60, 20, 3, 1.3)
+    # 30 countries of the same shape in one continent: equal eigenvalues across countries
+    twins = (["X"] * 90, [f"t{i // 3}" for i in range(90)], [f"t{i // 3}-{min(i % 3, 1)}" for i in range(90)])
+    for labels in ((continents, countries, artifacts), twins):
+        weights = [(0.5, 1e-9, 0.5 - 1e-9), (1e-9, 0.999, 0.001 - 1e-9), (0.98, 0.01, 0.01), (0.2, 0.3, 0.5)]
+        for w in [*weights, (0.5, 0.5, 1e-300), (1e-300, 0.5, 0.5)]:  # the last two: below eps, left out
+            K = cube_kernel(*labels, w)
+            for q in ORDERS:
+                assert vendi_from_kernel_weights(*labels, w, q) == pytest.approx(vendi_score(K, q), rel=1e-9, abs=0)
+
+
+def test_nested_path_in_chunks(monkeypatch):
+    rng = np.random.default_rng(5)
+    labels = nested_pool(rng, 200, 80, 12, 3, 1.0)
+    whole = [vendi_from_kernel_weights(*labels, "uniform", q) for q in ORDERS]
+    monkeypatch.setattr(vendi_module, "_CHUNK", 7)  # a few roots per padded matrix
+    assert [vendi_from_kernel_weights(*labels, "uniform", q) for q in ORDERS] == pytest.approx(whole, rel=1e-12)
+
+
+def test_label_chain_order_and_fallback():
+    codes = _cube_codes(["EU", "EU", "EU"], ["FR", "IT", "ES"], ["pizza", "pizza", "paella"])
+    chain = _label_chain(codes, np.array([1 / 3, 1 / 3, 1 / 3]))
+    assert [id(c) for c, _ in chain] == [id(codes[1]), id(codes[2]), id(codes[0])]  # country < artifact < continent
+    assert _label_chain(codes, np.array([0.5, 0.0, 0.5])) is not None  # artifacts nest in continents
+    # a country (and so its artifact) under two continents: no chain, the exact fallback
+    crossed = _cube_codes(["EU", "AS", "AS"], ["FR", "FR", "JP"], ["pizza", "pizza", "sushi"])
+    assert _label_chain(crossed, np.array([1 / 3, 1 / 3, 1 / 3])) is None
+    assert _label_chain(crossed, np.array([0.0, 0.5, 0.5])) is not None  # continents unused
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_non_nested_labels_fall_back_exactly(seed):
+    rng = np.random.default_rng(seed)
+    continents, countries, artifacts = nested_pool(rng, 60, 15, 6, 3, 1.0)
+    artifacts[0] = artifacts[1] = "shared"  # an artifact under (most likely) two countries
+    countries[2] = countries[3]
+    continents[2] = "elsewhere"  # and a country under two continents
+    codes = _cube_codes(continents, countries, artifacts)
+    assert _label_chain(codes, np.full(3, 1 / 3)) is None
+    for w in random_weights(rng):
+        K = cube_kernel(continents, countries, artifacts, w)
+        for q in ORDERS:
+            fallback = vendi_from_kernel_weights(continents, countries, artifacts, w, q)
+            assert fallback == pytest.approx(vendi_score(K, q), rel=1e-9)
 
 
 def test_labels_may_be_any_hashable():

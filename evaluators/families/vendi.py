@@ -18,6 +18,7 @@ round-off.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
@@ -201,19 +202,189 @@ def _weights(w: tuple[float, float, float] | str) -> np.ndarray:
     return w
 
 
+def _cube_codes(continents, countries, artifacts) -> list[np.ndarray]:
+    """Integer codes of the three label lists (continents, countries, artifacts), checked for equal length."""
+    lists = {"continents": continents, "countries": countries, "artifacts": artifacts}
+    codes = [_codes(labels, name) for name, labels in lists.items()]
+    if len({len(c) for c in codes}) != 1:
+        raise ValueError(f"continents, countries and artifacts differ in length: {[len(c) for c in codes]}")
+    return codes
+
+
 def _cube_features(continents, countries, artifacts, w) -> np.ndarray:
     r"""Rows x_i with :math:`x_i^\top x_j = \sum_k w_k [\ell^k_i = \ell^k_j]`: :math:`X = Z W^{1/2}`.
 
     Z concatenates the one-hot indicator matrices of the three label lists; zero-weight blocks are
     dropped. Each row holds one 1 per block, so its squared norm is w1 + w2 + w3 = 1.
     """
-    w = _weights(w)
-    lists = {"continents": continents, "countries": countries, "artifacts": artifacts}
-    codes = [_codes(labels, name) for name, labels in lists.items()]
-    if len({len(c) for c in codes}) != 1:
-        raise ValueError(f"continents, countries and artifacts differ in length: {[len(c) for c in codes]}")
+    return _one_hot_features(_cube_codes(continents, countries, artifacts), _weights(w))
+
+
+def _one_hot_features(codes: list[np.ndarray], w: np.ndarray) -> np.ndarray:
+    """:func:`_cube_features` from integer codes and validated weights."""
     blocks = [np.sqrt(wk) * (c[:, None] == np.arange(c.max() + 1)) for wk, c in zip(w, codes) if wk > 0]
     return np.hstack(blocks)
+
+
+_EPS = np.finfo(float).eps
+_NEWTON_STEPS = 30  # safeguarded steps per root before plain bisection takes over
+_MAX_STEPS = 1200  # then bisection, which reaches relative width 4 eps within the double range
+_CHUNK = 1 << 20  # entries of one padded (roots x poles) matrix of the secular solver
+
+
+def _label_chain(codes: list[np.ndarray], w: np.ndarray) -> list[tuple[np.ndarray, float]] | None:
+    """The label lists with w_k > eps, finest first, if each partition refines the next; else None.
+
+    Lists are ordered by number of distinct labels (descending); list i refines list i + 1 when every
+    label of list i occurs with a single label of list i + 1 (artifact within one country, country
+    within one continent). Any refinement order works, not only artifact < country < continent.
+    A list with 0 < w_k <= eps is left out: it moves every eigenvalue of K by less than eps N, below
+    the zero tolerance N eps max(lambda) (max(lambda) >= trace / rank >= 1), and its poles would
+    overflow the secular solver.
+    """
+    levels = sorted(((c, float(wk)) for c, wk in zip(codes, w) if wk > _EPS), key=lambda cw: -(cw[0].max() + 1))
+    for (fine, _), (coarse, _) in pairwise(levels):
+        parent = np.empty(fine.max() + 1, dtype=coarse.dtype)
+        parent[fine] = coarse
+        if not np.array_equal(parent[fine], coarse):
+            return None
+    return levels
+
+
+def _secular_roots(block, pole, z2, rho) -> tuple[np.ndarray, np.ndarray]:
+    r"""Eigenvalues of :math:`\mathrm{diag}(d) + \rho z z^\top` per block, and the squared projections of z.
+
+    Input rows are sorted by (block, pole) with strictly increasing poles within a block, z2 > 0 and
+    rho > 0. A block of poles :math:`d_1 < \dots < d_k` has one root of the secular equation
+    :math:`f(\lambda) = 1 + \rho \sum_j z_j^2 / (d_j - \lambda) = 0` in each interval
+    :math:`(d_j, d_{j+1})` and one in :math:`(d_k, d_k + \rho \lVert z \rVert^2]` (f increases from
+    :math:`-\infty` to :math:`+\infty` between poles), returned in row j. Each root is written as
+    :math:`\lambda = o + \tau` with o the pole nearer to it (the sign of f at the interval's midpoint
+    tells which), so differences :math:`d_j - \lambda = (d_j - o) - \tau` keep their relative accuracy
+    near a pole. :math:`\tau` is found by a safeguarded fixed-weight iteration (Bunch, Nielsen & Sorensen
+    1978: the pole term at o exact, the other terms linearised, a quadratic solved) inside a bracket
+    kept by the sign of f, bisecting whenever the step leaves the bracket, until the step is below
+    :math:`4\varepsilon|\tau|` or |f| below the rounding error of its terms (relative accuracy in
+    :math:`\tau`, which u^2 below needs when rho is small).
+
+    The eigenvector of root :math:`\lambda` is :math:`\propto (D - \lambda)^{-1} z`, so with
+    :math:`\sum_j z_j^2/(d_j - \lambda) = -1/\rho` the squared projection of z on it is
+    :math:`u^2 = 1 / (\rho^2 \sum_j z_j^2 / (d_j - \lambda)^2)`; per block the u^2 sum to
+    :math:`\lVert z \rVert^2`.
+    """
+    n_rows = len(pole)
+    first = np.r_[True, block[1:] != block[:-1]]
+    last = np.r_[block[1:] != block[:-1], True]
+    bid = np.cumsum(first) - 1
+    bstart = np.flatnonzero(first)
+    sizes = np.diff(np.r_[bstart, n_rows])
+    local = np.arange(n_rows) - bstart[bid]
+    # bracket widths from the left pole: to the next pole, or rho |z|^2 past the last one
+    next_pole = np.r_[pole[1:], 0.0]
+    width = np.where(last, rho * np.bincount(bid, z2)[bid], next_pole - pole)
+    kmax = int(sizes.max())
+    roots, u2 = np.empty(n_rows), np.empty(n_rows)
+    step = max(1, _CHUNK // kmax)
+    for lo_row in range(0, n_rows, step):
+        rows = slice(lo_row, min(lo_row + step, n_rows))
+        cols = np.arange(kmax)
+        valid = cols < sizes[bid[rows]][:, None]
+        idx = np.minimum(bstart[bid[rows]][:, None] + cols, n_rows - 1)
+        P, W = pole[idx], np.where(valid, z2[idx], 0.0)
+        half = width[rows] / 2
+        delta_left = np.where(valid, P - pole[rows, None], np.inf)  # padding: 1 / (inf - tau) = 0
+        f_mid = 1 + rho * (W / (delta_left - half[:, None])).sum(axis=1)
+        left = last[rows] | (f_mid >= 0)  # origin at the pole left of the root
+        origin = np.where(left, pole[rows], next_pole[rows])
+        delta = np.where(left[:, None], delta_left, np.where(valid, P - origin[:, None], np.inf))
+        ocol = np.where(left, local[rows], local[rows] + 1)
+        at = (np.arange(len(ocol)), ocol)
+        a = rho * W[at]  # weight of the pole term at the origin
+        W_rest = W.copy()
+        W_rest[at] = 0.0
+        tau_mid = np.where(left, half, half - width[rows])
+        lo = np.where(left, np.where(f_mid >= 0, 0.0, half), tau_mid)
+        hi = np.where(left, np.where(f_mid >= 0, half, width[rows]), 0.0)
+        tau, done = tau_mid, np.zeros(len(origin), dtype=bool)
+        for it in range(_MAX_STEPS):
+            r = 1 / (delta - tau[:, None])
+            terms = W_rest * r
+            phi, dphi = rho * terms.sum(axis=1), rho * (terms * r).sum(axis=1)
+            f = 1 - a / tau + phi
+            at_root = np.abs(f) <= 8 * _EPS * (1 + a / np.abs(tau) + rho * np.abs(terms).sum(axis=1))  # f's rounding
+            lo, hi = np.where(f < 0, tau, lo), np.where(f > 0, tau, hi)
+            # 1 + phi + dphi (t - tau) - a / t = 0, i.e. dphi t^2 + c t - a = 0: the root of tau's sign
+            c = 1 + phi - dphi * tau
+            s = np.sqrt(c * c + 4 * dphi * a)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pos = np.where(c > 0, 2 * a / (c + s), (s - c) / (2 * dphi))
+                neg = np.where(c < 0, 2 * a / (c - s), -(c + s) / (2 * dphi))
+            candidate = np.where(left, pos, neg)
+            ok = (candidate >= lo) & (candidate <= hi) & (it < _NEWTON_STEPS)
+            new = np.where(ok, candidate, (lo + hi) / 2)
+            small_step = np.abs(new - tau) <= 4 * _EPS * np.abs(new)  # relative to tau: u2 needs it
+            tau = np.where(done | at_root, tau, new)
+            done |= at_root | small_step
+            if done.all():
+                break
+        else:
+            raise RuntimeError("secular equation did not converge (a bug: please report it with the labels)")
+        r = 1 / (delta - tau[:, None])
+        roots[rows] = origin + tau
+        u2[rows] = tau**2 / (rho**2 * (a / rho + tau**2 * (W_rest * r * r).sum(axis=1)))
+    return roots, u2
+
+
+def _rank_one_update(block, d, z2, rho) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Spectrum of :math:`\mathrm{diag}(d) + \rho \sum_b z_b z_b^\top`, :math:`z_b` = z on the rows of block b.
+
+    Rows of one block with equal d (within 4 eps relative) form a group of m: its (m - 1)-dimensional
+    subspace orthogonal to z keeps eigenvalue d (these are returned as ``deflated``: z has no part
+    in them, so no coarser rank-one term touches them either), and one combined coordinate carries
+    :math:`\sum z^2`; a group whose :math:`\sum z^2` underflowed to 0 is deflated whole. The combined
+    coordinates go to :func:`_secular_roots`.
+
+    Returns:
+        (roots, u2, root_block, deflated): the eigenvalues that z touches, the squared projection of z
+        on each of their eigenvectors, the block of each, and the eigenvalues that z does not touch.
+    """
+    order = np.lexsort((d, block))
+    block, d, z2 = block[order], d[order], z2[order]
+    start = np.r_[True, (block[1:] != block[:-1]) | (d[1:] - d[:-1] > 4 * _EPS * d[1:])]
+    group = np.cumsum(start) - 1
+    pole, pole_block, Z2 = d[start], block[start], np.bincount(group, z2)
+    touched = Z2 > 0  # (z underflowed to 0 has no part in that group)
+    roots, u2 = _secular_roots(pole_block[touched], pole[touched], Z2[touched], rho)
+    return roots, u2, pole_block[touched], np.concatenate([d[~start], pole[~touched]])
+
+
+def _nested_spectrum(chain: list[tuple[np.ndarray, float]], n: int) -> np.ndarray:
+    r"""Nonzero spectrum of the N x N kernel :math:`K = \sum_\ell w_\ell [\text{same label of list } \ell]`.
+
+    ``chain`` lists (codes, weight) finest first, each partition refining the next. With A the N x a
+    one-hot matrix of the finest labels and D = A^T A their counts, :math:`K = A S A^\top`, and K shares
+    its nonzero eigenvalues with :math:`M = D^{1/2} S D^{1/2} = w_0 D + \sum_{\ell \ge 1} w_\ell
+    \sum_g s_g s_g^\top`, where :math:`s_g` holds :math:`\sqrt{n_a}` on the finest labels inside label g of
+    list :math:`\ell`. Since the partitions nest, M is built up level by level: each label g of list
+    :math:`\ell` adds the rank-one term :math:`w_\ell s_g s_g^\top` to the block of its sub-labels, and in
+    that block's eigenbasis :math:`s_g` has the coordinates u computed at the level below (level 0:
+    :math:`u^2 = n_a`), so every level is one :func:`_rank_one_update`. Cost per level: a handful of
+    iterations over a (roots x largest block) matrix, never a dense decomposition.
+    """
+    (fine, w0), *coarser = chain
+    counts = np.bincount(fine).astype(float)
+    lam, z2, label = w0 * counts, counts, np.arange(len(counts))
+    untouched = []
+    for coarse, wk in coarser:
+        parent = np.empty(fine.max() + 1, dtype=coarse.dtype)
+        parent[fine] = coarse
+        lam, z2, label, deflated = _rank_one_update(parent[label], lam, z2, wk)
+        untouched.append(deflated)
+        fine = coarse
+    spectrum = np.concatenate([*untouched, lam])
+    if not abs(spectrum.sum() - n) <= 1e-9 * n:  # trace K = N: a check on every level's u^2
+        raise RuntimeError(f"label-kernel eigenvalues sum to {spectrum.sum():.12g}, not N = {n} (a bug: please report)")
+    return spectrum
 
 
 def vendi_from_kernel_weights(
@@ -228,19 +399,30 @@ def vendi_from_kernel_weights(
     :math:`k = w_1[\text{same continent}] + w_2[\text{same country}] + w_3[\text{same artifact}]`.
 
     Each label list is compared on its own (the artifact kernel matches artifacts "regardless of
-    geographical origin"); no nesting of artifact in country in continent is assumed. With Z the
-    N x d concatenated one-hot matrix (d distinct labels over the kernels with w_k > 0) and W the
-    diagonal of weights, :math:`K = \sum_k w_k Z_k Z_k^\top = ZWZ^\top`, whose nonzero eigenvalues
-    are those of the d x d matrix :math:`W^{1/2}Z^\top Z W^{1/2}`; the smaller side is decomposed
-    (:func:`vendi_from_embeddings` on :math:`X = ZW^{1/2}`). Same value and range as
-    :func:`vendi_score` on the explicit K.
+    geographical origin"). When the lists with w_k > 0 nest (each artifact label under one country,
+    each country under one continent, or any other refinement order), the spectrum is exact from
+    the label counts by :func:`_nested_spectrum`: per country a diagonal plus rank-one matrix, per
+    continent another rank-one update, both solved through their secular equations, in about
+    O(distinct labels x largest block) per iteration. Otherwise, with Z the N x d concatenated
+    one-hot matrix (d distinct labels over the kernels with w_k > 0) and W the diagonal of weights,
+    :math:`K = \sum_k w_k Z_k Z_k^\top = ZWZ^\top`, whose nonzero eigenvalues are those of the d x d
+    matrix :math:`W^{1/2}Z^\top Z W^{1/2}`; the smaller side is decomposed
+    (:func:`vendi_from_embeddings` on :math:`X = ZW^{1/2}`). Both give the value and range of
+    :func:`vendi_score` on the explicit K, with the same zero-eigenvalue tolerance.
 
     Args:
         continents, countries, artifacts: one label per image each (same length, no None).
         w: (w1, w2, w3), each >= 0 and summing to 1 (unit diagonal), or a :data:`CUBE_KERNEL_PRESETS` name.
         q: Vendi order.
     """
-    return vendi_from_embeddings(_cube_features(continents, countries, artifacts, w), q)
+    q = _check_q(q)
+    weights = _weights(w)
+    codes = _cube_codes(continents, countries, artifacts)
+    chain = _label_chain(codes, weights)
+    if chain is None:
+        return vendi_from_embeddings(_one_hot_features(codes, weights), q)
+    n = len(codes[0])
+    return float(_vendi_from_eigenvalues(_nested_spectrum(chain, n) / n, n, q))
 
 
 def draw_groups(n: int, size: int = 8, repetitions: int = 50, seed: int = 0) -> np.ndarray:
