@@ -316,3 +316,16 @@ def test_images_on_the_hub_are_fetched_at_the_pinned_revision(world, tmp_path, m
     assert calls == [("lab/model-images", "dataset", "a" * 40, n_images)]
     reference = run(world, "awareness", tmp_path / "reference", cache=tmp_path / "cache")
     assert pq.read_table(result / "scores.parquet").equals(pq.read_table(reference / "scores.parquet"))
+
+
+def test_unreachable_default_scorers_say_so_in_one_line(world, tmp_path, capsys):
+    from cultureboard.cli import main
+
+    code = main(["evaluate", str(world["awareness"]), "--dataset", str(world["dataset"]), "--out", str(tmp_path / "r"),
+                 "--cache", str(tmp_path / "cache"), "--device", "cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("error: scorer siglip2-so400m: google/siglip2-so400m-patch14-384@main is not in the local "
+                             "Hugging Face cache and HF_HUB_OFFLINE=1 forbids the download")
+    assert not any((tmp_path / "r").iterdir())
+

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from cultureboard.atomic import atomic_dir, check_replaceable
+from cultureboard.atomic import atomic_dir, check_replaceable, check_writable, output_lock
 from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
@@ -89,7 +89,22 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     chosen = parse_options(family, options, overrides=tuple(option_overrides))
     sid = submission_id(spec)
     target = out / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid)
-    check_replaceable(target, kind="shard" if shard else "results")  # before the work
+    device = choose_device(device)
+    dtype = choose_dtype(device, dtype)
+    cache_dir = Path(cache) if cache is not None else default_cache_dir()
+    # before the work: the output may be replaced and is ours while we score, the cache is writable
+    check_replaceable(target, kind="shard" if shard else "results")
+    check_writable(cache_dir, f"--cache {cache_dir}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with output_lock(target):
+        return _score(submission, dataset, spec, family, pspec, chosen, target, shard, device, dtype,
+                      Scorers(scorers, device, dtype, state=cache_dir / "scorer-state"), Cache(cache_dir), seed, n_boot)
+
+
+def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: PromptSetSpec, chosen: Any,
+           target: Path, shard: tuple[int, int] | None, device: str, dtype: str, pool: Scorers, cache: Cache,
+           seed: int, n_boot: int) -> Path:
+    name = pspec.name
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
     images, refused = _images(submission, spec, prompts)
     if shard:
@@ -97,12 +112,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         mine = {u for k, u in enumerate(units) if k % shard[1] == shard[0]}
         images = [im for im in images if pspec.shard_unit(im.prompt) in mine]
         refused = [r for r in refused if pspec.shard_unit(r["prompt"]) in mine]
-
-    device = choose_device(device)
-    dtype = choose_dtype(device, dtype)
-    cache_dir = Path(cache) if cache is not None else default_cache_dir()
-    pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state")
-    ctx = Context(images, prompts, dataset, Cache(cache_dir), pool, chosen, seed, refused)
+    ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused)
     rows = pspec.score(ctx) if images or refused else []
     table = _table(rows, pspec)
     metrics = sorted(set(table.column("metric").to_pylist()))
@@ -116,7 +126,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         "device": device, "dtype": dtype,
         "dataset": {"folder": dataset.name, "revision": local_revision(dataset),
                     "references_revision": references_revision(dataset) if ctx.used_references else None},
-        "submission": {"id": sid, "sha256": _submission_hash(submission),
+        "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
         "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95},
         "notes": ctx.notes,
