@@ -392,6 +392,81 @@ def _run(folder: Path, artifacts: list[Artifact], has_category: bool, *, contact
             "rejected": rejected, "missing_artifacts": missing}
 
 
+# --- synthetic references (demos and tests)
+
+
+def synthetic_references(dataset: str | Path, *, per_artifact: int = 3, size: int = 64, seed: int = 0,
+                         qids: list[str] | None = None) -> dict:
+    """Add a ``references`` config of synthetic images (coloured patterns, not photographs) to the dataset folder
+    ``dataset``, through the writer of :func:`references`, so that it loads exactly like a real one: for demos
+    and tests, where Commons cannot be reached. Nothing computed against these images measures anything.
+
+    Every artifact (or those of ``qids``) gets ``per_artifact`` PNG images of ``size`` px: a background and an
+    ellipse in two colours drawn from the artifact's id (so the images of one artifact look alike and those of
+    two artifacts differ), shifted and noised per rank. The same arguments give the same bytes. Rows have
+    ``source`` "synthetic", licence CC0 1.0 and no Commons fields; the card section says they are synthetic.
+    Returns a report like :func:`references`' (counts)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    folder = Path(dataset)
+    if per_artifact < 1 or size < 16:
+        raise CultureboardError("synthetic references", "need per_artifact >= 1 and size >= 16",
+                                "pass per_artifact=3, size=64 (the defaults)")
+    artifacts, _ = _read_artifacts(folder)
+    if qids is not None:
+        unknown = sorted(set(qids) - {a.qid for a in artifacts})
+        if unknown:
+            raise CultureboardError(folder, f"has no artifacts {', '.join(unknown[:5])}",
+                                    "pass ids of its artifacts config")
+        artifacts = [a for a in artifacts if a.qid in set(qids)]
+    check_replaceable(folder, kind="dataset")
+    with output_lock(folder):
+        staging = folder / STAGING
+        staging.mkdir(exist_ok=True)
+        rows = []
+        for a in artifacts:
+            base = int.from_bytes(hashlib.sha256(f"{seed}:{a.qid}".encode()).digest()[:8], "big")
+            palette = np.random.default_rng(base)
+            background, shape = palette.integers(0, 256, (2, 3))
+            box = palette.uniform(0.15, 0.45, 4) * size
+            yy, xx = np.mgrid[0:size, 0:size]
+            for rank in range(1, per_artifact + 1):
+                rng = np.random.default_rng([base, rank])
+                cy, cx = size / 2 + rng.uniform(-0.08, 0.08, 2) * size
+                inside = ((yy - cy) / box[0]) ** 2 + ((xx - cx) / box[1]) ** 2 <= 1
+                pixels = np.where(inside[..., None], shape, background) + rng.normal(0, 12, (size, size, 3))
+                buffer = io.BytesIO()
+                Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(buffer, format="PNG")
+                data = buffer.getvalue()
+                digest = hashlib.sha256(data).hexdigest()
+                name = f"synthetic/{slug(a.qid)}-{rank}.png"
+                atomic_write_bytes(staging / _key(name, digest), data)
+                rows.append({
+                    "qid": a.qid, "image": {"staged": _key(name, digest), "path": f"{slug(a.qid)}-{rank}.png"},
+                    "name": a.name, "countries": a.countries, "concepts": a.concepts, "rank": rank,
+                    "source": "synthetic", "file": name, "url": None, "file_page": None, "variant": "original",
+                    "license": "CC0 1.0", "license_url": "https://creativecommons.org/publicdomain/zero/1.0/",
+                    "author": "cultureboard", "credit": None,
+                    "attribution": "Synthetic image made by cultureboard (not a photograph), CC0 1.0",
+                    "width": size, "height": size, "format": "PNG", "sha256": digest, "commons_sha1": None,
+                    "revision": None,
+                })
+        record = {"synthetic": True, "per_artifact": per_artifact, "size": size, "seed": seed,
+                  "artifacts": len(artifacts), "with_images": len(artifacts), "images": len(rows), "missing": 0,
+                  "licences": {"CC0 1.0": len(rows)} if rows else {}, "code": code_provenance(("pyarrow", "pillow"))}
+        section = "\n".join([
+            _START, "## Reference images\n",
+            f"`{CONFIG}` holds {len(rows)} **synthetic** images of {len(artifacts)} artifacts ({per_artifact} each, "
+            f"{size} px coloured patterns made by cultureboard, CC0 1.0), not photographs: they stand in for real "
+            "reference photographs in demos and tests, and no metric computed against them measures anything.",
+            _END])
+        _write(folder, rows, pa.Table.from_pylist([], schema=MISSING_SCHEMA), record, section)
+    return record
+
+
 # --- writing the folder
 
 
@@ -430,12 +505,13 @@ def _link_tree(src: Path, dst: Path, skip: set[str]) -> None:
                 shutil.copy2(source, target)
 
 
-def _write(folder: Path, rows: list[dict], missing: pa.Table, record: dict) -> None:
+def _write(folder: Path, rows: list[dict], missing: pa.Table, record: dict, section: str | None = None) -> None:
     """Rewrite ``folder`` with the two configs (images read from the staging folder), card and build.json.
-    A config without rows is not written (``datasets`` cannot load one), nor listed in the card's YAML."""
+    A config without rows is not written (``datasets`` cannot load one), nor listed in the card's YAML.
+    ``section``: the card's "Reference images" section (default: :func:`card_text` of the rows)."""
     written = [name for name, n in ((CONFIG, len(rows)), (MISSING_CONFIG, missing.num_rows)) if n]
     card = (folder / "README.md").read_text(encoding="utf-8")
-    card = update_card(card, folder / "README.md", card_text(rows, missing.num_rows), written)
+    card = update_card(card, folder / "README.md", section or card_text(rows, missing.num_rows), written)
     build_json = folder / "build.json"
     build = json.loads(build_json.read_text(encoding="utf-8")) if build_json.is_file() else {}
     build["references"] = record
