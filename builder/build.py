@@ -23,6 +23,7 @@ from cultureboard.provenance import code_provenance, file_sha256
 from . import artifact_space
 from .curation import apply_curation, load_curation, stratified_sample
 from .dataset import Config, artifact_config, prompt_config, write_dataset
+from .descriptors import descriptor_stage
 from .llm_backends import CachedLLM, backend_from_spec
 from .llm_cache import ResponseCache
 from .prompt_sets import registry
@@ -44,6 +45,7 @@ DEFAULTS = {
     "curation": None,
     "seed": 0,
     "prompt_sets": None,  # None: every registered family
+    "descriptor_proposers": None,  # cultivate descriptors: proposer LLM specs (None: the --llm backend)
 }
 
 DECISION_SCHEMA = pa.schema(
@@ -78,7 +80,8 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
         if options[key] is not None and not isinstance(options[key], (str, Path)):
             raise artifact_space.option_error(key, options[key], from_config.get(key), "is not a path or name",
                                               "give a string")
-    for key in ("concepts", "countries") + (("prompt_sets",) if options["prompt_sets"] is not None else ()):
+    optional_lists = tuple(k for k in ("prompt_sets", "descriptor_proposers") if options[k] is not None)
+    for key in ("concepts", "countries") + optional_lists:
         options[key] = artifact_space.option_list(options[key], key, from_config.get(key))
     options["hops"] = artifact_space.option_int(options["hops"], "hops", 1, from_config.get("hops"))
     options["seed"] = artifact_space.option_int(options["seed"], "seed", 0, from_config.get("seed"))
@@ -121,12 +124,16 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     selected.sort(key=lambda r: (r["concept"], r["country"], r["qid"]))
 
     prompt_sets = [families[name](selected, countries) for name in chosen_sets]
+    described, descriptor_decisions, descriptor_report, cache_bytes = descriptor_stage(
+        prompt_sets, backend, o["descriptor_proposers"] or [], countries, cache_bytes)
+    refined.decisions.extend(descriptor_decisions)
     configs: list[Config] = [
         artifact_config("artifacts", space, "The artifact space (CUBE-CSpace style): every artifact found in the knowledge "
                         "base for the requested concepts and countries, after the LLM stage.", "CC0-1.0"),
         artifact_config("artifacts-curated", selected, "The curated selection (CUBE-1K style): popularity-weighted stratified "
                         "sample per country x concept, then the curation file.", "CC0-1.0"),
         *(prompt_config(ps) for ps in prompt_sets),
+        *described,
     ]
     if refined.decisions:  # with --llm none there are none, and build.json records that the stage was skipped
         configs.append(Config("llm-decisions", pa.Table.from_pylist(refined.decisions, schema=DECISION_SCHEMA),
@@ -143,6 +150,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
            "curation_sha256": file_sha256(o["curation"]) if o["curation"] else None},
         "extraction": {k: v for k, v in extraction.items() if k != "source"} | {"dump": _portable(extraction.get("dump"))},
         "llm": refined.report,
+        **({"descriptors": descriptor_report} if descriptor_report else {}),
         "curation": curation_report,
         "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)} for ps in prompt_sets},
         "rows": {c.name: c.table.num_rows for c in configs},
