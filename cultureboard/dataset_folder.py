@@ -64,3 +64,24 @@ def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
         raise CultureboardError(folder / "data" / name, "is not a prompt set (no prompt_id column)",
                                 "name a prompt-set config, not an artifact table")
     return rows
+
+
+def read_references(folder: str | Path) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """The dataset's reference photographs: ({artifact id: [{rank, sha256, data}, ...] best-ranked first},
+    {artifact id: why it has none}); both empty without a references config. Each photograph's bytes are
+    checked against its recorded sha256 (the key scorers cache it by)."""
+    import hashlib
+
+    folder = Path(folder)
+    images: dict[str, list[dict]] = {}
+    for shard in sorted((folder / "data" / REFERENCE_CONFIGS[0]).glob("*.parquet")):
+        for batch in pq.ParquetFile(shard).iter_batches(batch_size=64, columns=["qid", "rank", "sha256", "image"]):
+            for row in batch.to_pylist():
+                data = (row["image"] or {}).get("bytes") or b""
+                if hashlib.sha256(data).hexdigest() != row["sha256"]:
+                    raise CultureboardError(shard, f"holds a reference photograph of {row['qid']} whose bytes do not "
+                                            "match its sha256", "rebuild it: cultureboard references --dataset DIR")
+                images.setdefault(row["qid"], []).append({"rank": row["rank"], "sha256": row["sha256"], "data": data})
+    missing = {r["qid"]: r["reason"] for shard in sorted((folder / "data" / REFERENCE_CONFIGS[1]).glob("*.parquet"))
+               for r in pq.read_table(shard, columns=["qid", "reason"]).to_pylist()}
+    return {q: sorted(v, key=lambda r: r["rank"]) for q, v in images.items()}, missing

@@ -5,7 +5,6 @@ uncached input needs them). A family never opens a model or a cache file itself.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 import pyarrow.parquet as pq
 
-from cultureboard.dataset_folder import REFERENCE_CONFIGS
+from cultureboard.dataset_folder import read_references
 from cultureboard.errors import CultureboardError
 
 from . import embedding, judge, pairwise
@@ -119,20 +118,9 @@ class Context:
         A result that reads them records the references' revision."""
         if self._references is None:
             self.used_references = True
-            images: dict[str, list[tuple[int, ImageSource]]] = {}
-            for shard in sorted((self.dataset / "data" / REFERENCE_CONFIGS[0]).glob("*.parquet")):
-                for batch in pq.ParquetFile(shard).iter_batches(batch_size=64, columns=["qid", "rank", "sha256", "image"]):
-                    for row in batch.to_pylist():
-                        data = (row["image"] or {}).get("bytes") or b""
-                        if hashlib.sha256(data).hexdigest() != row["sha256"]:
-                            raise CultureboardError(shard, f"holds a reference image of {row['qid']} whose bytes do not "
-                                                    "match its sha256", "rebuild the references config "
-                                                    "(cultureboard references --dataset DIR)")
-                        images.setdefault(row["qid"], []).append(
-                            (row["rank"], ImageSource(row["sha256"], data=data, label=f"reference {row['rank']} of {row['qid']}")))
-            missing = {r["qid"]: r["reason"] for shard in sorted((self.dataset / "data" / REFERENCE_CONFIGS[1]).glob("*.parquet"))
-                       for r in pq.read_table(shard, columns=["qid", "reason"]).to_pylist()}
-            self._references = ({q: [s for _, s in sorted(v, key=lambda x: x[0])] for q, v in images.items()}, missing)
+            photos, missing = read_references(self.dataset)
+            self._references = ({q: [ImageSource(r["sha256"], data=r["data"], label=f"reference {r['rank']} of {q}")
+                                     for r in rows] for q, rows in photos.items()}, missing)
         return self._references
 
     def note(self, metric: str, key: str, value: Any) -> None:

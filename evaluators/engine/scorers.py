@@ -43,7 +43,9 @@ KINDS = ("embedding", "pairwise", "judge")
 LIBRARIES = ("torch", "transformers", "open_clip_torch", "lpips", "timm")
 #: Fields of a scorer's provenance (and identity).
 IDENTITY_FIELDS = ("name", "kind", "backend", "model_id", "revision", "preprocessing", "text_preprocessing",
-                   "logit_scale", "logit_bias", "device", "dtype")
+                   "logit_scale", "logit_bias", "device", "dtype", "standin")
+#: The file that marks a tiny random stand-in's folder (written by tiny_scorers.save_tiny_scorers).
+STANDIN_MARKER = "CULTUREBOARD-STANDIN"
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ def _build(name: str, entry: Mapping, device: str, dtype: str, memo: Fingerprint
     except Exception as exc:  # the libraries raise many types for a broken or incomplete checkpoint
         raise CultureboardError(f"scorer {name}", f"cannot load {model_id}: {_first_line(exc)}", LOAD_FIX) from None
     scorer.kind, scorer.backend = backend.kind, entry["backend"]
+    scorer.standin = "path" in entry and (Path(entry["path"]) / STANDIN_MARKER).is_file()
     return scorer
 
 

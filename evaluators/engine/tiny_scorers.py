@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from ..submission.tiny_pipelines import _byte_vocab, _tiny_tokenizer
+from .scorers import STANDIN_MARKER
 
 #: Edge of the images the tiny scorers take, in pixels.
 TINY_IMAGE_SIZE = 32
@@ -161,8 +162,14 @@ def save_tiny_judge(path: str | Path, seed: int = 0) -> Path:
     Qwen's special tokens and a minimal chat template), stand-in for the Qwen2.5-VL judge."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
-                              Qwen2TokenizerFast, Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2TokenizerFast,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>"]
@@ -218,6 +225,8 @@ def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
     }
     builders.update(_EXTRA)
     folders = {name: build(root / name) for name, build in builders.items()}
+    for folder in folders.values():  # results record that they come from stand-ins (the site says so)
+        (folder / STANDIN_MARKER).write_text("A tiny random stand-in: its outputs measure nothing.\n")
     lines = ["# Tiny random stand-ins for the registry scorers (cultureboard.evaluators.engine.tiny_scorers).",
              "# Their outputs are meaningless: for tests and demos only.",
              "# lpips-alex compares 64 px crops here (256 px in the registry) and the judge answers 32 questions",

@@ -1,0 +1,122 @@
+"""Control submissions: what each metric gives to real photographs and to no picture at all.
+
+* ``reference-photos``: for each prompt about an artifact, the artifact's reference photographs (the dataset's
+  ``references`` config, Wikimedia Commons, free licences) in rank order as samples 0, 1, ...: the ceiling of a
+  metric, and a check of its sense;
+* ``text-only``: the prompt rendered as an image of its own words (black text on white), every sample alike: a
+  metric that rates it as high as real generations rewards reading text, not seeing culture.
+
+A control is a normal submission (it validates and evaluates like any other) whose ``submission.yaml`` says
+``control: <kind>``; the site shows it marked, beside the leaderboard, never ranked. Photographs are centre-cropped
+and resized to a square of ``size`` pixels (every image of a submission shares one size). A prompt that names no
+artifact, or whose artifact has fewer photographs than the prompt's images, gets declared refusals for the samples
+it lacks, with the reason, so coverage says what is missing and why.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from datetime import date
+from pathlib import Path
+
+from cultureboard import __version__
+from cultureboard.atomic import atomic_dir, check_replaceable
+from cultureboard.dataset_folder import local_revision, read_prompt_set, read_references
+from cultureboard.errors import CultureboardError
+from cultureboard.provenance import file_sha256
+
+from .format import FORMAT_VERSION, IMAGES, submission_id, write_submission
+
+CONTROLS = ("reference-photos", "text-only")
+
+
+def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Path, *, size: int = 512) -> dict:
+    """Write the control submission ``kind`` for ``prompt_set`` into ``out`` (replaced atomically); returns counts."""
+    if kind not in CONTROLS:
+        raise CultureboardError(f"control {kind}", "is not a control", f"choose one of {', '.join(CONTROLS)}", exit_code=2)
+    if not 64 <= size <= 2048:
+        raise CultureboardError(f"--size {size}", "is outside 64..2048", "pass a size such as 512", exit_code=2)
+    dataset, out = Path(dataset), Path(out)
+    prompts = read_prompt_set(dataset, prompt_set)
+    spec = _spec(kind, dataset, prompt_set, size)
+    if out.name != submission_id(spec):
+        raise CultureboardError(out, f"is not named {submission_id(spec)}", f"use --out {out.parent / submission_id(spec)}",
+                                exit_code=2)
+    check_replaceable(out, kind="submission")
+    photos, missing = read_references(dataset) if kind == "reference-photos" else ({}, {})
+    if kind == "reference-photos" and not photos:
+        raise CultureboardError(dataset, "has no reference photographs", "run `cultureboard references --dataset DIR` first")
+    rows, written = [], 0
+    with atomic_dir(out, kind="submission") as tmp:
+        for p in prompts:
+            for k in range(p["images_per_prompt"]):
+                line = {"prompt_id": p["prompt_id"], "sample_idx": k, "seed": p["seeds"][k]}
+                if kind == "text-only":
+                    data = _text_image(p["text"], size)
+                else:
+                    available = photos.get(p.get("artifact_id") or "", [])
+                    if k >= len(available):
+                        rows.append({**line, "refused": True, "reason": _why_none(p, available, missing)})
+                        continue
+                    data = _square(available[k]["data"], size)
+                rel = f"{IMAGES}/{p['prompt_id']}/{k}.png"
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).write_bytes(data)
+                rows.append({"file_name": rel, **line, "sha256": file_sha256(tmp / rel)})
+                written += 1
+        write_submission(tmp, spec, rows)
+    return {"out": str(out), "images": written, "refused": len(rows) - written}
+
+
+def _spec(kind: str, dataset: Path, prompt_set: str, size: int) -> dict:
+    return {
+        "format_version": FORMAT_VERSION, "organization": "control", "contact": "cultureboard", "control": kind,
+        "date": date.today().isoformat(),
+        "model": {"name": kind, "id": f"cultureboard/control-{kind}", "revision": __version__,
+                  "license": "see the dataset's references config" if kind == "reference-photos" else "CC0-1.0",
+                  "weights": "open", "training_data": "none (a control, not a model)"},
+        "generation": {"pipeline": "control", "scheduler": None, "steps": None, "guidance_scale": None, "width": size,
+                       "height": size, "negative_prompt": False, "precision": None},
+        "seeds": {"scheme": "prompt-set"},
+        "prompt_set": {"name": prompt_set, "dataset": dataset.name, "revision": local_revision(dataset)},
+        "images": {"location": IMAGES},
+    }
+
+
+def _why_none(prompt: dict, available: list, missing: dict) -> str:
+    artifact = prompt.get("artifact_id")
+    if not artifact:
+        return "the prompt names no artifact, so there is no reference photograph"
+    if available:
+        return f"only {len(available)} reference photograph(s) of {artifact}"
+    return f"no reference photograph of {artifact}" + (f": {missing[artifact]}" if artifact in missing else "")
+
+
+def _square(data: bytes, size: int) -> bytes:
+    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), as PNG."""
+    from PIL import Image, ImageOps
+
+    from cultureboard.images import open_rgb
+
+    image = ImageOps.fit(open_rgb(io.BytesIO(data)), (size, size), method=Image.Resampling.BICUBIC)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _text_image(text: str, size: int) -> bytes:
+    """``text`` in black on white, wrapped to the square, with the image library's own font (deterministic)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=max(12, size // 20))
+    image = Image.new("RGB", (size, size), "white")
+    draw = ImageDraw.Draw(image)
+    lines = textwrap.wrap(text, width=max(10, int(size / (0.55 * font.size))))
+    y = max(8, (size - len(lines) * int(font.size * 1.3)) // 2)
+    for line in lines:
+        draw.text((size // 16, y), line, fill="black", font=font)
+        y += int(font.size * 1.3)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
