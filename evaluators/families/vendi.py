@@ -261,11 +261,7 @@ def _secular_roots(block, pole, z2, rho) -> tuple[np.ndarray, np.ndarray]:
     :math:`-\infty` to :math:`+\infty` between poles), returned in row j. Each root is written as
     :math:`\lambda = o + \tau` with o the pole nearer to it (the sign of f at the interval's midpoint
     tells which), so differences :math:`d_j - \lambda = (d_j - o) - \tau` keep their relative accuracy
-    near a pole. :math:`\tau` is found by a safeguarded fixed-weight iteration (Bunch, Nielsen & Sorensen
-    1978: the pole term at o exact, the other terms linearised, a quadratic solved) inside a bracket
-    kept by the sign of f, bisecting whenever the step leaves the bracket, until the step is below
-    :math:`4\varepsilon|\tau|` or |f| below the rounding error of its terms (relative accuracy in
-    :math:`\tau`, which u^2 below needs when rho is small).
+    near a pole; :func:`_secular_offsets` finds :math:`\tau`.
 
     The eigenvector of root :math:`\lambda` is :math:`\propto (D - \lambda)^{-1} z`, so with
     :math:`\sum_j z_j^2/(d_j - \lambda) = -1/\rho` the squared projection of z on it is
@@ -305,34 +301,57 @@ def _secular_roots(block, pole, z2, rho) -> tuple[np.ndarray, np.ndarray]:
         tau_mid = np.where(left, half, half - width[rows])
         lo = np.where(left, np.where(f_mid >= 0, 0.0, half), tau_mid)
         hi = np.where(left, np.where(f_mid >= 0, half, width[rows]), 0.0)
-        tau, done = tau_mid, np.zeros(len(origin), dtype=bool)
-        for it in range(_MAX_STEPS):
-            r = 1 / (delta - tau[:, None])
-            terms = W_rest * r
-            phi, dphi = rho * terms.sum(axis=1), rho * (terms * r).sum(axis=1)
-            f = 1 - a / tau + phi
-            at_root = np.abs(f) <= 8 * _EPS * (1 + a / np.abs(tau) + rho * np.abs(terms).sum(axis=1))  # f's rounding
-            lo, hi = np.where(f < 0, tau, lo), np.where(f > 0, tau, hi)
-            # 1 + phi + dphi (t - tau) - a / t = 0, i.e. dphi t^2 + c t - a = 0: the root of tau's sign
-            c = 1 + phi - dphi * tau
-            s = np.sqrt(c * c + 4 * dphi * a)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                pos = np.where(c > 0, 2 * a / (c + s), (s - c) / (2 * dphi))
-                neg = np.where(c < 0, 2 * a / (c - s), -(c + s) / (2 * dphi))
-            candidate = np.where(left, pos, neg)
-            ok = (candidate >= lo) & (candidate <= hi) & (it < _NEWTON_STEPS)
-            new = np.where(ok, candidate, (lo + hi) / 2)
-            small_step = np.abs(new - tau) <= 4 * _EPS * np.abs(new)  # relative to tau: u2 needs it
-            tau = np.where(done | at_root, tau, new)
-            done |= at_root | small_step
-            if done.all():
-                break
-        else:
-            raise RuntimeError("secular equation did not converge (a bug: please report it with the labels)")
+        tau = _secular_offsets(delta, W_rest, a, left, lo, hi, tau_mid, rho)
         r = 1 / (delta - tau[:, None])
         roots[rows] = origin + tau
         u2[rows] = tau**2 / (rho**2 * (a / rho + tau**2 * (W_rest * r * r).sum(axis=1)))
     return roots, u2
+
+
+def _secular_offsets(delta, W_rest, a, left, lo, hi, tau, rho) -> np.ndarray:
+    r"""Offsets :math:`\tau` from the origin pole o that solve the secular equation of :func:`_secular_roots`.
+
+    In those coordinates :math:`f(\tau) = 1 - a/\tau + \rho \sum_j W_j/(\delta_j - \tau)`. One row per
+    root: ``delta`` the poles minus o (inf for padding), ``W_rest`` their :math:`z_j^2` with the
+    origin's column zeroed, ``a`` :math:`\rho z_o^2`, ``left`` whether o is the left pole (then
+    :math:`\tau > 0`), [``lo``, ``hi``] a bracket of the root, ``tau`` a start inside it. A safeguarded
+    fixed-weight iteration (Bunch, Nielsen & Sorensen 1978: the pole term at o kept exact, the other
+    terms linearised, the quadratic solved for the root of :math:`\tau`'s sign) runs inside the bracket,
+    kept by the sign of f; a step that leaves the bracket, or any step after ``_NEWTON_STEPS``, bisects.
+    A row stops when its step is below :math:`4\varepsilon|\tau|` or |f| below the rounding error of
+    its terms: relative accuracy in :math:`\tau`, which the projections u^2 need when rho is small.
+    Finished rows leave the working matrices, so a slow root costs only its own row.
+    """
+    tau = tau.copy()
+    active = np.arange(len(tau))
+    t = tau
+    for it in range(_MAX_STEPS):
+        r = 1 / (delta - t[:, None])
+        terms = W_rest * r
+        phi, dphi = rho * terms.sum(axis=1), rho * (terms * r).sum(axis=1)
+        f = 1 - a / t + phi
+        at_root = np.abs(f) <= 8 * _EPS * (1 + a / np.abs(t) + rho * np.abs(terms).sum(axis=1))  # f's rounding
+        lo, hi = np.where(f < 0, t, lo), np.where(f > 0, t, hi)
+        # 1 + phi + dphi (x - t) - a / x = 0, i.e. dphi x^2 + c x - a = 0
+        c = 1 + phi - dphi * t
+        s = np.sqrt(c * c + 4 * dphi * a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pos = np.where(c > 0, 2 * a / (c + s), (s - c) / (2 * dphi))
+            neg = np.where(c < 0, 2 * a / (c - s), -(c + s) / (2 * dphi))
+        candidate = np.where(left, pos, neg)
+        ok = (candidate >= lo) & (candidate <= hi) & (it < _NEWTON_STEPS)
+        new = np.where(ok, candidate, (lo + hi) / 2)
+        done = at_root | (np.abs(new - t) <= 4 * _EPS * np.abs(new))
+        t = np.where(at_root, t, new)
+        tau[active] = t
+        if done.all():
+            return tau
+        if done.any():
+            keep = ~done
+            active, t, lo, hi, delta, W_rest, a, left = (
+                x[keep] for x in (active, t, lo, hi, delta, W_rest, a, left)
+            )
+    raise RuntimeError("secular equation did not converge (a bug: please report it with the labels)")
 
 
 def _rank_one_update(block, d, z2, rho) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
