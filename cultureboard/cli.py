@@ -387,6 +387,47 @@ def demo(out, scorers, pipelines, countries):
     run(out, scorers=scorers, pipelines=chosen or None, countries=_csv(countries), echo=click.echo)
 
 
+@cli.group()
+def train() -> None:
+    """Train learned metrics on human ratings."""
+
+
+@train.command(name="cultdiff-s")
+@click.option("--ratings", required=True, type=click.Path(dir_okay=False),
+              help="Ratings in the common format: q1_1-q1_4 answers about image pairs (item_id pair:SHA:SHA) or "
+                   "generated images with their prompt_id.")
+@click.option("--dataset", required=True, type=click.Path(file_okay=False),
+              help="Dataset folder with the references config (and the rated prompt set).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Model folder to write; score with it as `cultdiff.learned: {path: OUT}` in --scorers FILE.")
+@click.option("--images", multiple=True, type=click.Path(file_okay=False),
+              help="A folder holding rated generated images, found by sha256 (e.g. the submissions); repeatable.")
+@click.option("--init", help="Hub id or folder of a transformers ViT, or 'random' (default "
+                             "google/vit-base-patch16-224-in21k).")
+@click.option("--epochs", type=int, help="Epochs (default 10, as CultDiff).")
+@click.option("--lr", type=float, help="Learning rate (default 1e-4, as CultDiff).")
+@click.option("--batch-size", type=int, help="Pairs per batch (default 32, as CultDiff).")
+@click.option("--margin", type=float, help="Contrastive margin m (default 1.0).")
+@click.option("--held-out", type=float, help="Share of each country's artifacts held out for the correlation (default 0.2).")
+@click.option("--seed", type=int, help="Seed of the split, pair sampling, order and initialisation (default 0).")
+@click.option("--device", help="cuda, mps or cpu (default: the best available).")
+def train_cultdiff_s(ratings, dataset, out, images, init, epochs, lr, batch_size, margin, held_out, seed, device):
+    """Train CultDiff-S: a twin ViT with a rating-weighted contrastive loss; writes a model folder with its card."""
+    import dataclasses
+
+    from cultureboard.device import choose_device
+    from cultureboard.evaluators.families.cultdiff.train import TrainingConfig, train_cultdiff_s as run
+
+    given = {"init": init, "epochs": epochs, "lr": lr, "batch_size": batch_size, "margin": margin,
+             "held_out": held_out, "seed": seed}
+    config = TrainingConfig(**{k: v for k, v in given.items() if v is not None})  # checked before torch loads
+    config = dataclasses.replace(config, device=choose_device(device))
+    record = run(ratings, dataset, out, images=images, config=config, echo=click.echo)
+    after = record["held_out"]["after"]
+    rho = "undefined" if after["spearman"] is None else f"{after['spearman']:.3f}"
+    click.echo(f"model written to {out} (held-out Spearman {rho} over {after['n']} pairs; see its README.md)")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         result = cli.main(args=argv, prog_name="cultureboard", standalone_mode=False)

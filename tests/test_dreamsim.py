@@ -19,7 +19,6 @@ from cultureboard.evaluators.engine.pairwise import compare_pairs
 from cultureboard.evaluators.engine.registry import load_families
 from cultureboard.evaluators.engine.scorers import identity_of, load_scorer
 
-
 @pytest.fixture(scope="module", autouse=True)
 def families():
     """Backends that families register must be known before any registry entry is checked (see

@@ -33,9 +33,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
@@ -178,7 +178,7 @@ import torch
 from dreamsim.feature_extraction.vision_transformer import VisionTransformer
 
 dependencies = ["torch"]
-URL = "%s"
+URL = "{url}"
 
 
 def dino_vitb16(pretrained=True, **kwargs):
@@ -189,7 +189,7 @@ def dino_vitb16(pretrained=True, **kwargs):
     if pretrained:
         model.load_state_dict(torch.hub.load_state_dict_from_url(URL, map_location="cpu"), strict=True)
     return model
-''' % DINO_BACKBONE_URL
+'''.replace("{url}", DINO_BACKBONE_URL)
 
 
 def save_tiny_dreamsim(path: str | Path, seed: int = 0) -> Path:

@@ -1,0 +1,168 @@
+"""CultDiff (Bayramli et al., "Diffusion Models Through a Global Lens: Are They Culturally Inclusive?", ACL 2025):
+how similar a generated image of a country's landmark, garment or dish is to real photographs of it.
+
+Each image of the ``cultdiff`` prompt set is compared with the first ``references`` (default 3, as CultDiff's
+survey showed 3 of its 5) reference photographs of its prompt's artifact (``ctx.references()``, best-ranked
+first); the K values are reduced to one per image by option ``reduction``: ``mean`` (default; every
+real-generated pair counts once, as CultDiff's pairs do) or ``best`` (the closest reference):
+
+- ``cultdiff.dino``: cos(f(x), f(r_k)), f = DINOv2-base (CLS token); the headline (CuRe found DINOv2 similarity
+  to ground-truth images the automatic score closest to human perceptual similarity);
+- ``cultdiff.clip``: cos of CLIP ViT-L/14 image embeddings;
+- ``cultdiff.lpips``: LPIPS-alex distance (lower is more similar; CultDiff's baseline);
+- ``cultdiff.dreamsim``: DreamSim distance 1 - cos (lower is more similar; the ``dreamsim`` package);
+- ``cultdiff.ssim``: SSIM of the two images in grey, both resized and centre-cropped to ``ssim_size`` px
+  (CultDiff's baseline);
+- ``cultdiff.learned``: CultDiff-S, cos of the learned twin-ViT embeddings (trained with ``cultureboard train
+  cultdiff-s``; no released weights, so its rows are flagged until a model is configured).
+
+An image whose artifact has no reference photograph is flagged ("no reference photograph"; the reason is in
+the row's detail), counted in the summary and never scored. These scores are automatic proxies of CultDiff's
+human image-image similarity rating; the human study is imported by ``results/studies/cultdiff.py`` and
+analysed by :mod:`.human`; per country x category tables and country gaps come from :mod:`.leaderboard`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ...engine.context import Context, Image, score_row
+from ...engine.images import ImageSource
+from ...engine.pairwise import SquareResize
+from ...engine.registry import Family, MetricCard, PromptSetSpec, register
+from . import core
+from .learned import configured
+from .reported import evidence
+
+FAMILY = "cultdiff"
+DINO, CLIP, LPIPS, DREAMSIM, LEARNED = "dinov2-base", "clip-vit-l-14", "lpips-alex", "dreamsim", "cultdiff.learned"
+SOURCE = "Bayramli et al., Diffusion Models Through a Global Lens: Are They Culturally Inclusive?, ACL 2025"
+HUMAN = "CultDiff's human image-image similarity score (mean of Q1.1-Q1.4, 1-5)"
+NO_REFERENCE = "no reference photograph"
+NO_ARTIFACT = "the prompt names no artifact"
+_REFS = "over the artifact's first K reference photographs r_k"
+
+
+@dataclass(frozen=True)
+class CultDiffOptions:
+    reduction: Literal["mean", "best"] = "mean"  # over an image's K references: their mean, or the closest one
+    references: int = 3  # K: the best-ranked reference photographs compared with each image (CultDiff showed 3)
+    ssim_size: int = 256  # SSIM compares both images resized (shorter side) and centre-cropped to this square
+
+    def __post_init__(self):
+        if self.references < 1 or self.ssim_size < core.SSIM_WINDOW:
+            raise ValueError(f"references >= 1 and ssim_size >= {core.SSIM_WINDOW} are required")
+
+
+def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE + ", section 3.3",
+          **kw) -> MetricCard:
+    return MetricCard(name, FAMILY, title, formula, direction, value_range, scorers, source, version=1,
+                      proxy_for=HUMAN, description=description, validity=evidence(name), **kw)
+
+
+METRICS = (
+    _card("cultdiff.dino", "DINOv2 similarity to real photographs",
+          f"reduce_k cos(f(x), f(r_k)) {_REFS}; f = DINOv2-base CLS embedding", "higher", "[-1, 1]", (DINO,),
+          "How close the image is to real photographs of the artifact, by DINOv2 image embeddings.",
+          source="CuRe (Rege et al., 2025) phi_GT with DINOv2, applied to CultDiff's reference photographs",
+          primary=True),
+    _card("cultdiff.clip", "CLIP image similarity to real photographs",
+          f"reduce_k cos(g(x), g(r_k)) {_REFS}; g = CLIP ViT-L/14 image embedding", "higher", "[-1, 1]", (CLIP,),
+          "How close the image is to real photographs of the artifact, by CLIP image embeddings."),
+    _card("cultdiff.lpips", "LPIPS distance to real photographs",
+          f"reduce_k LPIPS_alex(x, r_k) {_REFS} (best: the smallest)", "lower", "[0, 1]", (LPIPS,),
+          "Perceptual distance (LPIPS, AlexNet) from real photographs of the artifact; 0 for an identical image."),
+    _card("cultdiff.dreamsim", "DreamSim distance to real photographs",
+          f"reduce_k (1 - cos(e(x), e(r_k))) {_REFS}; e = DreamSim embedding (best: the smallest)", "lower",
+          "[0, 2]", (DREAMSIM,),
+          "Perceptual distance (DreamSim, tuned to human similarity judgements) from real photographs of the "
+          "artifact; 0 for an identical image.",
+          source="Fu et al., DreamSim, NeurIPS 2023, applied to CultDiff's reference photographs"),
+    _card("cultdiff.ssim", "SSIM with real photographs",
+          f"reduce_k SSIM(Y(x), Y(r_k)) {_REFS}; Y = BT.601 luma after a shorter-side resize and centre crop to "
+          "ssim_size; 11x11 Gaussian window, sigma 1.5, K1 0.01, K2 0.03, L 255", "higher", "[-1, 1]", (),
+          "Structural similarity (Wang et al. 2004) of the image with real photographs of the artifact."),
+    _card("cultdiff.learned", "CultDiff-S learned similarity to real photographs",
+          f"reduce_k cos(h(x), h(r_k)) {_REFS}; h = the CultDiff-S twin ViT (CLS, L2-normalised)", "higher",
+          "[-1, 1]", (LEARNED,),
+          "CultDiff's learned similarity: a ViT trained on human ratings to embed real and generated images of an "
+          "artifact close together. No weights were released: its rows are flagged until a model trained with "
+          "`cultureboard train cultdiff-s` is configured."),
+)
+
+
+def _plan(ctx: Context) -> tuple[list[tuple[Image, list[ImageSource]]], list[dict]]:
+    """(images with their references, flagged rows of the images that have none)."""
+    refs, missing = ctx.references()
+    plan, flagged = [], []
+    for im in ctx.images:
+        qid = im.prompt.get("artifact_id")
+        sources = refs.get(qid, [])[:ctx.options.references] if qid else []
+        if sources:
+            plan.append((im, sources))
+            continue
+        flag = NO_ARTIFACT if not qid else NO_REFERENCE
+        reason = None if not qid else missing.get(qid, "the references config lists no photograph of it")
+        flagged += [score_row(m.name, None, im, flag=flag, detail={"artifact": qid, "reason": reason})
+                    for m in METRICS]
+    return plan, flagged
+
+
+def _rows(metric: str, plan, values: dict, higher_is_better: bool, reduction: str) -> list[dict]:
+    return [score_row(metric, core.reduce_references(values[im], reduction, higher_is_better), im,
+                      detail={"artifact": im.prompt["artifact_id"], "references": len(sources),
+                              "per_reference": [round(float(v), 6) for v in values[im]]})
+            for im, sources in plan]
+
+
+def _grey(source: ImageSource, size: int) -> np.ndarray:
+    pixels = SquareResize(size)(source.open())  # (3, S, S) in [-1, 1]: LPIPS's resize and crop
+    return core.luma((pixels.permute(1, 2, 0).numpy().astype(np.float64) + 1.0) * 127.5)
+
+
+def score_cultdiff(ctx: Context) -> list[dict]:
+    opts = ctx.options
+    plan, rows = _plan(ctx)
+    if not plan:
+        return rows
+    references = list({s.sha256: s for _, sources in plan for s in sources}.values())
+    for metric, scorer in (("cultdiff.dino", DINO), ("cultdiff.clip", CLIP)):
+        images = ctx.image_embeddings(scorer, [im for im, _ in plan])
+        refs = ctx.image_embeddings(scorer, references)
+        values = {im: core.cosines(images[im.sha256], np.stack([refs[s.sha256] for s in sources]))
+                  for im, sources in plan}
+        rows += _rows(metric, plan, values, True, opts.reduction)
+    pairs = [(im, s) for im, sources in plan for s in sources]
+    for metric, scorer, higher in (("cultdiff.lpips", LPIPS, False), ("cultdiff.dreamsim", DREAMSIM, False),
+                                   ("cultdiff.learned", LEARNED, True)):
+        if metric == "cultdiff.learned" and not configured(ctx.scorers.registry.get(LEARNED, {})):
+            rows += [score_row(metric, None, im, flag="no CultDiff-S model configured",
+                               detail={"fix": "train one with `cultureboard train cultdiff-s` and set "
+                                              "`cultdiff.learned: {path: MODEL_DIR}` in --scorers FILE"})
+                     for im, _ in plan]
+            continue
+        flat = iter(ctx.distances(scorer, pairs))
+        rows += _rows(metric, plan, {im: [next(flat) for _ in sources] for im, sources in plan}, higher,
+                      opts.reduction)
+    grey = {s.sha256: _grey(s, opts.ssim_size) for s in [im.source for im, _ in plan] + references}
+    values = {im: [core.ssim(grey[im.sha256], grey[s.sha256]) for s in sources] for im, sources in plan}
+    return rows + _rows("cultdiff.ssim", plan, values, True, opts.reduction)
+
+
+register(Family(
+    name=FAMILY,
+    title="CultDiff: similarity to real photographs of cultural artifacts",
+    description=("CultDiff asks how closely a model's image of a country's landmark, traditional garment or dish "
+                 "resembles real photographs of it. Each image is compared with reference photographs of the named "
+                 "artifact by several image similarities (DINOv2, CLIP, LPIPS, DreamSim, SSIM) and by CultDiff-S, a "
+                 "similarity learned from human ratings. In the paper, native annotators of ten countries rated the "
+                 "images; these automatic scores stand in for those ratings and agree with them only weakly."),
+    papers={"paper": "https://arxiv.org/abs/2502.08914", "ACL anthology": "https://aclanthology.org/2025.acl-long.1503"},
+    prompt_sets=(PromptSetSpec("cultdiff", score_cultdiff, tuple(m.name for m in METRICS),
+                               shard_unit=lambda prompt: prompt["prompt_id"]),),
+    metrics=METRICS,
+    options=CultDiffOptions,
+))

@@ -1,0 +1,300 @@
+"""The CultDiff family: its maths on hand-computed values, and end to end on tiny stand-in scorers (values recomputed
+from the scorers' own outputs; an image identical to a reference scores each similarity's maximum and LPIPS /
+DreamSim 0; images without references are flagged and counted), its leaderboard tables, and the synthetic
+references it scores against in tests and the demo."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from PIL import Image
+
+from cultureboard.builder import build
+from cultureboard.builder.references import synthetic_references
+from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
+from cultureboard.evaluators import evaluate
+from cultureboard.evaluators.engine.dreamsim import save_tiny_dreamsim
+from cultureboard.evaluators.engine.pairwise import SquareResize
+from cultureboard.evaluators.engine.registry import load_families
+from cultureboard.evaluators.engine.scorers import load_scorer
+from cultureboard.evaluators.families.cultdiff import core
+from cultureboard.evaluators.families.cultdiff.leaderboard import country_category, underrepresented
+from cultureboard.evaluators.families.cultdiff.learned import save_tiny_cultdiff_s
+from cultureboard.evaluators.families.cultdiff.train import read_references
+from cultureboard.evaluators.submission.format import write_submission
+
+SIDE = 64
+METRICS = ("cultdiff.dino", "cultdiff.clip", "cultdiff.lpips", "cultdiff.dreamsim", "cultdiff.ssim", "cultdiff.learned")
+
+
+# ------------------------------------------------------------------------------------------ core
+
+def test_cosines_and_reductions_by_hand():
+    image = np.array([0.6, 0.8])
+    refs = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    np.testing.assert_allclose(core.cosines(image, refs), [0.6, 0.8, 1.0])
+    assert core.reduce_references([0.6, 0.8, 1.0], "mean") == pytest.approx(0.8)
+    assert core.reduce_references([0.6, 0.8, 1.0], "best") == 1.0
+    assert core.reduce_references([0.2, 0.05, 0.4], "best", higher_is_better=False) == 0.05
+    with pytest.raises(ValueError):
+        core.reduce_references([], "mean")
+    with pytest.raises(ValueError):
+        core.reduce_references([1.0], "median")
+
+
+def test_ssim_by_hand():
+    flat_a, flat_b = np.full((16, 16), 100.0), np.full((16, 16), 150.0)
+    c1 = (0.01 * 255) ** 2
+    assert core.ssim(flat_a, flat_b) == pytest.approx((2 * 100 * 150 + c1) / (100**2 + 150**2 + c1))
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 255, (32, 32))
+    assert core.ssim(x, x) == 1.0
+    noisy = [np.clip(x + rng.normal(0, s, x.shape), 0, 255) for s in (5, 20, 60)]
+    values = [core.ssim(x, n) for n in noisy]
+    assert values[0] > values[1] > values[2] and core.ssim(x, noisy[1]) == pytest.approx(core.ssim(noisy[1], x))
+    assert core.ssim(x, 255 - x) < 0  # anti-correlated structure
+    np.testing.assert_allclose(core.luma(np.array([[[255, 0, 0], [0, 0, 255]]])), [[0.299 * 255, 0.114 * 255]])
+    with pytest.raises(ValueError):
+        core.ssim(np.zeros((8, 8)), np.zeros((8, 8)))
+
+
+def test_labels_weights_and_the_loss_by_hand():
+    assert core.similarity_score([5, 4, 3, 2]) == 3.5
+    assert core.pair_label(3.0) == 1 and core.pair_label(2.99) == 0
+    assert core.pair_weight(1) == 0 and core.pair_weight(5) == 1 and core.pair_weight(3.5) == 0.625
+    with pytest.raises(ValueError):
+        core.similarity_score([0, 3])
+    d, y, w = np.array([0.5, 0.2, 1.5]), np.array([1.0, 0.0, 0.0]), np.array([0.5, 1.0, 2.0])
+    # positive 0.5 * 0.25; negative inside the margin 1.0 * (1 - 0.2)^2; negative beyond it: 0
+    assert core.weighted_contrastive_loss(d, y, w, 1.0) == pytest.approx((0.125 + 0.64 + 0.0) / 3)
+    assert core.weighted_contrastive_loss(d, y, 3 * w, 1.0) == pytest.approx(3 * (0.125 + 0.64) / 3)
+    assert core.weighted_contrastive_loss(np.array([0.0, 2.0]), np.array([1.0, 0.0]), np.ones(2), 1.0) == 0
+    assert core.weighted_contrastive_loss(d, y, np.array([0.0, 1.0, 2.0]), 1.0) == pytest.approx(0.64 / 3)
+
+
+def test_the_loss_gradient_pulls_positives_together_and_pushes_negatives_apart():
+    import torch
+
+    a = torch.tensor([[0.0, 0.0], [0.0, 0.0]], requires_grad=True)
+    b = torch.tensor([[0.6, 0.0], [0.3, 0.0]])
+    d = (a - b).norm(dim=-1)
+    core.weighted_contrastive_loss(d, torch.tensor([1.0, 0.0]), torch.ones(2), 1.0).backward()
+    step = a.detach() - 0.1 * a.grad
+    after = (step - b).norm(dim=-1)
+    assert after[0] < 0.6 and after[1] > 0.3
+
+
+# ------------------------------------------------------------------------------------------ end to end
+
+def _png(pixels: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels.astype(np.uint8)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def write_cultdiff_submission(folder: Path, dataset: Path, images: dict[str, bytes], model: str) -> Path:
+    """A valid cultdiff submission of 64 px images: ``images`` by prompt id (one image per prompt)."""
+    spec = {
+        "format_version": 1, "organization": "lab", "contact": "lab@example.org", "date": "2026-11-25",
+        "model": {"name": model, "id": f"lab/{model}", "revision": "0" * 40, "license": "mit", "weights": "open"},
+        "generation": {"pipeline": "StableDiffusionPipeline", "scheduler": "DDIMScheduler", "steps": 2,
+                       "guidance_scale": 7.5, "width": SIDE, "height": SIDE, "negative_prompt": True,
+                       "precision": "fp32"},
+        "seeds": {"scheme": "prompt-set"},
+        "prompt_set": {"name": "cultdiff", "dataset": dataset.name, "revision": local_revision(dataset)},
+        "images": {"location": "images"},
+    }
+    out = folder / f"lab__{model}"
+    rows = []
+    for p in read_prompt_set(dataset, "cultdiff"):
+        rel = f"images/{p['prompt_id']}/0.png"
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(images[p["prompt_id"]])
+        rows.append({"file_name": rel, "prompt_id": p["prompt_id"], "sample_idx": 0, "seed": p["seeds"][0],
+                     "sha256": hashlib.sha256(images[p["prompt_id"]]).hexdigest()})
+    write_submission(out, spec, rows)
+    return out
+
+
+def scorer_config(tiny_scorers: Path, root: Path, learned: bool = True) -> Path:
+    """The tiny stand-ins of the registry plus DreamSim's and CultDiff-S's, as one config with absolute paths."""
+    entries = yaml.safe_load(tiny_scorers.read_text())
+    entries = {name: {**e, "path": str(tiny_scorers.parent / e["path"])} for name, e in entries.items()}
+    entries["dreamsim"] = {"backend": "dreamsim", "dreamsim_type": "dino_vitb16",
+                           "path": str(save_tiny_dreamsim(root / "dreamsim"))}
+    entries["cultdiff.learned"] = {"backend": "cultdiff-s"}
+    if learned:
+        entries["cultdiff.learned"]["path"] = str(save_tiny_cultdiff_s(root / "cultdiff-s"))
+    path = root / ("scorers.yaml" if learned else "scorers-without-learned.yaml")
+    path.write_text(yaml.safe_dump(entries))
+    return path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_scorers):
+    load_families()  # backends that families register (see /work/notes/requests/cultdiff.md)
+    root = tmp_path_factory.mktemp("cultdiff")
+    dataset = root / "dataset"
+    build(dataset, countries=["ES", "MX"], prompt_sets=["cultdiff"])
+    prompts = read_prompt_set(dataset, "cultdiff")
+    bare = prompts[-1]["artifact_id"]  # an artifact left without photographs
+    artifacts = pq.read_table(next((dataset / "data" / "artifacts").glob("*.parquet"))).column("qid").to_pylist()
+    synthetic_references(dataset, qids=sorted(set(artifacts) - {bare}), size=SIDE)
+    refs = read_references(dataset)
+    rng = np.random.default_rng(5)
+    images = {p["prompt_id"]: _png(rng.integers(0, 256, (SIDE, SIDE, 3))) for p in prompts}
+    identical = prompts[0]
+    images[identical["prompt_id"]] = refs.data[refs.by_artifact[identical["artifact_id"]][0]]
+    submission = write_cultdiff_submission(root / "submissions", dataset, images, "alpha")
+    config = scorer_config(tiny_scorers, root)
+    results = evaluate(submission, dataset, root / "results", scorers=config, device="cpu", n_boot=200,
+                       cache=root / "cache")
+    return {"root": root, "dataset": dataset, "prompts": prompts, "bare": bare, "identical": identical,
+            "refs": refs, "submission": submission, "config": config, "results": results,
+            "scores": pq.read_table(results / "scores.parquet").to_pandas(),
+            "summary": json.loads((results / "summary.json").read_text())}
+
+
+def _pil(data: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(data)).convert("RGB")
+
+
+def test_values_are_the_scorers_own(world):
+    scores, refs, config = world["scores"], world["refs"], world["config"]
+    dino, clip = (load_scorer(n, config=config, device="cpu") for n in ("dinov2-base", "clip-vit-l-14"))
+    lpips, dreamsim, learned = (load_scorer(n, config=config, device="cpu")
+                                for n in ("lpips-alex", "dreamsim", "cultdiff.learned"))
+    checked = 0
+    for p in world["prompts"][:4]:
+        if p["artifact_id"] == world["bare"]:
+            continue
+        image = _pil((world["submission"] / f"images/{p['prompt_id']}/0.png").read_bytes())
+        photos = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][:3]]
+        row = {m: scores[(scores.metric == m) & (scores.prompt_id == p["prompt_id"])].iloc[0] for m in METRICS}
+        for metric, scorer in (("cultdiff.dino", dino), ("cultdiff.clip", clip)):
+            vectors = scorer.embed_images([image, *photos])
+            expected = vectors[1:] @ vectors[0]
+            np.testing.assert_allclose(json.loads(row[metric].detail)["per_reference"], expected, atol=1e-5)
+            assert row[metric].value == pytest.approx(expected.mean(), abs=1e-5)
+        for metric, scorer in (("cultdiff.lpips", lpips), ("cultdiff.dreamsim", dreamsim),
+                               ("cultdiff.learned", learned)):
+            import torch
+
+            a = torch.stack([scorer.image_transform(image)] * len(photos))
+            b = torch.stack([scorer.image_transform(photo) for photo in photos])
+            assert row[metric].value == pytest.approx(float(scorer.compare(a, b).mean()), abs=1e-5)
+        grey = [core.luma((SquareResize(256)(x).permute(1, 2, 0).numpy().astype(float) + 1) * 127.5)
+                for x in (image, *photos)]
+        assert row["cultdiff.ssim"].value == pytest.approx(np.mean([core.ssim(grey[0], g) for g in grey[1:]]))
+        checked += 1
+    assert checked >= 3
+
+
+def test_an_image_identical_to_a_reference_scores_the_maximum(world):
+    scores = world["scores"]
+    pid = world["identical"]["prompt_id"]
+    first = {m: json.loads(scores[(scores.metric == m) & (scores.prompt_id == pid)].iloc[0].detail)["per_reference"][0]
+             for m in METRICS}
+    for metric in ("cultdiff.dino", "cultdiff.clip", "cultdiff.ssim", "cultdiff.learned"):
+        assert first[metric] == pytest.approx(1.0, abs=1e-5), metric
+    assert first["cultdiff.lpips"] == pytest.approx(0.0, abs=1e-6)
+    assert first["cultdiff.dreamsim"] == pytest.approx(0.0, abs=1e-5)
+    others = scores[(scores.prompt_id != pid) & scores.flag.isna()]
+    best = evaluate(world["submission"], world["dataset"], world["root"] / "results-best", scorers=world["config"],
+                    device="cpu", n_boot=50, cache=world["root"] / "cache", options={"reduction": "best"})
+    best_scores = pq.read_table(best / "scores.parquet").to_pandas()
+    mine = best_scores[best_scores.prompt_id == pid].set_index("metric")["value"]
+    assert mine["cultdiff.dino"] == pytest.approx(1.0, abs=1e-5) and mine["cultdiff.lpips"] == pytest.approx(0, abs=1e-6)
+    assert (others[others.metric == "cultdiff.dino"]["value"] < 1 - 1e-3).all()
+    summary = json.loads((best / "summary.json").read_text())
+    assert summary["provenance"]["options"] == {"reduction": "best", "references": 3, "ssim_size": 256}
+    assert world["summary"]["provenance"]["options"]["reduction"] == "mean"
+
+
+def test_images_without_references_are_flagged_and_counted(world):
+    scores, summary = world["scores"], world["summary"]
+    bare = [p["prompt_id"] for p in world["prompts"] if p["artifact_id"] == world["bare"]]
+    flagged = scores[scores.prompt_id.isin(bare)]
+    assert len(flagged) == len(bare) * len(METRICS) and flagged.value.isna().all()
+    assert set(flagged.flag) == {"no reference photograph"}
+    assert json.loads(flagged.iloc[0].detail)["artifact"] == world["bare"]
+    assert scores[~scores.prompt_id.isin(bare)].flag.isna().all()
+    overall = {e["metric"]: e for e in summary["metrics"] if e["slice_type"] == "overall"}
+    for metric in METRICS:
+        assert overall[metric]["n_flagged"] == len(bare)
+        assert overall[metric]["flags"] == {"no reference photograph": len(bare)}
+        assert overall[metric]["n_prompts"] == len(world["prompts"]) - len(bare)
+    assert summary["provenance"]["dataset"]["references_revision"] == references_revision(world["dataset"])
+    assert summary["provenance"]["family"] == "cultdiff"
+    headline = [m for m in summary["metrics_info"] if m["primary"]]
+    assert [m["name"] for m in headline] == ["cultdiff.dino"]
+    cards = {m["name"]: m for m in summary["metrics_info"]}
+    assert cards["cultdiff.lpips"]["direction"] == "lower" and cards["cultdiff.dreamsim"]["direction"] == "lower"
+    assert cards["cultdiff.learned"]["validity"][0]["value"] == 0.1848
+    assert cards["cultdiff.ssim"]["validity"][0]["value"] == 0.0458
+
+
+def test_without_a_cultdiff_s_model_its_rows_are_flagged(world, tiny_scorers):
+    config = scorer_config(tiny_scorers, world["root"], learned=False)
+    result = evaluate(world["submission"], world["dataset"], world["root"] / "results-unlearned", scorers=config,
+                      device="cpu", n_boot=50, cache=world["root"] / "cache")
+    scores = pq.read_table(result / "scores.parquet").to_pandas()
+    learned = scores[scores.metric == "cultdiff.learned"]
+    assert learned.value.isna().all() and "no CultDiff-S model configured" in set(learned.flag)
+    dino = scores[scores.metric == "cultdiff.dino"].set_index("prompt_id")["value"]
+    before = world["scores"][world["scores"].metric == "cultdiff.dino"].set_index("prompt_id")["value"]
+    np.testing.assert_allclose(dino.sort_index(), before.sort_index())
+
+
+# ------------------------------------------------------------------------------------------ leaderboard
+
+def test_country_by_category_cells_are_the_engine_summary_of_each_cell(world):
+    scores = world["scores"]
+    cells = {(e["metric"], e["slice"]): e for e in country_category(world["results"], world["prompts"], n_boot=200)}
+    dino = scores[(scores.metric == "cultdiff.dino") & scores.flag.isna()]
+    for (country, category), part in dino.groupby(["country", "category"]):
+        entry = cells[("cultdiff.dino", f"{country}/{category}")]
+        assert entry["value"] == pytest.approx(part["value"].mean())
+        assert entry["ci_low"] <= entry["value"] <= entry["ci_high"]
+        total = sum(1 for p in world["prompts"] if (p["country"], p["category"]) == (country, category))
+        assert entry["coverage"] == pytest.approx(len(part) / total)
+    assert {e["slice_type"] for e in cells.values()} == {"country_category"}
+
+
+def test_countries_a_model_under_represents_are_gaps_to_its_own_mean(world):
+    gaps = underrepresented(world["results"], n_boot=300)
+    scores = world["scores"]
+    dino = scores[(scores.metric == "cultdiff.dino") & scores.flag.isna()]
+    overall = dino["value"].mean()
+    for row in (g for g in gaps if g["metric"] == "cultdiff.dino" and g["kind"] == "country"):
+        assert row["value"] == pytest.approx(dino[dino.country == row["name"]]["value"].mean() - overall)
+        assert row["low"] <= row["value"] <= row["high"]
+        assert row["under_represented"] == (row["high"] < 0)
+    lpips = [g for g in gaps if g["metric"] == "cultdiff.lpips" and g["kind"] == "country"]
+    assert lpips and all(g["direction"] == "lower" and g["under_represented"] == (g["low"] > 0) for g in lpips)
+
+
+# ------------------------------------------------------------------------------------------ references
+
+def test_synthetic_references_load_like_real_ones(world, tmp_path):
+    refs = world["refs"]
+    assert world["bare"] not in refs.by_artifact and all(len(v) == 3 for v in refs.by_artifact.values())
+    table = pq.read_table(next((world["dataset"] / "data" / "references").glob("*.parquet"))).to_pylist()
+    assert {r["source"] for r in table} == {"synthetic"} and {(r["width"], r["height"]) for r in table} == {(SIDE, SIDE)}
+    card = (world["dataset"] / "README.md").read_text()
+    assert "**synthetic** images" in card and "config_name: references" in card
+    again = tmp_path / "again"
+    build(again, countries=["ES", "MX"], prompt_sets=["cultdiff"])
+    synthetic_references(again, qids=sorted(refs.by_artifact), size=SIDE)
+    assert read_references(again).data.keys() == refs.data.keys(), "the same arguments give the same bytes"
+    first, second = sorted(refs.by_artifact)[:2]
+    one, two = (np.asarray(_pil(refs.data[s]), dtype=float) for s in refs.by_artifact[first][:2])
+    other = np.asarray(_pil(refs.data[refs.by_artifact[second][0]]), dtype=float)
+    assert np.abs(one - two).mean() < np.abs(one - other).mean(), "one artifact's images look alike"
