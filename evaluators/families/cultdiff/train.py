@@ -32,7 +32,6 @@ with the human scores of the held-out pairs, before and after training, reported
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import defaultdict
@@ -44,8 +43,9 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from cultureboard import dataset_folder
 from cultureboard.atomic import atomic_dir, check_replaceable
-from cultureboard.dataset_folder import REFERENCE_CONFIGS, local_revision, read_prompt_set, references_revision
+from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
 from cultureboard.errors import CultureboardError
 from cultureboard.images import IMAGE_SUFFIXES, open_rgb
 from cultureboard.provenance import code_provenance, file_sha256
@@ -108,7 +108,8 @@ class Pair:
 
 @dataclass
 class References:
-    """The dataset's reference photographs: bytes by sha256, owner artifact, artifact -> shas (rank order), country."""
+    """The dataset's reference photographs: bytes by sha256, owner artifact, artifact -> shas (rank order), and each
+    artifact's country (from the artifacts config)."""
 
     data: dict[str, bytes]
     owner: dict[str, str]
@@ -117,23 +118,21 @@ class References:
 
 
 def read_references(dataset: Path) -> References:
-    """Every photograph of the ``references`` config, its bytes checked against its sha256."""
-    rows = []
-    for shard in sorted((dataset / "data" / REFERENCE_CONFIGS[0]).glob("*.parquet")):
-        rows += pq.read_table(shard, columns=["qid", "rank", "sha256", "image", "countries"]).to_pylist()
-    if not rows:
+    """Every photograph of the ``references`` config (``dataset_folder.read_references``: bytes checked against
+    their sha256), with each artifact's first country from the ``artifacts`` config."""
+    photos, _ = dataset_folder.read_references(dataset)
+    if not photos:
         raise CultureboardError(dataset, "has no references config, which CultDiff-S pairs the ratings with",
                                 "run `cultureboard references --dataset DIR` first")
     refs = References({}, {}, defaultdict(list), {})
-    for r in sorted(rows, key=lambda r: (r["qid"], r["rank"])):
-        data = (r["image"] or {}).get("bytes") or b""
-        if hashlib.sha256(data).hexdigest() != r["sha256"]:
-            raise CultureboardError(dataset, f"holds a reference image of {r['qid']} whose bytes do not match its "
-                                    "sha256", "rebuild the references config (cultureboard references --dataset DIR)")
-        refs.data[r["sha256"]] = data
-        refs.owner.setdefault(r["sha256"], r["qid"])
-        refs.by_artifact[r["qid"]].append(r["sha256"])
-        refs.country[r["qid"]] = (r["countries"] or [None])[0]
+    for qid in sorted(photos):
+        for photo in photos[qid]:
+            refs.data[photo["sha256"]] = photo["data"]
+            refs.owner.setdefault(photo["sha256"], qid)
+            refs.by_artifact[qid].append(photo["sha256"])
+    for shard in sorted((dataset / "data" / "artifacts").glob("*.parquet")):
+        for row in pq.read_table(shard, columns=["qid", "country"]).to_pylist():
+            refs.country.setdefault(row["qid"], row["country"])
     return refs
 
 
