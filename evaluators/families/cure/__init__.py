@@ -1,0 +1,384 @@
+"""CuRe (Rege et al., arXiv 2506.08071, ICCV 2025): marginal information attribution on the ``cure-ladder``.
+
+The unit is an artifact's **ladder**: its images I(n), I(n,c), I(n,r), I(n,c,r) (the prompts P(n) "An image of
+{n}", P(n,c), P(n,r), P(n,c,r), several seeds each), plus the images I(c) of its category's prompt P(c) "An
+image of a {c}" that every ladder of the category reads; the shard unit is therefore the category. One row per
+ladder and metric; a per-artifact score is the mean over its seeds. sim is the cosine of unit embeddings and
+sim(x, S) of an image with a set uses the option ``reduction`` (``mean_pairwise``, the default: the mean cosine
+over S; ``centroid``: the cosine with S's mean direction), recorded with the results.
+
+- ``cure.ps`` = phi_PS(n) = sim(I(n), I(c)) (eq. 2), no ground truth needed; ``cure.ps_delta.c`` and
+  ``cure.ps_delta.cr`` = Delta phi_PS(a) = sim(I(a), I(c)) - sim(I(n), I(c)) for a = {n,c}, {n,c,r},
+  signed, lower first (CuRe Table 8 marks it "lower"; values can be negative, and the sign is kept).
+- ``cure.gt`` = phi_GT(n) = sim(I(n), G) (eq. 1) with G the artifact's reference photographs (the dataset's
+  ``references`` config); an artifact without any is a flagged row (counted, never scored as zero).
+- The image encoder is part of each metric's name: no suffix = SigLIP 2, ``.dinov2`` = DINOv2, ``.aimv2`` =
+  AIMV2 (``cure.ps.dinov2``, ``cure.ps_delta.c.aimv2``, ``cure.gt.dinov2``...). One evaluation gives CuRe's
+  three columns side by side (Table 1, Table 8), and two encoders' raw cosines, whose scales differ, can never
+  be ranked as one metric.
+- ``cure.ita.c``, ``cure.ita.r``, ``cure.ita.cr`` = phi_ITA(a) = [sim(I(n), P(n)) + sim(I(n), P(a))] / 2 (eq. 3)
+  with SigLIP 2 and the scoring texts of CuRe Table 14 (trailing period): "An image of {n}.", "An image of
+  {c}.", "An image from {r}.", "An image of {c} from {r}."; raw cosine. The headline is ``cure.ita.cr``.
+- Entanglement view (Table 15): ``cure.ita.cr.laion2b``, ``.wit``, ``.dfn5b``, ``.datacomp`` recompute
+  ``cure.ita.cr`` with OpenCLIP backbones trained on those data; a scorer trained on a generator's training data
+  inflates its score, so the spread of a submission's ranks across backbones is what to read.
+- ``cure.div`` = phi_DIV = mean pairwise LPIPS (AlexNet) over every pair of the ladder's images of the four
+  prompt styles pooled (eq. 4; 120 pairs for 4 seeds); ``cure.div_delta`` = phi_DIV - LPIPS(n), LPIPS(n) the
+  mean pairwise LPIPS within I(n) (appendix I.1). Raw values with a declared direction, never composited.
+- ``cure.acceptance`` = accepted images / expected images of the ladder's four prompts (CuRe Table 6; a closed
+  model's declared refusals are not accepted). Its per-category-of-the-axis summary is Table 6.
+
+A ladder whose P(n) images were all refused (or whose category images were) gets flagged rows for the metrics
+that need them ("refused: ..."); the other ladders' values do not change.
+
+Prompt fields: ``category`` is CuRe's axis (or, for knowledge-base artifacts, the CUBE concept) and
+``subcategory`` the category c; ``country`` is the region r.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from cultureboard.builder.prompts_cure import CATEGORY_LEVEL, LADDER, with_article
+
+from ...engine.context import SLICE_FIELDS, Context, Image, score_row
+from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
+from ...results.aggregate import unit_slices
+from . import core
+from .encoders import DISTANCE, ENTANGLEMENT, IMAGE_ENCODERS, TEXT_ENCODER
+
+FAMILY = "cure"
+PROMPT_SET = "cure-ladder"
+SOURCE = "Rege et al., CuRe: Cultural Gaps in the Long Tail of Text-to-Image Systems, ICCV 2025"
+LEVELS = tuple(LADDER)  # n, n,c  n,r  n,c,r
+#: CuRe Table 14: the texts phi_ITA compares I(n) with (P(a) for a = c, r, c,r; P(n) always).
+SCORING_TEXTS = {"n": "An image of {n}.", "c": "An image of {c}.", "r": "An image from {r}.",
+                 "c,r": "An image of {c} from {r}."}
+ITA = {"cure.ita.c": "c", "cure.ita.r": "r", "cure.ita.cr": "c,r"}
+_ENCODER_TITLES = {"": "SigLIP 2", ".dinov2": "DINOv2", ".aimv2": "AIMV2"}
+
+
+@dataclass(frozen=True)
+class CureOptions:
+    # how sim(x, S) reduces an image's cosines with a set (the category images, the reference photographs):
+    # CuRe leaves it open; the mean of the cosines is our default
+    reduction: Literal["mean_pairwise", "centroid"] = "mean_pairwise"
+
+
+def ladder_id(prompt: dict) -> str | None:
+    """The ladder of an artifact prompt (prompt set / artifact / country); None for a category prompt P(c)."""
+    if prompt.get("level") == CATEGORY_LEVEL:
+        return None
+    return f"{prompt['prompt_set']}/{prompt['artifact_id']}/{prompt['country']}"
+
+
+def category_id(prompt: dict) -> str:
+    """The category whose images I(c) a ladder reads: (axis or concept, c). The shard unit."""
+    return f"{prompt['category']}/{prompt['subcategory']}"
+
+
+# ------------------------------------------------------------------------------------------- cards
+
+def _table1(values: str) -> tuple[Evidence, ...]:
+    return (Evidence(f"Spearman with the user study's phi*_PS (FLUX.1 [dev] / SD 3.5 Large / SD 1.5): {values}",
+                     "CuRe Table 1", float(values.split(" / ")[0])),)
+
+
+_PS_EVIDENCE = {  # CuRe Table 1, phi*_PS column, per encoder: GT, PS, Delta(n,c), Delta(n,c,r)
+    "": ("0.44 / 0.46 / 0.48", "0.32 / 0.42 / 0.30", "-0.31 / -0.41 / 0.08", "-0.30 / -0.42 / 0.05"),
+    ".dinov2": ("0.40 / 0.46 / 0.51", "0.30 / 0.44 / 0.36", "-0.32 / -0.38 / 0.03", "-0.31 / -0.37 / 0.00"),
+    ".aimv2": ("0.39 / 0.46 / 0.42", "0.25 / 0.34 / 0.16", "-0.35 / -0.34 / 0.05", "-0.32 / -0.35 / 0.07"),
+}
+_PROXY_PS = "phi*_PS: a rater's 1-5 judgement of how similar the image is to real photographs of the artifact"
+_PROXY_CURE = "phi*_CuRe: a rater's 1-5 judgement of how likely the item in the image is found in their country"
+
+
+def _ps_cards(suffix: str, scorer: str) -> list[MetricCard]:
+    enc = _ENCODER_TITLES[suffix]
+    gt, ps, dc, dcr = _PS_EVIDENCE[suffix]
+    common = {"family": FAMILY, "scorers": (scorer,), "source": SOURCE + ", section 2.1", "version": 1,
+              "unit": "ladder", "proxy_for": _PROXY_PS}
+    cards = [
+        MetricCard(f"cure.ps{suffix}", title=f"Perceptual similarity to the category, {enc} (phi_PS(n))",
+                   formula="(1/N) sum_i sim(I(n)_i, I(c))", direction="higher", range="[-1, 1]",
+                   validity=_table1(ps), description=f"How much the images of the artifact's name look like the "
+                   f"model's generic images of its category, by {enc} image embeddings; needs no ground truth.",
+                   **common),
+        MetricCard(f"cure.gt{suffix}", title=f"Similarity to reference photographs, {enc} (phi_GT(n))",
+                   formula="(1/N) sum_i sim(I(n)_i, G), G = the artifact's reference photographs",
+                   direction="higher", range="[-1, 1]", validity=_table1(gt),
+                   description=f"How much the images of the artifact's name look like real photographs of it, "
+                               f"by {enc} image embeddings (CuRe's ground-truth baseline). Artifacts without "
+                               "photographs are counted as flagged, never scored.", **common),
+    ]
+    for level, key, evidence in (("n,c", "c", dc), ("n,c,r", "cr", dcr)):
+        cards.append(MetricCard(
+            f"cure.ps_delta.{key}{suffix}", title=f"Perceptual-similarity divergence P(n) -> P({level}), {enc}",
+            formula=f"(1/N) sum_i sim(I({level})_i, I(c)) - (1/N) sum_i sim(I(n)_i, I(c))", direction="lower",
+            range="[-2, 2]", validity=_table1(evidence),
+            description=f"How far naming the {'category' if key == 'c' else 'category and region'} moves the "
+                        f"images towards the category's generic images ({enc}). Small or negative: the model "
+                        "already knew the artifact (head); large: it did not (long tail). A signed value, lower "
+                        "first.", **common))
+    return cards
+
+
+def _ita_card(metric: str, variant: str, scorer: str, evidence: tuple[Evidence, ...], title_extra: str = "",
+              primary: bool = False, description: str = "") -> MetricCard:
+    return MetricCard(
+        metric, FAMILY, f"Image-text alignment phi_ITA({variant}){title_extra}",
+        f"(1/N) sum_i [sim(I(n)_i, '{SCORING_TEXTS['n']}') + sim(I(n)_i, '{SCORING_TEXTS[variant]}')] / 2",
+        "higher", "[-1, 1], raw cosine (SigLIP 2 about 0.1, CLIP about 0.25)", (scorer,), SOURCE + ", section 2.2",
+        version=1, unit="ladder", primary=primary, proxy_for=_PROXY_CURE, validity=evidence,
+        description=description or "How well the images of the artifact's name match texts that name it and its "
+                                   f"{'category' if variant == 'c' else 'region' if variant == 'r' else 'category and region'}.")
+
+
+def _cards() -> tuple[MetricCard, ...]:
+    cards = [c for suffix, scorer in IMAGE_ENCODERS.items() for c in _ps_cards(suffix, scorer)]
+    table2 = {"c": "0.40 / 0.40 / 0.44", "r": "0.35 / 0.29 / 0.39", "c,r": "0.42 / 0.39 / 0.44"}
+    for metric, variant in ITA.items():
+        evidence = (Evidence(f"Spearman with phi*_PS (FLUX.1 [dev] / SD 3.5 Large / SD 1.5): {table2[variant]}",
+                             "CuRe Table 2", float(table2[variant].split(" / ")[0])),)
+        cards.append(_ita_card(metric, variant, TEXT_ENCODER, evidence, " (SigLIP 2)", primary=metric == "cure.ita.cr"))
+    table15 = {".laion2b": 0.40, ".wit": 0.43, ".dfn5b": 0.44, ".datacomp": 0.40}
+    for suffix, (scorer, data) in ENTANGLEMENT.items():
+        cards.append(_ita_card(
+            f"cure.ita.cr{suffix}", "c,r", scorer,
+            (Evidence(f"Spearman with phi*_PS on FLUX.1 [dev] images: {table15[suffix]:.2f} ({data} backbone; "
+                      "SigLIP 2: 0.42)", "CuRe Table 15", table15[suffix]),),
+            f" (OpenCLIP, {data})",
+            description=f"cure.ita.cr recomputed with an OpenCLIP backbone trained on {data}. A scorer trained on a "
+                        "generator's own training data inflates that generator's score (generative entanglement): "
+                        "compare a submission's ranks across the backbones, beside its declared training data."))
+    cards += [
+        MetricCard("cure.div", FAMILY, "Diversity across the ladder (phi_DIV, LPIPS AlexNet)",
+                   "mean of LPIPS(x, y) over every pair of the images of P(n), P(n,c), P(n,r), P(n,c,r) pooled",
+                   "higher", "[0, 1] in practice (0: all images identical)", (DISTANCE,), SOURCE + ", section 2.3",
+                   version=1, unit="ladder",
+                   validity=(Evidence("Spearman with phi*_CuRe -0.20 / -0.22 / -0.08 and with phi*_PS -0.30 / -0.29 "
+                                      "/ -0.11 (FLUX.1 [dev] / SD 3.5 Large / SD 1.5): less diversity went with "
+                                      "better human ratings", "CuRe Table 3", -0.20),),
+                   description="How different the artifact's images are from each other across the four prompts. "
+                               "'Higher' is CuRe Table 8's printed direction; its own human study (Table 3) found "
+                               "the opposite sign, so read it as a description, never as part of a composite."),
+        MetricCard("cure.div_delta", FAMILY, "Diversity gained by adding attributes (Delta phi_DIV)",
+                   "phi_DIV - mean of LPIPS(x, y) over every pair of the images of P(n)", "lower", "[-1, 1]",
+                   (DISTANCE,), SOURCE + ", appendix I.1", version=1, unit="ladder",
+                   validity=(Evidence("Larger for Global South than Global North artifacts on every axis (FLUX.1 "
+                                      "[dev]): a large gain marks the long tail", "CuRe appendix I.1, Fig. 16"),),
+                   description="How much more diverse the images become when the category and region are named. "
+                               "A large gain suggests the model did not know the artifact from its name alone."),
+        MetricCard("cure.acceptance", FAMILY, "Accepted (not refused) share of the ladder's images",
+                   "accepted images / (4 prompts x images per prompt)", "higher", "[0, 1]", (), SOURCE +
+                   ", appendix B.2 (Table 6)", version=1, unit="ladder",
+                   description="The share of the artifact's images the model generated rather than refused (a "
+                               "closed model's declared refusals). Summarised per axis it is CuRe Table 6."),
+    ]
+    return tuple(cards)
+
+
+METRICS = _cards()
+
+
+# ------------------------------------------------------------------------------------------- scoring
+
+@dataclass
+class _Ladder:
+    prompts: list[dict]
+    images: dict[str, list[Image]]  # level -> images, by sample_idx
+    refused: dict[str, int]  # level -> refused images
+
+    @property
+    def first(self) -> dict:
+        return self.prompts[0]
+
+
+def _gather(ctx: Context) -> tuple[dict[str, _Ladder], dict[str, list[Image]], dict[str, int]]:
+    """The ladders this run scores (those with an image or a refusal here: a shard holds whole categories),
+    the category images by category, and the refused category images by category."""
+    ladders: dict[str, _Ladder] = {}
+    for p in sorted(ctx.prompts.values(), key=lambda p: p["prompt_id"]):
+        lid = ladder_id(p)
+        if lid is not None:
+            ladders.setdefault(lid, _Ladder([], {lvl: [] for lvl in LEVELS}, dict.fromkeys(LEVELS, 0))).prompts.append(p)
+    categories: dict[str, list[Image]] = defaultdict(list)
+    category_refused: dict[str, int] = defaultdict(int)
+    active = set()
+    for im in sorted(ctx.images, key=lambda im: (im.prompt_id, im.sample_idx)):
+        lid = ladder_id(im.prompt)
+        if lid is None:
+            categories[category_id(im.prompt)].append(im)
+        else:
+            ladders[lid].images[im.prompt["level"]].append(im)
+            active.add(lid)
+    for r in ctx.refused:
+        lid = ladder_id(r["prompt"])
+        if lid is None:
+            category_refused[category_id(r["prompt"])] += 1
+        else:
+            ladders[lid].refused[r["prompt"]["level"]] += 1
+            active.add(lid)
+    return {lid: ladders[lid] for lid in sorted(active)}, categories, category_refused
+
+
+def _missing(what: str, refused: int) -> str:
+    return f"refused: every image of {what} was refused" if refused else f"no image of {what}"
+
+
+class _Rows:
+    """Score rows of one ladder: its unit id and slices, every row the same way."""
+
+    def __init__(self, lid: str, ladder: _Ladder):
+        self.lid, self.slices = lid, unit_slices(ladder.prompts, SLICE_FIELDS)
+        self.out: list[dict] = []
+
+    def add(self, metric: str, value: float | None, detail: dict, flag: str | None = None) -> None:
+        if flag is None and value is None:
+            raise AssertionError(f"{metric}: no value and no flag")
+        self.out.append(score_row(metric, value, unit_id=self.lid, slices=self.slices, detail=detail, flag=flag))
+
+
+def score_ladder(ctx: Context) -> list[dict]:
+    reduction = ctx.options.reduction
+    ladders, categories, category_refused = _gather(ctx)
+    refs, no_refs = ctx.references()
+    rows = {lid: _Rows(lid, ladder) for lid, ladder in ladders.items()}
+    for lid, ladder in ladders.items():
+        accepted = sum(len(v) for v in ladder.images.values())
+        expected = sum(p["images_per_prompt"] for p in ladder.prompts)
+        rows[lid].add("cure.acceptance", core.acceptance(accepted, expected),
+                      {"images": accepted, "accepted": accepted, "expected": expected,
+                       "refused": sum(ladder.refused.values())})
+    for suffix, scorer in IMAGE_ENCODERS.items():
+        _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no_refs, suffix, scorer, reduction)
+    _score_alignment(ctx, ladders, rows)
+    _score_diversity(ctx, ladders, rows)
+    for metric, variant in ITA.items():
+        ctx.note(metric, "texts", [SCORING_TEXTS["n"], SCORING_TEXTS[variant]])
+    for suffix, (scorer, data) in ENTANGLEMENT.items():
+        ctx.note(f"cure.ita.cr{suffix}", "training_data", data)
+    return [r for lid in sorted(rows) for r in rows[lid].out]
+
+
+def _vectors(emb: dict, images: list) -> np.ndarray:
+    return np.stack([emb[im.sha256] for im in images]) if images else np.zeros((0, 0))
+
+
+def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no_refs, suffix, scorer, reduction):
+    """cure.ps / cure.ps_delta.* / cure.gt with one image encoder (metric-name ``suffix``)."""
+    emb = ctx.image_embeddings(scorer)
+    references = {ladder.first["artifact_id"]: refs[ladder.first["artifact_id"]] for ladder in ladders.values()
+                  if refs.get(ladder.first["artifact_id"])}
+    ref_emb = ctx.image_embeddings(scorer, [s for sources in references.values() for s in sources]) if references else {}
+    for lid, ladder in ladders.items():
+        out, cat = rows[lid], category_id(ladder.first)
+        x = {lvl: _vectors(emb, ims) for lvl, ims in ladder.images.items()}
+        n_images = len(ladder.images["n"])
+        cat_images = categories.get(cat, [])
+        qid = ladder.first["artifact_id"]
+        # cure.gt: the reference photographs, or a flag saying why there are none
+        photos = references.get(qid, [])
+        detail = {"images": n_images, "references": len(photos)}
+        if not n_images:
+            out.add(f"cure.gt{suffix}", None, detail, _missing("P(n)", ladder.refused["n"]))
+        elif not photos:
+            reason = no_refs.get(qid) or ("the dataset has no references config" if not refs and not no_refs
+                                          else "not in the references config")
+            out.add(f"cure.gt{suffix}", None, detail, f"no reference photographs: {reason}")
+        else:
+            g = _vectors(ref_emb, photos)
+            levels = {lvl: core.phi_set(v, g, reduction) for lvl, v in x.items() if len(v)}
+            out.add(f"cure.gt{suffix}", levels["n"], {**detail, "levels": levels})
+        # cure.ps and its divergences: the category's images I(c)
+        detail = {"images": n_images, "category_images": len(cat_images)}
+        if not n_images or not cat_images:
+            flag = (_missing("P(n)", ladder.refused["n"]) if not n_images
+                    else _missing(f"the category prompt P(c) ({cat})", category_refused.get(cat, 0)))
+            for metric in ("cure.ps", "cure.ps_delta.c", "cure.ps_delta.cr"):
+                out.add(f"{metric}{suffix}", None, detail, flag)
+            continue
+        c = _vectors(emb, cat_images)
+        levels = {lvl: core.phi_set(v, c, reduction) for lvl, v in x.items() if len(v)}
+        out.add(f"cure.ps{suffix}", levels["n"], {**detail, "levels": levels})
+        for level, key in (("n,c", "c"), ("n,c,r", "cr")):
+            metric = f"cure.ps_delta.{key}{suffix}"
+            if level in levels:
+                out.add(metric, levels[level] - levels["n"], {**detail, "images": n_images + len(x[level])})
+            else:
+                out.add(metric, None, detail, _missing(f"P({level})", ladder.refused[level]))
+
+
+def _scoring_texts(prompt: dict) -> dict[str, str]:
+    """CuRe Table 14's texts for an artifact: n its name, c its category with its article, r its country."""
+    slots = {"n": prompt["artifact_name"], "c": with_article(prompt["subcategory"]), "r": prompt["country_name"]}
+    return {key: text.format(**slots) for key, text in SCORING_TEXTS.items()}
+
+
+def _score_alignment(ctx, ladders, rows):
+    """cure.ita.* with SigLIP 2, and cure.ita.cr with each OpenCLIP backbone of the entanglement view."""
+    name_only = [im for ladder in ladders.values() for im in ladder.images["n"]]
+    texts = {lid: _scoring_texts(ladder.first) for lid, ladder in ladders.items()}
+    every_text = [t for by_key in texts.values() for t in by_key.values()]
+    jobs = [(metric, variant, TEXT_ENCODER) for metric, variant in ITA.items()]
+    jobs += [(f"cure.ita.cr{suffix}", "c,r", scorer) for suffix, (scorer, _) in ENTANGLEMENT.items()]
+    for scorer in dict.fromkeys(s for _, _, s in jobs):
+        img = ctx.image_embeddings(scorer, name_only) if name_only else {}
+        txt = ctx.text_embeddings(scorer, every_text) if name_only else {}
+        for metric, variant, _ in (j for j in jobs if j[2] == scorer):
+            for lid, ladder in ladders.items():
+                images = ladder.images["n"]
+                if not images:
+                    rows[lid].add(metric, None, {"images": 0}, _missing("P(n)", ladder.refused["n"]))
+                    continue
+                t = texts[lid]
+                value, sim_n, sim_a = core.phi_ita(_vectors(img, images), txt[t["n"]], txt[t[variant]])
+                rows[lid].add(metric, value, {"images": len(images), "sim_n": sim_n, "sim_a": sim_a,
+                                              "text": t[variant]})
+
+
+def _score_diversity(ctx, ladders, rows):
+    """cure.div and cure.div_delta: LPIPS over every pair of each ladder's pooled images (one batch)."""
+    pooled = {lid: [im for lvl in LEVELS for im in ladder.images[lvl]] for lid, ladder in ladders.items()}
+    jobs = [(lid, i, j) for lid, ims in pooled.items() for i, j in core.pairs(len(ims))]
+    values = ctx.distances(DISTANCE, [(pooled[lid][i], pooled[lid][j]) for lid, i, j in jobs]) if jobs else []
+    distances: dict[str, dict] = defaultdict(dict)
+    for (lid, i, j), d in zip(jobs, values):
+        distances[lid][(i, j)] = float(d)
+    for lid in ladders:
+        ims, d = pooled[lid], distances[lid]
+        name_only = [k for k, im in enumerate(ims) if im.prompt["level"] == "n"]
+        within = core.mean_pairwise_distance(d, name_only)
+        detail = {"images": len(ims), "pairs": len(d), "lpips_n": within}
+        div = core.phi_div(d, len(ims))
+        if div is None:
+            rows[lid].add("cure.div", None, detail, f"fewer than 2 images in the ladder ({len(ims)} accepted)")
+        else:
+            rows[lid].add("cure.div", div, detail)
+        if div is None or within is None:
+            rows[lid].add("cure.div_delta", None, detail,
+                          f"fewer than 2 images of P(n) ({len(name_only)} accepted)" if within is None
+                          else f"fewer than 2 images in the ladder ({len(ims)} accepted)")
+        else:
+            rows[lid].add("cure.div_delta", div - within, detail)
+
+
+register(Family(
+    name=FAMILY,
+    title="CuRe: cultural gaps in the long tail",
+    description=("CuRe asks whether a model knows an artifact from its name alone. For each artifact it generates "
+                 "images from its name, then adding its category, its region, and both, and measures how much "
+                 "the images change: if naming the category or region changes little, the model already knew "
+                 "the artifact (the head of its distribution); if it changes a lot, the artifact lies in the long "
+                 "tail. Three kinds of scorer: image similarity to the category's generic images (PS) or to real "
+                 "photographs (GT), image-text alignment (ITA, also under four other text-image models to show "
+                 "how a scorer's training data can favour a generator), and diversity (LPIPS)."),
+    papers={"paper": "https://arxiv.org/abs/2506.08071", "code and data": "https://github.com/aniketrege/cure-bench"},
+    prompt_sets=(PromptSetSpec(PROMPT_SET, score_ladder, tuple(m.name for m in METRICS), shard_unit=category_id,
+                               units={"ladder": ladder_id}),),
+    metrics=METRICS,
+    options=CureOptions,
+))

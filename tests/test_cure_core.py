@@ -1,0 +1,113 @@
+"""CuRe's functional core on hand-computed values (notes 001-cure, section 8.3)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from cultureboard.evaluators.families.cure import core
+
+R = 1 / math.sqrt(2)
+
+
+def unit(*v):
+    v = np.asarray(v, dtype=float)
+    return v / np.linalg.norm(v)
+
+
+def test_set_similarity_by_hand():
+    x = np.array([[1.0, 0.0]])
+    # e_n = (1, 0), G = {(1, 1)/sqrt 2} -> 0.7071 under either reduction (one-element set)
+    for reduction in core.REDUCTIONS:
+        assert core.set_similarity(x, [unit(1, 1)], reduction)[0] == pytest.approx(R)
+    s = np.array([[1.0, 0.0], [0.0, 1.0]])
+    # mean of the cosines: (1 + 0) / 2; cosine with the mean direction (1, 1)/sqrt 2
+    assert core.set_similarity(x, s, "mean_pairwise")[0] == pytest.approx(0.5)
+    assert core.set_similarity(x, s, "centroid")[0] == pytest.approx(R)
+    # identical -> 1, orthogonal -> 0, opposite -> -1
+    assert core.set_similarity(x, x)[0] == pytest.approx(1.0)
+    assert core.set_similarity(x, [[0.0, 1.0]])[0] == pytest.approx(0.0)
+    assert core.set_similarity(x, [[-1.0, 0.0]])[0] == pytest.approx(-1.0)
+    # a set whose vectors cancel out has no direction
+    assert np.isnan(core.set_similarity(x, [[0.0, 1.0], [0.0, -1.0]], "centroid")[0])
+    with pytest.raises(ValueError):
+        core.set_similarity(x, s, "max")
+    with pytest.raises(ValueError):
+        core.set_similarity(x, np.zeros((0, 2)))
+
+
+def test_phi_set_is_the_mean_over_seeds_and_order_free():
+    x = np.array([[1.0, 0.0], [0.0, 1.0]])
+    g = np.array([unit(1, 1), [1.0, 0.0], [0.0, 1.0]])
+    # seed 1: (R + 1 + 0)/3, seed 2: (R + 0 + 1)/3 -> mean (2R + 2)/6
+    expected = (2 * R + 2) / 6
+    assert core.phi_set(x, g) == pytest.approx(expected)
+    assert core.phi_set(x[::-1], g[::-1]) == pytest.approx(expected)
+    assert core.phi_set(x, g) == pytest.approx(np.mean([core.phi_set(x[i:i + 1], g) for i in range(2)]))
+    # centroid: m = (R + 1, R + 1)/3, so each seed has cosine R with it
+    assert core.phi_set(x, g, "centroid") == pytest.approx(R)
+    with pytest.raises(ValueError):
+        core.phi_set(np.zeros((0, 2)), g)
+
+
+def test_ps_delta_signed():
+    c = np.array([[1.0, 0.0], [1.0, 0.0]])  # the category's images all point along e1
+    n = np.array([[0.0, 1.0]])  # I(n): orthogonal to I(c) -> phi_PS(n) = 0
+    # equal embeddings: exactly 0
+    assert core.ps_delta(n, n, c) == 0.0
+    # moving I(n,c) towards the category -> positive: phi(I(a)) = R, phi(I(n)) = 0
+    assert core.ps_delta([unit(1, 1)], n, c) == pytest.approx(R)
+    # and away from it -> negative, kept with its sign: phi = -R
+    assert core.ps_delta([unit(-1, 1)], n, c) == pytest.approx(-R)
+    # argument order matters: Delta(a) = phi(a) - phi(n)
+    assert core.ps_delta(n, [unit(1, 1)], c) == pytest.approx(-R)
+
+
+def test_phi_ita_by_hand():
+    x = np.array([[1.0, 0.0], [0.0, 1.0]])
+    t_n, t_a = unit(1, 0), unit(0, 1)
+    value, sim_n, sim_a = core.phi_ita(x, t_n, t_a)
+    # seed 1: (1 + 0)/2, seed 2: (0 + 1)/2
+    assert (value, sim_n, sim_a) == pytest.approx((0.5, 0.5, 0.5))
+    # the notes' toy: sim(I, P(n)) = 0.2 and sim(I, P(c,r)) = 0.1 -> 0.15
+    i = np.array([[1.0, 0.0, 0.0]])
+    t2 = np.array([0.2, math.sqrt(1 - 0.04), 0.0])
+    t1 = np.array([0.1, 0.0, math.sqrt(1 - 0.01)])
+    value, sim_n, sim_a = core.phi_ita(i, t2, t1)
+    assert (value, sim_n, sim_a) == pytest.approx((0.15, 0.2, 0.1))
+    # with P(a) = P(n) it is sim(I(n), P(n)); swapping the texts swaps the parts, not the value
+    assert core.phi_ita(i, t2, t2)[0] == pytest.approx(0.2)
+    assert core.phi_ita(i, t1, t2)[1:] == pytest.approx((0.1, 0.2))
+
+
+def test_phi_div_on_the_notes_toy():
+    # 1-D toy with d = |x - y|: styles n = {0, 0}, nc = {1, 1}, nr = {0, 0}, ncr = {1, 1}
+    points = [0, 0, 1, 1, 0, 0, 1, 1]
+    pairs = core.pairs(len(points))
+    assert len(pairs) == 28 and len(core.pairs(16)) == 120
+    d = {(i, j): abs(points[i] - points[j]) for i, j in pairs}
+    # 16 of the 28 pairs cross the two values at distance 1
+    assert core.phi_div(d, 8) == pytest.approx(16 / 28)
+    assert core.mean_pairwise_distance(d, [0, 1]) == 0.0  # LPIPS(n) = 0
+    assert core.div_delta(d, 8, [0, 1]) == pytest.approx(16 / 28)
+    # the within-set mean is over the given members only: {0, 2} -> one pair at 1
+    assert core.mean_pairwise_distance(d, [2, 0]) == 1.0
+    # all images identical -> 0; fewer than two images -> no value
+    same = {p: 0.0 for p in core.pairs(5)}
+    assert core.phi_div(same, 5) == 0.0
+    assert core.phi_div({}, 1) is None and core.div_delta(d, 8, [3]) is None
+
+
+def test_acceptance_and_table6_percentages():
+    # DALL-E 3 People: 268 of 50 * 4 * 4 = 800
+    assert core.acceptance(268, 800) == 0.335
+    assert core.acceptance_percent(268, 800) == "33.50%"
+    # 765 / 800 = 95.625 prints 95.63% (round() on the float gives 95.62)
+    assert core.acceptance_percent(765, 800) == "95.63%"
+    # SD 1.5: 3,808 of 50 * 4 * 20 = 4,000
+    assert core.acceptance_percent(3808, 4000) == "95.20%"
+    with pytest.raises(ValueError):
+        core.acceptance(5, 4)
+    with pytest.raises(ValueError):
+        core.acceptance(0, 0)

@@ -1,0 +1,296 @@
+"""The CuRe family end to end on a tiny cure-ladder: every value recomputed from the tiny scorers' own outputs
+(loaded through the real loader), flags for missing references and refusals, the reduction option, sharding."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from cultureboard.builder.dataset import prompt_config, write_dataset
+from cultureboard.builder.prompts_cure import build_ladder
+from cultureboard.builder.references import MISSING_SCHEMA, REFERENCE_SCHEMA
+from cultureboard.evaluators import evaluate, merge_shards
+from cultureboard.evaluators.engine.cache import Cache
+from cultureboard.evaluators.engine.context import Context
+from cultureboard.evaluators.engine.context import Image as CtxImage
+from cultureboard.evaluators.engine.registry import family_of, metric_cards
+from cultureboard.evaluators.engine.scorers import Scorers, load_scorer
+from cultureboard.evaluators.families import cure
+from cultureboard.evaluators.families.cure import CureOptions, ladder_id, score_ladder
+from cultureboard.evaluators.submission.format import submission_id, write_submission
+from PIL import Image
+
+from cultureboard.countries import load_countries
+from cultureboard.dataset_folder import local_revision, read_prompt_set
+from cultureboard.provenance import file_sha256
+
+SIDE = 64
+ARTIFACTS = [  # jiaozi has photographs, pierogi a recorded reason for none, the bridge is in neither config
+    {"qid": "cure:food-jiaozi", "name": "jiaozi", "country": "CN", "concept": "food", "category": "food",
+     "subcategory": "dumpling", "source": "cure", "era": None},
+    {"qid": "cure:food-pierogi", "name": "pierogi", "country": "PL", "concept": "food", "category": "food",
+     "subcategory": "dumpling", "source": "cure", "era": None},
+    {"qid": "cure:architecture-yangpu-bridge", "name": "Yangpu Bridge", "country": "CN", "concept": "architecture",
+     "category": "architecture", "subcategory": "bridge", "source": "cure", "era": "20th-century"},
+]
+JIAOZI, PIEROGI, BRIDGE = (f"cure-ladder/{a['qid']}/{a['country']}" for a in ARTIFACTS)
+
+
+def png(seed: int, side: int = SIDE, label: str = "") -> bytes:
+    """A PNG of 8 x 8 colour blocks seeded by ``seed``; ``label`` (a text chunk) changes the bytes, not the pixels."""
+    from PIL.PngImagePlugin import PngInfo
+
+    blocks = np.random.default_rng(seed).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    info = PngInfo()
+    info.add_text("label", label)
+    buf = io.BytesIO()
+    Image.fromarray(blocks).resize((side, side), Image.Resampling.NEAREST).save(buf, format="PNG", pnginfo=info)
+    return buf.getvalue()
+
+
+def write_references(dataset: Path) -> dict[str, list[bytes]]:
+    photos = {"cure:food-jiaozi": [png(1001), png(1002, side=48)]}
+    rows = [{"qid": qid, "image": {"bytes": data, "path": None}, "name": "jiaozi", "countries": ["CN"],
+             "concepts": ["food"], "rank": rank, "sha256": hashlib.sha256(data).hexdigest()}
+            for qid, items in photos.items() for rank, data in enumerate(items, 1)]
+    for name, table in (("references", pa.Table.from_pylist(rows, schema=REFERENCE_SCHEMA)),
+                        ("references-missing", pa.Table.from_pylist(
+                            [{"qid": "cure:food-pierogi", "name": "pierogi", "countries": ["PL"], "concepts": ["food"],
+                              "candidates": 3, "reason": "no freely licensed photograph"}], schema=MISSING_SCHEMA))):
+        (dataset / "data" / name).mkdir(parents=True)
+        pq.write_table(table, dataset / "data" / name / "test-00000-of-00001.parquet")
+    return photos
+
+
+def make_submission(parent: Path, dataset: Path, model: str, refuse=lambda prompt, k: False) -> Path:
+    """Every image of the set, 64 px blocks seeded by prompt and sample; the bridge's eight images have the same
+    pixels (distinct files); ``refuse(prompt, k)`` declares a refusal instead of an image."""
+    spec = {
+        "format_version": 1, "organization": "lab", "contact": "lab@example.org", "date": "2026-11-25",
+        "model": {"name": model, "id": f"lab/{model}", "revision": "0" * 40, "license": "mit", "weights": "open"},
+        "generation": {"pipeline": "StableDiffusionPipeline", "scheduler": "DDIMScheduler", "steps": 2,
+                       "guidance_scale": 7.5, "width": SIDE, "height": SIDE, "negative_prompt": True,
+                       "precision": "fp32"},
+        "seeds": {"scheme": "prompt-set"},
+        "prompt_set": {"name": "cure-ladder", "dataset": dataset.name, "revision": local_revision(dataset)},
+        "images": {"location": "images"},
+    }
+    out = parent / submission_id(spec)
+    lines = []
+    for p in read_prompt_set(dataset, "cure-ladder"):
+        for k in range(p["images_per_prompt"]):
+            if refuse(p, k):
+                lines.append({"prompt_id": p["prompt_id"], "sample_idx": k, "refused": True, "reason": "policy"})
+                continue
+            rel = f"images/{p['prompt_id']}/{k}.png"
+            seed = 7 if ladder_id(p) == BRIDGE else int(hashlib.sha256(f"{p['prompt_id']}/{k}".encode()).hexdigest()[:8], 16)
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / rel).write_bytes(png(seed, label=rel))
+            lines.append({"file_name": rel, "prompt_id": p["prompt_id"], "sample_idx": k, "seed": p["seeds"][k],
+                          "sha256": file_sha256(out / rel)})
+    write_submission(out, spec, lines)
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_scorers):
+    root = tmp_path_factory.mktemp("cure")
+    ladder = build_ladder(ARTIFACTS, load_countries(), images_per_prompt=2, category_images=3)
+    dataset = write_dataset(root / "dataset", [prompt_config(ladder)], {})
+    photos = write_references(dataset)
+    submission = make_submission(root / "submissions", dataset, "complete")
+    results = evaluate(submission, dataset, root / "results", scorers=tiny_scorers, device="cpu",
+                       cache=root / "cache", n_boot=100)
+    scores = pq.read_table(results / "scores.parquet").to_pandas()
+    summary = json.loads((results / "summary.json").read_text())
+    return {"root": root, "dataset": dataset, "submission": submission, "results": results, "scores": scores,
+            "summary": summary, "scorers": tiny_scorers, "photos": photos}
+
+
+def value(scores: pd.DataFrame, metric: str, unit: str):
+    row = scores[(scores["metric"] == metric) & (scores["unit_id"] == unit)]
+    assert len(row) == 1, f"{metric} {unit}: {len(row)} rows"
+    return row.iloc[0]
+
+
+def images_of(world, unit: str | None, level: str, category: str | None = None) -> list[Image.Image]:
+    """The images of one prompt: level ``level`` of ladder ``unit``, or (level "c") the P(c) of ``category``."""
+    rows = [p for p in read_prompt_set(world["dataset"], "cure-ladder") if p["level"] == level and
+            (p["subcategory"] == category if level == "c" else ladder_id(p) == unit)]
+    [p] = rows
+    return [Image.open(world["submission"] / f"images/{p['prompt_id']}/{k}.png") for k in range(p["images_per_prompt"])]
+
+
+def test_family_is_registered_with_the_contract_names():
+    family, spec = family_of("cure-ladder")
+    cards = metric_cards()
+    assert family.primary("cure-ladder") == "cure.ita.cr"
+    for name in ("cure.ps", "cure.ps_delta.c", "cure.ps_delta.cr", "cure.gt", "cure.ita.c", "cure.ita.r",
+                 "cure.ita.cr", "cure.div", "cure.div_delta", "cure.acceptance", "cure.ps.dinov2", "cure.gt.aimv2",
+                 "cure.ita.cr.laion2b", "cure.ita.cr.wit", "cure.ita.cr.dfn5b", "cure.ita.cr.datacomp"):
+        assert name in spec.metrics and cards[name].unit == "ladder", name
+    assert cards["cure.ps_delta.c"].direction == "lower" and cards["cure.ps"].direction == "higher"
+    assert cards["cure.ps.dinov2"].scorers == ("dinov2-large",) and cards["cure.ps"].scorers == ("siglip2-so400m",)
+    assert cards["cure.ita.cr.wit"].scorers == ("openclip-l14-openai",)
+    assert cards["cure.div"].scorers == ("lpips-alex",)
+    assert spec.shard_unit({"category": "food", "subcategory": "dumpling"}) == "food/dumpling"
+
+
+def test_similarity_metrics_recomputed_from_the_encoders(world):
+    scores = world["scores"]
+    for suffix, name in cure.IMAGE_ENCODERS.items():
+        scorer = load_scorer(name, config=world["scorers"], device="cpu")
+        c = scorer.embed_images(images_of(world, None, "c", category="dumpling"))
+        x = {lvl: scorer.embed_images(images_of(world, JIAOZI, lvl)) for lvl in ("n", "n,c", "n,c,r")}
+        # mean over seeds of the mean cosine with the category images, computed here without the core
+        phi = {lvl: float(np.mean(v @ c.T)) for lvl, v in x.items()}
+        assert value(scores, f"cure.ps{suffix}", JIAOZI)["value"] == pytest.approx(phi["n"], abs=1e-5)
+        assert value(scores, f"cure.ps_delta.c{suffix}", JIAOZI)["value"] == pytest.approx(phi["n,c"] - phi["n"], abs=1e-5)
+        assert value(scores, f"cure.ps_delta.cr{suffix}", JIAOZI)["value"] == pytest.approx(phi["n,c,r"] - phi["n"], abs=1e-5)
+        g = scorer.embed_images([Image.open(io.BytesIO(b)) for b in world["photos"]["cure:food-jiaozi"]])
+        row = value(scores, f"cure.gt{suffix}", JIAOZI)
+        assert row["value"] == pytest.approx(float(np.mean(x["n"] @ g.T)), abs=1e-5)
+        assert json.loads(row["detail"])["references"] == 2
+
+
+def test_missing_references_are_counted_never_scored(world):
+    scores, summary = world["scores"], world["summary"]
+    pierogi, bridge = value(scores, "cure.gt", PIEROGI), value(scores, "cure.gt", BRIDGE)
+    assert pd.isna(pierogi["value"]) and pierogi["flag"] == "no reference photographs: no freely licensed photograph"
+    assert pd.isna(bridge["value"]) and bridge["flag"] == "no reference photographs: not in the references config"
+    [overall] = [e for e in summary["metrics"] if e["metric"] == "cure.gt" and e["slice_type"] == "overall"]
+    assert overall["n_flagged"] == 2 and overall["n_prompts"] == 1 and overall["coverage"] == pytest.approx(1 / 3)
+    assert overall["value"] == pytest.approx(value(scores, "cure.gt", JIAOZI)["value"])
+    assert summary["provenance"]["dataset"]["references_revision"].startswith("sha256:")
+
+
+def test_alignment_uses_table14_texts_and_every_backbone(world):
+    scores = world["scores"]
+    texts = {"n": "An image of jiaozi.", "c": "An image of a dumpling.", "r": "An image from China.",
+             "c,r": "An image of a dumpling from China."}
+    jobs = [("cure.ita.c", "c", "siglip2-so400m"), ("cure.ita.r", "r", "siglip2-so400m"),
+            ("cure.ita.cr", "c,r", "siglip2-so400m")]
+    jobs += [(f"cure.ita.cr{suffix}", "c,r", name) for suffix, (name, _) in cure.ENTANGLEMENT.items()]
+    for metric, variant, name in jobs:
+        scorer = load_scorer(name, config=world["scorers"], device="cpu")
+        x = scorer.embed_images(images_of(world, JIAOZI, "n"))
+        t_n, t_a = scorer.embed_texts([texts["n"], texts[variant]])
+        row = value(scores, metric, JIAOZI)
+        assert row["value"] == pytest.approx(float(np.mean((x @ t_n + x @ t_a) / 2)), abs=1e-5), metric
+        assert json.loads(row["detail"])["text"] == texts[variant]
+    notes = world["summary"]["provenance"]["notes"]
+    assert notes["cure.ita.cr"]["texts"] == ["An image of {n}.", "An image of {c} from {r}."]
+    assert notes["cure.ita.cr.laion2b"]["training_data"] == "LAION-2B"
+
+
+def test_diversity_recomputed_with_lpips_and_zero_for_identical_images(world):
+    scores = world["scores"]
+    lpips = load_scorer("lpips-alex", config=world["scorers"], device="cpu")
+    pooled = [im for lvl in ("n", "n,c", "n,r", "n,c,r") for im in images_of(world, JIAOZI, lvl)]
+    pixels = [lpips.image_transform(im.convert("RGB")) for im in pooled]
+    import torch
+
+    pairs = list(itertools.combinations(range(len(pooled)), 2))
+    d = lpips.compare(torch.stack([pixels[i] for i, _ in pairs]), torch.stack([pixels[j] for _, j in pairs]))
+    assert len(pairs) == 28
+    within = float(np.mean([dist for (i, j), dist in zip(pairs, d) if i < 2 and j < 2]))
+    div = value(scores, "cure.div", JIAOZI)
+    assert div["value"] == pytest.approx(float(np.mean(d)), abs=1e-6) and div["value"] > 0
+    assert value(scores, "cure.div_delta", JIAOZI)["value"] == pytest.approx(float(np.mean(d)) - within, abs=1e-6)
+    assert json.loads(div["detail"])["pairs"] == 28
+    # the bridge's eight images are one image: no diversity at all
+    assert value(scores, "cure.div", BRIDGE)["value"] == 0.0
+    assert value(scores, "cure.div_delta", BRIDGE)["value"] == 0.0
+
+
+def test_acceptance_and_slices(world):
+    scores, summary = world["scores"], world["summary"]
+    row = value(scores, "cure.acceptance", JIAOZI)
+    assert row["value"] == 1.0 and json.loads(row["detail"]) == {"images": 8, "accepted": 8, "expected": 8, "refused": 0}
+    assert (row["country"], row["category"], row["subcategory"]) == ("CN", "food", "dumpling")
+    assert pd.isna(row["level"])  # the ladder spans four levels
+    entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
+    assert entries[("cure.ps", "category", "food")]["n_prompts"] == 2
+    assert entries[("cure.ps", "country", "CN")]["n_prompts"] == 2
+    assert entries[("cure.ps", "region_group", "GS")]["coverage"] == 1.0
+
+
+def test_centroid_reduction_is_recorded_and_used(world):
+    out = evaluate(world["submission"], world["dataset"], world["root"] / "results-centroid", scorers=world["scorers"],
+                   device="cpu", cache=world["root"] / "cache", n_boot=100, option_overrides=["reduction=centroid"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["provenance"]["options"] == {"reduction": "centroid"}
+    assert world["summary"]["provenance"]["options"] == {"reduction": "mean_pairwise"}
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    scorer = load_scorer("siglip2-so400m", config=world["scorers"], device="cpu")
+    c = scorer.embed_images(images_of(world, None, "c", category="dumpling"))
+    x = scorer.embed_images(images_of(world, JIAOZI, "n"))
+    m = c.mean(axis=0)
+    assert value(scores, "cure.ps", JIAOZI)["value"] == pytest.approx(float(np.mean(x @ (m / np.linalg.norm(m)))), abs=1e-5)
+    # the image-text and diversity metrics do not depend on it
+    for metric in ("cure.ita.cr", "cure.div"):
+        assert value(scores, metric, JIAOZI)["value"] == pytest.approx(value(world["scores"], metric, JIAOZI)["value"])
+
+
+def test_shards_merge_to_the_unsharded_result(world):
+    out = world["root"] / "results-sharded"
+    for i in range(2):
+        evaluate(world["submission"], world["dataset"], out, scorers=world["scorers"], device="cpu",
+                 cache=world["root"] / "cache", n_boot=100, shard=(i, 2))
+    merged = merge_shards(out, world["submission"].name, world["dataset"])
+    assert pq.read_table(merged / "scores.parquet").equals(pq.read_table(world["results"] / "scores.parquet"))
+
+
+def _context(world, drop=lambda prompt, k: False) -> Context:
+    """The context evaluate builds, with the images ``drop`` selects declared refused instead."""
+    prompts = {p["prompt_id"]: p for p in read_prompt_set(world["dataset"], "cure-ladder")}
+    images, refused = [], []
+    for line in (json.loads(t) for t in (world["submission"] / "metadata.jsonl").read_text().splitlines()):
+        prompt = prompts[line["prompt_id"]]
+        if drop(prompt, line["sample_idx"]):
+            refused.append({"prompt_id": line["prompt_id"], "sample_idx": line["sample_idx"], "reason": "policy",
+                            "prompt": prompt})
+        else:
+            images.append(CtxImage(line["file_name"], world["submission"] / line["file_name"], line["sha256"],
+                                   line["prompt_id"], line["sample_idx"], prompt))
+    pool = Scorers(world["scorers"], "cpu", "float32")
+    return Context(images, prompts, world["dataset"], Cache(world["root"] / "cache"), pool, CureOptions(), 0, refused)
+
+
+def test_a_refused_ladder_changes_acceptance_not_the_other_ladders(world):
+    full = pd.DataFrame(score_ladder(_context(world)))
+    part = pd.DataFrame(score_ladder(_context(world, lambda p, k: ladder_id(p) == PIEROGI or
+                                             (ladder_id(p) == JIAOZI and p["level"] == "n,r" and k == 0))))
+    pierogi = part[part["unit_id"] == PIEROGI].set_index("metric")
+    assert pierogi.loc["cure.acceptance", "value"] == 0.0
+    assert json.loads(pierogi.loc["cure.acceptance", "detail"])["refused"] == 8
+    others = pierogi.drop(index="cure.acceptance")
+    assert others["value"].isna().all()
+    assert set(others["flag"]) == {"refused: every image of P(n) was refused",
+                                   "fewer than 2 images in the ladder (0 accepted)",
+                                   "fewer than 2 images of P(n) (0 accepted)"}
+    # one refused image of jiaozi's P(n,r): acceptance 7/8, and only the metrics that read P(n,r) change
+    jiaozi = part[part["unit_id"] == JIAOZI].set_index("metric")["value"]
+    before = full[full["unit_id"] == JIAOZI].set_index("metric")["value"]
+    assert jiaozi["cure.acceptance"] == 7 / 8
+    changed = {m for m in before.index if not np.isclose(before[m], jiaozi[m])}
+    assert changed == {"cure.acceptance", "cure.div", "cure.div_delta"}
+    # the bridge's ladder (another category) is untouched, and so is the category image set of the dumplings
+    pd.testing.assert_frame_equal(part[part["unit_id"] == BRIDGE].reset_index(drop=True),
+                                  full[full["unit_id"] == BRIDGE].reset_index(drop=True))
+
+
+def test_refused_category_images_flag_the_similarity_to_the_category(world):
+    rows = pd.DataFrame(score_ladder(_context(world, lambda p, k: p["level"] == "c" and p["subcategory"] == "bridge")))
+    bridge = rows[rows["unit_id"] == BRIDGE].set_index("metric")
+    assert bridge.loc["cure.ps", "flag"] == "refused: every image of the category prompt P(c) (architecture/bridge) was refused"
+    assert pd.isna(bridge.loc["cure.ps.dinov2", "value"])
+    assert pd.isna(bridge.loc["cure.ita.cr", "flag"]) and bridge.loc["cure.acceptance", "value"] == 1.0
