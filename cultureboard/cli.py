@@ -301,10 +301,19 @@ def ratings() -> None:
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for ratings, consensus and tables.")
 @click.option("--scores", type=click.Path(dir_okay=False), help="An evaluator scores.parquet: adds the validity report.")
 @click.option("--submissions", type=click.Path(file_okay=False), help="Submissions folder, when ratings name images by file or sha256.")
-def ratings_import(file, dataset, prompt_set, out, scores, submissions):
+@click.option("--study", type=click.Choice(["cube", "cure"]), default="cube", show_default=True,
+              help="The study whose layout FILE is in (cure: per artifact and rater, see evaluators/results/studies/cure.py).")
+@click.option("--results", type=click.Path(file_okay=False), help="cure: a results folder holding the rated submissions: adds the Spearman tables (CuRe Tables 1-3, 15).")
+def ratings_import(file, dataset, prompt_set, out, scores, submissions, study, results):
     """Import ratings: consensus, CUBE Tables 3/10/11/12, and correlations with automatic scores."""
     from cultureboard.evaluators.results.ratings import import_ratings
 
+    if study == "cure":
+        from cultureboard.evaluators.results.studies.cure import import_cure_ratings
+
+        done = import_cure_ratings(file, dataset, out, results=results, prompt_set=prompt_set)
+        click.echo(f"{done['rows']} ratings of {done['artifacts']} artifacts by {done['raters']} raters written to {done['out']}")
+        return
     result = import_ratings(file, dataset, prompt_set, out, scores=scores, submissions=submissions)
     click.echo(f"{result['ratings']} ratings of {result['items']} images by {result['raters']} raters written to {result['out']}")
 

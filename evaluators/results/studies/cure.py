@@ -1,0 +1,266 @@
+"""CuRe's user study (Rege et al. 2025, section 3 and appendix D): per artifact and rater, three 1-5 Likert
+judgements, imported into the common ratings format, and the Spearman correlation of every CuRe scorer with each
+of them, in the form of CuRe Tables 1-3 (and 15), with bootstrap CIs.
+
+A ratings file (CSV with a header, or JSONL) has one row per rater, artifact (and rated submission):
+
+==============  ========  ===========================================================================
+column          required  meaning
+==============  ========  ===========================================================================
+rater           yes       the rater's id
+artifact        yes       the artifact: its id in the prompt set (``artifact_id``) or its exact name
+cure            one of    phi*_CuRe, Q3a: "How likely can the item in this image be found in your country?"
+gt              one of    phi*_GT, Q3b: "How likely is this an image of {n}?"
+ps              one of    phi*_PS, Q1a: how similar the image of P(n) is to the real photographs
+rater_country   no        the rater's country (ISO 3166-1 alpha-2); CuRe's raters share the artifact's
+submission      no        the cultureboard submission id whose images were rated (needed for correlations
+                          when a file rates several submissions)
+model           no        the generator's name
+comment         no        the rater's free text (kept on the ``cure`` row)
+==============  ========  ===========================================================================
+
+Each answer is an integer 1-5 (empty: not asked). In the common format an item is the artifact's ladder
+(``item_id`` = the ladder the CuRe family scores, ``prompt_id`` = its P(n) prompt, whose image CuRe's raters
+judged) with the artifact's ``country`` and ``category``; questions ``cure``, ``gt``, ``ps`` on ``likert:1..5``.
+The notes leave open how raters reduce to a gold score (ambiguity 7): here phi*(a) is the mean over the
+artifact's raters, per submission, as ``trust.human_means`` computes it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from cultureboard.atomic import atomic_dir, check_replaceable
+from cultureboard.countries import load_countries
+from cultureboard.dataset_folder import local_revision, read_prompt_set
+from cultureboard.errors import CultureboardError
+from cultureboard.provenance import code_provenance, file_sha256
+
+from ..agreement import agreement
+from ..ratings_format import to_table
+from ..stats import spearman_ci
+from ..trust import human_means
+from . import import_study, register_study
+
+STUDY = "cure"
+SCALE = "likert:1..5"
+#: question -> the gold score it is in CuRe's tables
+QUESTIONS = {"cure": "phi*_CuRe", "gt": "phi*_GT", "ps": "phi*_PS"}
+COLUMNS = ("rater", "artifact", *QUESTIONS, "rater_country", "submission", "model", "comment")
+
+
+@register_study(
+    STUDY, title="CuRe user study (Rege et al. 2025, section 3, appendix D)", url="https://arxiv.org/abs/2506.08071",
+    licence=None,
+    note="CuRe has not released its ratings (user_study/ is 'Coming Soon' in aniketrege/cure-bench): a file in "
+         "this layout is its collector's data, published under the collector's licence.",
+)
+def import_cure(path: str | Path, prompts: list[dict] | None = None) -> list[dict]:
+    """Rows of the common format from a CuRe-layout file (module docstring); ``prompts``: the cure-ladder rows,
+    which name the artifacts. Every problem is reported at once, one line each; nothing is imported then."""
+    from ...families.cure import ladder_id
+
+    path = Path(path)
+    if not prompts:
+        raise CultureboardError(path, "cannot be imported without the rated prompt set",
+                                "pass the cure-ladder prompt rows (--dataset and --prompt-set)")
+    by_key: dict[str, list[dict]] = {}
+    for p in prompts:
+        if p.get("level") == "n":
+            for key in {p["artifact_id"], p["artifact_name"].casefold()}:
+                by_key.setdefault(key, []).append(p)
+    countries = load_countries()
+    rows, problems, seen = [], [], {}
+    for line, raw in _records(path, problems):
+        def bad(column, value, problem, fix, line=line):
+            problems.append(f"{path}:{line}: {column} {value!r}: {problem} (fix: {fix})")
+
+        before = len(problems)
+        text = {k: (str(raw[k]).strip() or None) if raw.get(k) is not None else None for k in COLUMNS}
+        if text["rater"] is None:
+            bad("rater", raw.get("rater"), "is missing", "give every row the rater's id")
+        matches = by_key.get(text["artifact"] or "") or by_key.get((text["artifact"] or "").casefold(), [])
+        if len(matches) != 1:
+            bad("artifact", raw.get("artifact"), "is not an artifact of the prompt set" if not matches else
+                f"names {len(matches)} artifacts", "give the artifact's artifact_id from the cure-ladder prompt set")
+        country = None
+        if text["rater_country"] is not None:
+            found = countries.lookup(text["rater_country"])
+            country = found and found.iso2
+            if country is None:
+                bad("rater_country", raw.get("rater_country"), "is not in the country table",
+                    "give the rater's ISO 3166-1 alpha-2 code, e.g. GH")
+        answers = {}
+        for question in QUESTIONS:
+            value = raw.get(question)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                continue
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                number = float("nan")
+            if not (number.is_integer() and 1 <= number <= 5) or isinstance(value, bool):
+                bad(question, value, "is not an integer from 1 to 5", "rate 1 to 5, or leave the cell empty")
+            answers[question] = number
+        if not answers:
+            bad("cure", None, "the row has no answer (cure, gt and ps are all empty)", "give at least one answer")
+        if len(problems) > before:
+            continue
+        [prompt] = matches
+        key = (text["rater"], text["submission"], text["model"], prompt["artifact_id"])
+        if key in seen:
+            bad("rater", text["rater"], f"rated this artifact twice (first at line {seen[key]})",
+                "keep one row per rater and artifact")
+            continue
+        seen[key] = line
+        base = {"study": STUDY, "rater": text["rater"], "rater_country": country, "submission": text["submission"],
+                "model": text["model"], "prompt_id": prompt["prompt_id"], "item_id": ladder_id(prompt),
+                "country": prompt.get("country"), "category": prompt.get("category"), "scale": SCALE}
+        rows += [{**base, "question": q, "value": v, "comment": text["comment"] if q == "cure" else None}
+                 for q, v in answers.items()]
+    if not problems and not rows:
+        problems.append(f"{path}: has no ratings (fix: add one row per rater and artifact)")
+    if problems:
+        raise CultureboardError(path, f"{len(problems)} problem(s) in the ratings:\n  " + "\n  ".join(problems),
+                                "correct every row listed above; nothing was imported")
+    return rows
+
+
+def _records(path: Path, problems: list[str]) -> list[tuple[int, dict]]:
+    """(line, raw row) of a CSV (header row) or JSONL file; layout problems are appended to ``problems``."""
+    if not path.is_file():
+        raise CultureboardError(path, "does not exist", "pass the path of a .csv or .jsonl ratings file")
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl"):
+        raise CultureboardError(path, f"has the extension {suffix!r}", "save the ratings as .csv or .jsonl")
+    records = []
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        if suffix == ".csv":
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            missing = [c for c in ("rater", "artifact") if c not in header]
+            unknown = [c for c in header if c not in COLUMNS]
+            if missing or unknown:
+                raise CultureboardError(path, f"header: missing columns {missing}, unknown columns {unknown}",
+                                        f"the columns are {', '.join(COLUMNS)}")
+            for raw in reader:
+                if None in raw:
+                    problems.append(f"{path}:{reader.line_num}: has more cells than the header (fix: quote cells "
+                                    "that contain commas)")
+                else:
+                    records.append((reader.line_num, {k: (v if v != "" else None) for k, v in raw.items()}))
+            return records
+        for line, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                raw = json.loads(text)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: write one JSON object per line)")
+                continue
+            unknown = [c for c in raw if c not in COLUMNS] if isinstance(raw, dict) else None
+            if unknown is None or unknown:
+                problems.append(f"{path}:{line}: " + ("is not a JSON object (fix: write one JSON object per line)"
+                                if unknown is None else f"unknown keys {unknown} (fix: use only {', '.join(COLUMNS)})"))
+                continue
+            records.append((line, raw))
+    return records
+
+
+# ------------------------------------------------------------------------------------------- correlations
+
+def table_of(metric: str) -> tuple[str, str] | None:
+    """(CuRe table, scorer) in whose form ``metric``'s correlations are shown; None for cure.acceptance."""
+    from ...families.cure.encoders import ENTANGLEMENT, IMAGE_ENCODERS
+
+    titles = {"": "SigLIP 2", ".dinov2": "DINOv2", ".aimv2": "AIMV2"}
+    for base in ("cure.ps_delta.cr", "cure.ps_delta.c", "cure.gt", "cure.ps"):
+        for suffix in IMAGE_ENCODERS:
+            if metric == base + suffix:
+                return "Table 1", titles[suffix]
+    if metric in ("cure.ita.c", "cure.ita.r", "cure.ita.cr"):
+        return "Table 2", "SigLIP 2"
+    for suffix, (_, data) in ENTANGLEMENT.items():
+        if metric == "cure.ita.cr" + suffix:
+            return "Table 15", f"OpenCLIP {data}"
+    if metric in ("cure.div", "cure.div_delta"):
+        return "Table 3", "LPIPS AlexNet"
+    return None
+
+
+def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """Spearman's rho (with a percentile bootstrap CI over artifacts, ``stats.spearman_ci``) of every CuRe metric
+    of each rated submission's ``results/<submission>/scores.parquet`` with each gold score: phi*(a) = the mean of
+    the artifact's raters (per submission). One row per table, scorer, metric, submission and gold: ``n`` (artifacts
+    with both values; flagged rows, e.g. no reference photographs, are left out), ``rho``, ``low``, ``high`` (null
+    with fewer than 3 artifacts or a constant side). rho keeps its sign (CuRe prints the divergences' negative rho).
+    """
+    results = Path(results)
+    folders = {p.name: p for p in results.iterdir() if (p / "scores.parquet").is_file()} if results.is_dir() else {}
+    rated = sorted(rows["submission"].dropna().unique())
+    if rows["submission"].isna().any():
+        if len(folders) != 1 or rated:
+            raise CultureboardError("ratings", "name no submission, and the results hold "
+                                    f"{len(folders)} submissions", "give every rating its submission id")
+        rows = rows.assign(submission=next(iter(folders)))
+        rated = list(folders)
+    absent = [s for s in rated if s not in folders]
+    if absent:
+        raise CultureboardError(results, f"has no scores of the rated submissions {absent}",
+                                "evaluate them into this results folder first")
+    out = []
+    for question, gold in QUESTIONS.items():
+        if not (rows["question"] == question).any():
+            continue
+        humans = human_means(rows, question)
+        for sid in rated:
+            scores = pq.read_table(folders[sid] / "scores.parquet").to_pandas()
+            summary = json.loads((folders[sid] / "summary.json").read_text(encoding="utf-8"))
+            model = summary["provenance"]["submission"].get("model")
+            scores = scores[scores["flag"].isna() & scores["value"].notna()]
+            mine = humans[humans["submission"] == sid][["item_id", "human"]]
+            for metric, part in scores.groupby("metric", sort=True):
+                where = table_of(metric)
+                if where is None:
+                    continue
+                joined = mine.merge(part[["unit_id", "value"]], left_on="item_id", right_on="unit_id")
+                rho = low = high = None
+                if len(joined) >= 3:
+                    ci = spearman_ci(joined["value"].to_numpy(float), joined["human"].to_numpy(float),
+                                     n_boot=n_boot, seed=seed)
+                    rho, low, high = (None if np.isnan(v) else v for v in (ci.value, ci.low, ci.high))
+                out.append({"table": where[0], "scorer": where[1], "metric": metric, "submission": sid,
+                            "model": model, "gold": gold, "question": question, "n": len(joined), "rho": rho,
+                            "low": low, "high": high})
+    return sorted(out, key=lambda r: (r["table"], r["scorer"], r["metric"], r["submission"], r["question"]))
+
+
+def import_cure_ratings(path: str | Path, dataset: str | Path, out: str | Path, results: str | Path | None = None,
+                        prompt_set: str = "cure-ladder", n_boot: int = 1000, seed: int = 0) -> dict:
+    """Import a CuRe-layout ratings file against ``prompt_set`` of ``dataset`` and write, atomically, to ``out``:
+    ``ratings.parquet`` (common format), ``agreement.json`` (Krippendorff's alpha and Fleiss' kappa per question
+    and slice) and, with ``results`` (a results folder holding the rated submissions), ``correlations.json``
+    (:func:`correlations`); the JSON files carry a provenance block. Returns a summary of what was written."""
+    path, out = Path(path), Path(out)
+    check_replaceable(out, kind="ratings")  # before the work
+    rows = import_study(STUDY, path, prompts=read_prompt_set(dataset, prompt_set))
+    provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
+                  "dataset_revision": local_revision(dataset), "settings": {"n_boot": n_boot, "seed": seed},
+                  **code_provenance(("numpy", "pandas", "scipy"))}
+    reports = {"agreement.json": {"agreement": agreement(rows), "provenance": provenance}}
+    if results is not None:
+        reports["correlations.json"] = {"correlations": correlations(rows, results, n_boot, seed),
+                                        "provenance": provenance}
+    with atomic_dir(out, kind="ratings") as tmp:
+        pq.write_table(to_table(rows), tmp / "ratings.parquet")
+        for name, report in reports.items():
+            (tmp / name).write_text(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                                    encoding="utf-8")
+    return {"out": str(out), "rows": len(rows), "raters": int(rows["rater"].nunique()),
+            "artifacts": int(rows["item_id"].nunique()), "files": sorted(["ratings.parquet", *reports])}
