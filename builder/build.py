@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -46,6 +47,7 @@ DEFAULTS = {
     "seed": 0,
     "prompt_sets": None,  # None: every registered family
     "descriptor_proposers": None,  # cultivate descriptors: proposer LLM specs (None: the --llm backend)
+    "cure_images": None,  # cure-ladder: [images per artifact prompt, per category prompt] (None: 4, 80)
 }
 
 DECISION_SCHEMA = pa.schema(
@@ -87,6 +89,12 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
     options["seed"] = artifact_space.option_int(options["seed"], "seed", 0, from_config.get("seed"))
     options["max_malformed"] = artifact_space.option_fraction(options["max_malformed"], "max_malformed",
                                                               from_config.get("max_malformed"))
+    if options["cure_images"] is not None:
+        sizes, source = options["cure_images"], from_config.get("cure_images")
+        if not isinstance(sizes, (list, tuple)) or len(sizes) != 2:
+            raise artifact_space.option_error("cure_images", sizes, source, "is not two numbers",
+                                              "give [images per artifact prompt, images per category prompt]")
+        options["cure_images"] = [artifact_space.option_int(v, "cure_images", 1, source) for v in sizes]
     if not options["dump"] and not options["sparql"]:
         options["dump"] = str(sample_dump_path())
     return options
@@ -98,6 +106,10 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     o = resolve_options(config, overrides)
     countries = load_countries()
     families = registry()
+    if o["cure_images"] is not None:  # smaller ladders (the demo's): images per artifact prompt, per category prompt
+        per_prompt, per_category = o["cure_images"]
+        families["cure-ladder"] = partial(families["cure-ladder"], images_per_prompt=per_prompt,
+                                          category_images=per_category)
     chosen_sets = o["prompt_sets"] or list(families)
     unknown = [n for n in chosen_sets if n not in families]
     if unknown:

@@ -294,3 +294,16 @@ def test_refused_category_images_flag_the_similarity_to_the_category(world):
     assert bridge.loc["cure.ps", "flag"] == "refused: every image of the category prompt P(c) (architecture/bridge) was refused"
     assert pd.isna(bridge.loc["cure.ps.dinov2", "value"])
     assert pd.isna(bridge.loc["cure.ita.cr", "flag"]) and bridge.loc["cure.acceptance", "value"] == 1.0
+
+
+def test_build_option_sizes_the_ladder(tmp_path):
+    from cultureboard.builder import build
+    from cultureboard.errors import CultureboardError
+
+    build(tmp_path / "ds", countries=["NG"], prompt_sets=["cure-ladder"], cure_images=[1, 2])
+    rows = read_prompt_set(tmp_path / "ds", "cure-ladder")
+    assert {r["images_per_prompt"] for r in rows if r["level"] != "c"} == {1}
+    assert {r["images_per_prompt"] for r in rows if r["level"] == "c"} == {2}
+    for bad in ([2], [0, 4], "2,4"):
+        with pytest.raises(CultureboardError, match="cure"):
+            build(tmp_path / "bad", countries=["NG"], prompt_sets=["cure-ladder"], cure_images=bad)
