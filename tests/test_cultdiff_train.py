@@ -158,3 +158,29 @@ def test_the_cli_trains_and_reports(toy, tmp_path, capsys):
     assert main([*args, "--held-out", "2"]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: --held-out: 2.0 is not in [0, 1)") and len(error.strip().splitlines()) == 1
+
+
+def test_the_model_folder_loads_by_hub_id(toy, tmp_path, monkeypatch):
+    """A trained folder uploaded as a Hub model repo loads as `model: ORG/REPO` (here from the local Hub cache, offline)."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    commit = "c" * 40
+    repo = tmp_path / "hub" / "models--lab--cultdiff-s"
+    shutil.copytree(toy["model"], repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    scorer = load_scorer("cultdiff.learned", device="cpu",
+                         config={"cultdiff.learned": {"backend": "cultdiff-s", "model": "lab/cultdiff-s"}})
+    assert (scorer.model_id, scorer.revision) == ("lab/cultdiff-s", commit)
+    local = load_scorer("cultdiff.learned", device="cpu",
+                        config={"cultdiff.learned": {"backend": "cultdiff-s", "path": str(toy["model"])}})
+    image = local.image_transform(Image.open(toy["items"][0][0]).convert("RGB"))[None]
+    assert scorer.compare(image, image * 0.5) == pytest.approx(local.compare(image, image * 0.5), abs=1e-6)
+    with pytest.raises(CultureboardError, match="no CultDiff-S model is configured"):
+        load_scorer("cultdiff.learned", device="cpu", config={"cultdiff.learned": {"backend": "cultdiff-s"}})
+    with pytest.raises(CultureboardError, match="not a CultDiff-S model folder"):
+        load_scorer("cultdiff.learned", device="cpu",
+                    config={"cultdiff.learned": {"backend": "cultdiff-s", "path": str(toy["init"])}})
