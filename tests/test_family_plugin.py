@@ -59,7 +59,7 @@ TOY = Family(
     name="toy", title="Toy", description="A family that exists only in the tests.", papers={},
     prompt_sets=(PromptSetSpec("toy-set", score_toy, ("toy.yes", "toy.cosine", "toy.lpips"),
                                shard_unit=lambda p: p["prompt_id"], units={"pair": lambda p: p["prompt_id"]},
-                               slice_fields=("template",)),),
+                               slice_fields=("template",), cross_slices=(("country", "template"),)),),
     metrics=(card("toy.yes", primary=True), card("toy.cosine", scorers=("dinov2-base",)),
              card("toy.lpips", unit="pair", direction="lower", scorers=("lpips-alex",))),
     options=ToyOptions,
@@ -109,6 +109,8 @@ def test_values_are_the_scorers_own(world, tmp_path):
     assert entries[("toy.lpips", "overall", "all")]["n_prompts"] == 6 and entries[("toy.lpips", "overall", "all")][
         "n_images"] == 12
     assert ("toy.yes", "template", "t1") in entries and ("toy.yes", "country", "NG") in entries
+    cross = entries[("toy.lpips", "country_x_template", "IT x t0")]  # prompts 0, 2 and 4
+    assert cross["n_prompts"] == 3 and cross["coverage"] == 1.0 and ("toy.lpips", "country_x_template", "IT x t1") not in entries
     prov = summary["provenance"]
     assert prov["family"] == "toy" and prov["options"] == {"question": "Is this a photograph?", "shift": 0.0}
     assert {s["kind"] for s in prov["scorers"]} == {"embedding", "pairwise", "judge"}
@@ -165,3 +167,31 @@ def test_names_are_never_shared():
                          (MetricCard("toy3.a", "toy3", "a", "f", "higher", "r", (), SOURCE, 1),), ToyOptions)
     with pytest.raises(ValueError, match="exactly one primary metric"):
         register(no_headline)
+
+
+def test_units_spanning_several_slices_count_in_each():
+    """A unit whose prompts take several values of a field (a chain over edit steps) counts in each slice."""
+    import pandas as pd
+
+    from cultureboard.evaluators.results.aggregate import summarize, unit_values
+
+    assert unit_values([{"country": "IT", "step": "0"}, {"country": "IT", "step": "1"}, {"country": "IT",
+                                                                                        "step": None}]) == {
+        "country": "IT", "step": ("0", "1")}
+    rows = pd.DataFrame([{"metric": "m", "unit_id": u, "sample_idx": None, "file_name": None, "value": v,
+                          "detail": None, "flag": None, "step": s}
+                         for u, s, v in (("c1", "0", 1.0), ("c1", "1", 0.5), ("c2", "0", 3.0))])
+    expected = {"chain": {"c1": {"step": ("0", "1")}, "c2": {"step": ("0", "1")}, "c3": {"step": ("0", "1")}}}
+    out = {(e["slice_type"], e["slice"]): e for e in summarize(rows, {"m": "chain"}, expected, ("overall", "step"),
+                                                                n_boot=10, refused={"chain": {"c3"}})}
+    assert out[("step", "0")]["value"] == 2.0 and out[("step", "0")]["coverage"] == pytest.approx(2 / 3)
+    assert out[("step", "1")]["n_prompts"] == 1 and out[("step", "1")]["coverage"] == pytest.approx(1 / 3)
+    assert out[("overall", "all")]["value"] == pytest.approx((0.75 + 3.0) / 2) and out[("overall", "all")]["n_refused"] == 1
+
+
+def test_a_descriptive_metric_cannot_be_the_headline():
+    signed = Family("toy4", "t", "d", {}, (PromptSetSpec("toy-set-4", score_toy, ("toy4.lean",), lambda p: p["prompt_id"]),),
+                    (MetricCard("toy4.lean", "toy4", "lean", "f", "none", "[-1, 1]", (), SOURCE, 1, primary=True),),
+                    ToyOptions)
+    with pytest.raises(ValueError, match="must have a direction to rank by"):
+        register(signed)

@@ -49,8 +49,11 @@ def sources(images) -> list[ImageSource]:
 
 class Context:
     def __init__(self, images: list[Image], prompts: dict[str, dict], dataset: Path, cache: Cache, scorers: Scorers,
-                 options: Any = None, seed: int = 0, refused: list[dict] | None = None):
+                 options: Any = None, seed: int = 0, refused: list[dict] | None = None,
+                 shard: tuple[int, int] | None = None, all_images: list[Image] | None = None):
         self.images, self.prompts, self.dataset = images, prompts, dataset
+        self.shard = shard  # (i, n) in a sharded run: rows that read the whole set are shard 0's alone
+        self.all_images = images if all_images is None else all_images  # every image, whatever the shard
         self.refused = refused or []  # declared refusals: {prompt_id, sample_idx, reason, prompt}
         self.cache, self.scorers, self.options, self.seed = cache, scorers, options, seed
         self.notes: dict[str, dict] = {}
@@ -111,6 +114,14 @@ class Context:
             self._artifacts = [r for s in shards for r in pq.read_table(s).to_pylist()]
         return self._artifacts
 
+    def config(self, name: str) -> list[dict]:
+        """The rows of the dataset's config ``name`` (e.g. a family's knowledge or descriptor table)."""
+        shards = sorted((self.dataset / "data" / name).glob("*.parquet"))
+        if not shards:
+            raise CultureboardError(self.dataset, f"has no {name} config, which this prompt set reads",
+                                    "evaluate against a dataset folder built with it (see cultureboard build --help)")
+        return [r for s in shards for r in pq.read_table(s).to_pylist()]
+
     def references(self) -> tuple[dict[str, list[ImageSource]], dict[str, str]]:
         """The dataset's reference photographs: ({artifact id: its images, best-ranked first}, {artifact id:
         why it has none}) from the ``references`` and ``references-missing`` configs; both empty when the dataset
@@ -131,17 +142,18 @@ class Context:
 
 def score_row(metric: str, value: float | None, image: Image | None = None, *, unit_id: str | None = None,
               slices: Mapping | None = None, detail: Mapping | str | None = None, flag: str | None = None) -> dict:
-    """A row of scores.parquet: per image (``image``), or per unit of images (``unit_id`` and its ``slices``).
+    """A row of scores.parquet: per image (``image``), or per unit of images (``unit_id`` and its ``slices``),
+    or about one image of a larger unit (both: e.g. one step of an edit chain, bootstrapped over chains).
 
     A row with a ``flag`` (e.g. a pool smaller than the group size, a judge that never answered usably) keeps
     its reason and is counted in the summary, never averaged into a value.
     """
-    source = image.prompt if image else (slices or {})
+    source = {**(image.prompt if image else {}), **(slices or {})}
     if flag is None and (value is None or not np.isfinite(value)):
         raise ValueError(f"{metric}: a row without a finite value needs a flag saying why")
     return {
         "metric": metric,
-        "unit_id": image.prompt_id if image else unit_id,
+        "unit_id": (unit_id or image.prompt_id) if image else unit_id,
         "prompt_id": image.prompt_id if image else None,
         "sample_idx": image.sample_idx if image else None,
         "file_name": image.file_name if image else None,

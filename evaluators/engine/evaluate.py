@@ -35,13 +35,13 @@ from cultureboard.errors import CultureboardError
 from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
 
-from ..results.aggregate import SLICE_TYPES, summarize, unit_slices
+from ..results.aggregate import SLICE_TYPES, summarize, unit_values
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata,
                                  submission_id)
 from ..submission.validate import validate
 from .cache import Cache
 from .context import SLICE_FIELDS, Context, Image
-from .registry import IMAGE_UNIT, Family, PromptSetSpec, family_of, options_dict, parse_options
+from .registry import Family, PromptSetSpec, family_of, options_dict, parse_options
 from .scorers import Scorers
 
 BASE_COLUMNS = [("metric", pa.string()), ("unit_id", pa.string()), ("prompt_id", pa.string()),
@@ -106,13 +106,14 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
            seed: int, n_boot: int) -> Path:
     name = pspec.name
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
-    images, refused = _images(submission, spec, prompts)
+    everything, refused = _images(submission, spec, prompts)
+    images = everything
     if shard:
         units = sorted({pspec.shard_unit(p) for p in prompts.values()})
         mine = {u for k, u in enumerate(units) if k % shard[1] == shard[0]}
         images = [im for im in images if pspec.shard_unit(im.prompt) in mine]
         refused = [r for r in refused if pspec.shard_unit(r["prompt"]) in mine]
-    ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused)
+    ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused, shard, everything)
     rows = pspec.score(ctx) if images or refused else []
     table = _table(rows, pspec)
     metrics = sorted(set(table.column("metric").to_pylist()))
@@ -141,16 +142,30 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
     return _write_results(target, table, provenance, family, pspec, prompts)
 
 
+def slice_columns(pspec: PromptSetSpec) -> tuple[str, ...]:
+    """The slice fields every score row of ``pspec`` carries: the standard ones, the prompt set's own, and one
+    ``<a>_x_<b>`` column per crossed pair."""
+    own = tuple(f for f in pspec.slice_fields if f not in SLICE_FIELDS)
+    return SLICE_FIELDS + own + tuple(f"{a}_x_{b}" for a, b in pspec.cross_slices)
+
+
+def _slice_values(fields: Mapping, pspec: PromptSetSpec) -> dict:
+    """A row's (or prompt's) slice values as strings, the crossed pairs included."""
+    out = {f: None if fields.get(f) is None else str(fields[f]) for f in SLICE_FIELDS + pspec.slice_fields}
+    for a, b in pspec.cross_slices:
+        out[f"{a}_x_{b}"] = f"{out[a]} x {out[b]}" if out.get(a) is not None and out.get(b) is not None else None
+    return out
+
+
 def _table(rows: list[dict], pspec: PromptSetSpec) -> pa.Table:
-    """Score rows as a table: the base columns and the prompt set's slice fields (as strings)."""
-    fields = SLICE_FIELDS + pspec.slice_fields
+    """Score rows as a table: the base columns and the prompt set's slice columns (as strings)."""
     unknown = sorted({r["metric"] for r in rows} - set(pspec.metrics))
     if unknown:
         raise AssertionError(f"prompt set {pspec.name} produced metrics it does not list: {unknown}")
-    flat = [{**{k: r[k] for k, _ in BASE_COLUMNS},
-             **{f: None if r["slices"].get(f) is None else str(r["slices"][f]) for f in fields}} for r in rows]
-    schema = pa.schema(BASE_COLUMNS + [(f, pa.string()) for f in fields])
-    return pa.Table.from_pylist(flat, schema=schema)
+    columns = slice_columns(pspec)
+    flat = [{**{k: r[k] for k, _ in BASE_COLUMNS}, **_slice_values(r["slices"], pspec)} for r in rows]
+    schema = pa.schema(BASE_COLUMNS + [(f, pa.string()) for f in columns])
+    return pa.Table.from_pylist([{k: row.get(k) for k in schema.names} for row in flat], schema=schema)
 
 
 def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Path:
@@ -214,23 +229,26 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
     scores = table.to_pandas()
     metrics = sorted(set(scores["metric"]))
     units = {m: family.card(m).unit for m in metrics}
-    fields = SLICE_FIELDS + pspec.slice_fields
-    expected = {}
+    counted = {pid: sum(1 for r in provenance["refused"] if r[0] == pid) for pid, _, _ in provenance["refused"]}
+    fully_refused = {pid for pid, n in counted.items() if n >= prompts[pid]["images_per_prompt"]}
+    expected, refused = {}, {}
     for kind in set(units.values()):
         members: dict[str, list[dict]] = {}
         for p in prompts.values():
             unit = pspec.unit_of(kind, p)
             if unit is not None:
                 members.setdefault(unit, []).append(p)
-        expected[kind] = {u: (unit_slices(ps, fields) if kind != IMAGE_UNIT else ps[0]) for u, ps in members.items()}
+        # a unit counts in each slice any of its prompts belongs to (a chain spans several edit steps)
+        expected[kind] = {u: unit_values([_slice_values(p, pspec) for p in ps]) for u, ps in members.items()}
+        refused[kind] = {u for u, ps in members.items() if all(p["prompt_id"] in fully_refused for p in ps)}
     settings = provenance["settings"]
-    refused = {pid: sum(1 for r in provenance["refused"] if r[0] == pid) for pid, _, _ in provenance["refused"]}
-    fully_refused = {pid for pid, n in refused.items() if n >= prompts[pid]["images_per_prompt"]}
+    slice_types = (SLICE_TYPES + tuple(f for f in pspec.slice_fields if f not in SLICE_TYPES)
+                   + tuple(f"{a}_x_{b}" for a, b in pspec.cross_slices))
     summary = {
         "provenance": provenance,
         "metrics_info": [family.card(m).to_dict() for m in metrics],
-        "metrics": summarize(scores, units, expected, SLICE_TYPES + pspec.slice_fields, seed=settings["seed"],
-                             n_boot=settings["n_boot"], refused=fully_refused) if len(scores) else [],
+        "metrics": summarize(scores, units, expected, slice_types, seed=settings["seed"], n_boot=settings["n_boot"],
+                             refused=refused) if len(scores) else [],
     }
     with atomic_dir(target, kind="results") as tmp:
         pq.write_table(table, tmp / "scores.parquet")

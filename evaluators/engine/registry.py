@@ -52,7 +52,7 @@ class MetricCard:
     family: str
     title: str
     formula: str
-    direction: str  # "higher" or "lower" is better
+    direction: str  # "higher" or "lower" is better, or "none": descriptive (signed, shown, never ranked)
     range: str
     scorers: tuple[str, ...]  # registry names of the scorers it reads
     source: str  # the paper and section it follows
@@ -65,8 +65,8 @@ class MetricCard:
     validity: tuple[Evidence, ...] = ()
 
     def __post_init__(self):
-        if self.direction not in ("higher", "lower"):
-            raise ValueError(f"metric {self.name}: direction must be 'higher' or 'lower', not {self.direction!r}")
+        if self.direction not in ("higher", "lower", "none"):
+            raise ValueError(f"metric {self.name}: direction must be 'higher', 'lower' or 'none', not {self.direction!r}")
         if not isinstance(self.version, int) or self.version < 1:
             raise ValueError(f"metric {self.name}: version must be a positive integer")
         if not self.name.startswith(self.family + "."):
@@ -93,6 +93,7 @@ class PromptSetSpec:
     shard_unit: Callable[[dict], str]
     units: Mapping[str, Callable[[dict], str | None]] = field(default_factory=dict)
     slice_fields: tuple[str, ...] = ()
+    cross_slices: tuple[tuple[str, str], ...] = ()
 
     def unit_of(self, kind: str, prompt: dict) -> str | None:
         return prompt["prompt_id"] if kind == IMAGE_UNIT else self.units[kind](prompt)
@@ -167,6 +168,8 @@ def _check(family: Family) -> list[str]:
         primaries = [m for m in spec.metrics if family.card(m).primary]
         if len(primaries) != 1:
             problems.append(f"prompt set {spec.name} must have exactly one primary metric, has {primaries}")
+        elif family.card(primaries[0]).direction == "none":
+            problems.append(f"prompt set {spec.name}: the headline {primaries[0]} must have a direction to rank by")
         units = {family.card(m).unit for m in spec.metrics} - {IMAGE_UNIT} - set(spec.units)
         if units:
             problems.append(f"prompt set {spec.name} does not declare the units {sorted(units)} its cards use")

@@ -40,7 +40,7 @@ REGISTRY_PATH = Path(__file__).parent / "data" / "scorers.yaml"
 LOAD_FIX = "download it on a machine with network, or point it at a local folder in --scorers FILE"
 KINDS = ("embedding", "pairwise", "judge")
 #: Packages whose versions can change what a checkpoint computes: part of a scorer identity's key.
-LIBRARIES = ("torch", "transformers", "open_clip_torch", "lpips", "timm")
+LIBRARIES = ("torch", "transformers", "open_clip_torch", "lpips", "timm", "dreamsim", "peft")
 #: Fields of a scorer's provenance (and identity).
 IDENTITY_FIELDS = ("name", "kind", "backend", "model_id", "revision", "preprocessing", "text_preprocessing",
                    "logit_scale", "logit_bias", "device", "dtype", "standin")
@@ -75,8 +75,11 @@ def register_backend(name: str, backend: Backend) -> None:
 
 
 def backends() -> dict[str, Backend]:
-    from . import embedding, judge, pairwise  # noqa: F401  (each registers its backends on import)
+    """Every registered backend: the engine's own, and those the families register when they are imported."""
+    from . import dreamsim, embedding, judge, pairwise  # noqa: F401  (each registers its backends on import)
+    from .registry import load_families
 
+    load_families()
     return dict(_BACKENDS)
 
 

@@ -131,9 +131,12 @@ _EXTRA: dict = {}
 _SETTINGS = {"lpips-alex": ", size: 64", "qwen2.5-vl-7b": ", settings: {batch_size: 32}"}
 
 
-def register_tiny(name: str, build) -> None:
-    """Add the stand-in writer ``build(path)`` of a registry scorer that a family adds."""
+def register_tiny(name: str, build, settings: str = "") -> None:
+    """Add the stand-in writer ``build(path)`` of a registry scorer that a family adds; ``settings`` are more
+    fields of its config line besides the path (e.g. ``", dreamsim_type: dino_vitb16"``)."""
     _EXTRA[name] = build
+    if settings:
+        _SETTINGS[name] = settings
 
 
 def save_tiny_lpips(path: str | Path, seed: int = 0) -> Path:
@@ -223,6 +226,9 @@ def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
         "lpips-alex": save_tiny_lpips,
         "qwen2.5-vl-7b": save_tiny_judge,
     }
+    from .registry import load_families
+
+    load_families()  # families register their stand-ins on import
     builders.update(_EXTRA)
     folders = {name: build(root / name) for name, build in builders.items()}
     for folder in folders.values():  # results record that they come from stand-ins (the site says so)

@@ -30,10 +30,12 @@ ROW_ORDER = ["metric", "unit_id", "sample_idx", "file_name"]
 
 def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[str, Mapping[str, dict]],
               slice_types: tuple[str, ...] = SLICE_TYPES, seed: int = 0, n_boot: int = 1000,
-              refused: set[str] = frozenset()) -> list[dict]:
-    """``units``: metric -> its unit kind (from the cards); ``expected``: unit kind -> {unit id: slice fields}
-    of the whole prompt set; ``refused``: prompts whose every image the model declared refused (counted per slice
-    of image metrics as ``n_refused``: not scored, and not missing either)."""
+              refused: Mapping[str, set[str]] | None = None) -> list[dict]:
+    """``units``: metric -> its unit kind (from the cards); ``expected``: unit kind -> {unit id: slice values} of
+    the whole prompt set (a value may be a tuple: the unit then counts in each of those slices); ``refused``: unit
+    kind -> units whose every image the model declared refused (``n_refused`` per slice: not scored, and not
+    missing either)."""
+    refused = refused or {}
     scores = scores.sort_values(ROW_ORDER, na_position="first", kind="stable")
     out = []
     for metric, rows in scores.groupby("metric", sort=True):
@@ -46,10 +48,11 @@ def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[
             totals: dict[str, int] = defaultdict(int)
             refusals: dict[str, int] = defaultdict(int)
             for uid, fields in expected[unit].items():
-                key = "all" if slice_type == "overall" else fields.get(slice_type)
-                if key is not None:
-                    totals[str(key)] += 1
-                    refusals[str(key)] += unit == IMAGE_UNIT and uid in refused
+                keys = ("all",) if slice_type == "overall" else fields.get(slice_type)
+                for key in (keys if isinstance(keys, tuple) else (keys,)):
+                    if key is not None:
+                        totals[str(key)] += 1
+                        refusals[str(key)] += uid in refused.get(unit, ())
             for key in sorted(groups, key=str):
                 entry = _entry(metric, slice_type, str(key), groups[key], unit, totals.get(str(key)), seed, n_boot)
                 out.append({**entry, "n_refused": refusals[str(key)]})
@@ -86,4 +89,14 @@ def unit_slices(prompts: list[dict], fields: tuple[str, ...]) -> dict:
     for f in fields:
         values = {p.get(f) for p in prompts}
         out[f] = values.pop() if len(values) == 1 else None
+    return out
+
+
+def unit_values(members: list[Mapping]) -> dict:
+    """The slice values of a unit from its prompts' values: the one value they share, or the tuple of the values
+    they take (None left out), so that the unit counts in each of those slices."""
+    out = {}
+    for f in members[0]:
+        values = sorted({m.get(f) for m in members if m.get(f) is not None})
+        out[f] = values[0] if len(values) == 1 else (tuple(values) if values else None)
     return out
