@@ -25,9 +25,11 @@ from . import artifact_space
 from .curation import apply_curation, load_curation, stratified_sample
 from .dataset import Config, artifact_config, prompt_config, write_dataset
 from .descriptors import descriptor_stage
+from .knowledge import DEFAULT_MAX_FALLBACK, knowledge_stage
 from .llm_backends import CachedLLM, backend_from_spec
 from .llm_cache import ResponseCache
 from .prompt_sets import registry
+from .prompts_ecb import checked_subset
 from .refine import refine
 from .yaml_file import load_yaml
 
@@ -46,6 +48,9 @@ DEFAULTS = {
     "curation": None,
     "seed": 0,
     "prompt_sets": None,  # None: every registered family
+    "knowledge": None,  # ecb culture questions: a country article corpus folder (builder/knowledge.py)
+    "max_question_fallback": DEFAULT_MAX_FALLBACK,  # the largest share of ecb prompts with template questions
+    "ecb_subset": None,  # ecb: {countries, subcategories, steps}, a slice for demos (None: the whole set)
     "descriptor_proposers": None,  # cultivate descriptors: proposer LLM specs (None: the --llm backend)
     "cure_images": None,  # cure-ladder: [images per artifact prompt, per category prompt] (None: 4, 80)
 }
@@ -78,7 +83,7 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
         if value is not None:
             options[key] = value
             from_config.pop(key, None)
-    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation"):
+    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation", "knowledge"):
         if options[key] is not None and not isinstance(options[key], (str, Path)):
             raise artifact_space.option_error(key, options[key], from_config.get(key), "is not a path or name",
                                               "give a string")
@@ -95,6 +100,8 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
             raise artifact_space.option_error("cure_images", sizes, source, "is not two numbers",
                                               "give [images per artifact prompt, images per category prompt]")
         options["cure_images"] = [artifact_space.option_int(v, "cure_images", 1, source) for v in sizes]
+    options["max_question_fallback"] = artifact_space.option_fraction(
+        options["max_question_fallback"], "max_question_fallback", from_config.get("max_question_fallback"))
     if not options["dump"] and not options["sparql"]:
         options["dump"] = str(sample_dump_path())
     return options
@@ -110,6 +117,8 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         per_prompt, per_category = o["cure_images"]
         families["cure-ladder"] = partial(families["cure-ladder"], images_per_prompt=per_prompt,
                                           category_images=per_category)
+    if o["ecb_subset"] is not None:  # a slice of the ecb set (the demo's is small)
+        families["ecb"] = partial(families["ecb"], subset=checked_subset(o["ecb_subset"]))
     chosen_sets = o["prompt_sets"] or list(families)
     unknown = [n for n in chosen_sets if n not in families]
     if unknown:
@@ -139,6 +148,8 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     described, descriptor_decisions, descriptor_report, cache_bytes = descriptor_stage(
         prompt_sets, backend, o["descriptor_proposers"] or [], countries, cache_bytes)
     refined.decisions.extend(descriptor_decisions)
+    knowledge_configs, knowledge_report, cache_bytes = knowledge_stage(
+        prompt_sets, backend, o["knowledge"], o["max_question_fallback"], countries, cache_bytes)
     configs: list[Config] = [
         artifact_config("artifacts", space, "The artifact space (CUBE-CSpace style): every artifact found in the knowledge "
                         "base for the requested concepts and countries, after the LLM stage.", "CC0-1.0"),
@@ -146,6 +157,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
                         "sample per country x concept, then the curation file.", "CC0-1.0"),
         *(prompt_config(ps) for ps in prompt_sets),
         *described,
+        *knowledge_configs,
     ]
     if refined.decisions:  # with --llm none there are none, and build.json records that the stage was skipped
         configs.append(Config("llm-decisions", pa.Table.from_pylist(refined.decisions, schema=DECISION_SCHEMA),
@@ -163,6 +175,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         "extraction": {k: v for k, v in extraction.items() if k != "source"} | {"dump": _portable(extraction.get("dump"))},
         "llm": refined.report,
         **({"descriptors": descriptor_report} if descriptor_report else {}),
+        **({"knowledge": knowledge_report} if knowledge_report else {}),
         "curation": curation_report,
         "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)} for ps in prompt_sets},
         "rows": {c.name: c.table.num_rows for c in configs},

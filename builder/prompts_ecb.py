@@ -26,12 +26,14 @@ and ``ecb/kr/food/main-dish/modern/edit/3``; attribute addition: ``ecb/kr/attrib
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
 
 from cultureboard.countries import CountryTable
+from cultureboard.errors import CultureboardError
 
 from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
 from .prompt_sets import PromptSet
@@ -84,19 +86,44 @@ def _row(prompt_id, text, template, fields, category, sub, level, kind, *, era=N
     }
 
 
-def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bool = False) -> PromptSet:
+def checked_subset(subset: Any) -> dict:
+    """A slice of the set (build option ``ecb_subset``), checked: ``{"countries": [ISO codes of ECB's], "subcategories":
+    [ECB slugs], "steps": 1..5}``, each key optional; a bad one is a one-line error."""
+    schema = load_schema()
+    slugs = {s for spec in schema["categories"].values() for s in spec["subcategories"]}
+    fix = ("give {countries: [KR, ...], subcategories: [main_dish, ...], steps: N}, with ECB's countries "
+           f"{', '.join(schema['countries'])} and 1 <= N <= {schema['multi_loop']['steps']}")
+    if not isinstance(subset, Mapping) or set(subset) - {"countries", "subcategories", "steps"}:
+        raise CultureboardError("ecb_subset", f"{subset!r} is not a mapping of countries, subcategories, steps", fix)
+    codes, subs = [str(c).upper() for c in subset.get("countries") or []], list(subset.get("subcategories") or [])
+    steps = subset.get("steps", schema["multi_loop"]["steps"])
+    unknown = [c for c in codes if c not in schema["countries"]] + [s for s in subs if s not in slugs]
+    if unknown or isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= schema["multi_loop"]["steps"]:
+        raise CultureboardError("ecb_subset", f"names {unknown or steps!r}, outside ECB's grammar", fix)
+    return {"countries": codes, "subcategories": subs, "steps": steps}
+
+
+def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bool = False,
+              subset: Mapping | None = None) -> PromptSet:
     """Build the ``ecb`` prompt set (``artifacts`` is ignored: ECB is a fixed grammar, not an artifact space).
 
     ``as_released=True`` writes the released CSVs' texts instead of the fixed ones (the two typos of
     ``released_defects`` and the released attribute step-3 wording), for bit-exact comparison only.
+    ``subset`` (:func:`checked_subset`) keeps a slice for demos and smoke tests: only those countries and
+    subcategories, and chains of that many edit steps (the attribute-addition chains keep their first steps).
     """
     schema = load_schema()
-    steps = schema["multi_loop"]["steps"]
+    subset = checked_subset(subset) if subset is not None else None
+    steps = subset["steps"] if subset else schema["multi_loop"]["steps"]
     attr = schema["attribute_addition"]
     rows: list[dict] = []
     for iso, written in schema["countries"].items():
+        if subset and subset["countries"] and iso not in subset["countries"]:
+            continue
         fields = country_fields(countries.by_iso(iso))
         for category, sub, variant, is_era, templates in slots(schema):
+            if subset and subset["subcategories"] and sub not in subset["subcategories"]:
+                continue
             era = variant if is_era else None
             suffix = f":{variant}" if variant and not is_era else ""
             base_id = make_prompt_id(PROMPT_SET, iso, category, sub, variant or None)
@@ -114,7 +141,7 @@ def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bo
         source = make_prompt_id(PROMPT_SET, iso, attr["category"], attr["base"]["subcategory"])
         rows.append(_row(source, attr["base"]["t2i"], attr["base"]["t2i"], fields, attr["category"],
                          attr["base"]["subcategory"], "attribute", "t2i"))
-        for k, step in enumerate(attr["steps"], start=1):
+        for k, step in enumerate(attr["steps"][:steps], start=1):
             template = step.get("released", step["i2i"]) if as_released else step["i2i"]
             step_id = make_prompt_id(PROMPT_SET, iso, attr["category"], step["subcategory"], "edit", k)
             rows.append(_row(step_id, render(template, written), template, fields, attr["category"],
@@ -127,7 +154,9 @@ def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bo
             "era variants (traditional / modern / era-agnostic); 468 T2I base prompts, each edited 5 times "
             "with the same instruction (multi-loop I2I), and a 5-step cumulative attribute-addition chain per country."
         ),
-        rows=rows, license="CC0-1.0", notes=_notes(schema, as_released),
+        rows=rows, license="CC0-1.0", notes=_notes(schema, as_released) + ([
+            f"A SLICE of the set for demos and smoke tests (ecb_subset {subset}): not comparable with the full set."]
+            if subset else []),
     )
 
 

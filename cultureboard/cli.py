@@ -59,12 +59,15 @@ def artifacts(dump, sparql, concepts, countries, hops, concepts_file, max_malfor
 @click.option("--curation", type=click.Path(dir_okay=False), help="Curation file (include / exclude / rename by QID).")
 @click.option("--prompt-sets", help="Comma-separated prompt sets to build (default: all).")
 @click.option("--seed", type=int, help="Seed of the stratified sampling (default 0).")
-def build(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed):
+@click.option("--knowledge", type=click.Path(file_okay=False),
+              help="ECB culture questions: a folder of country articles with sources.yaml (builder/knowledge.py).")
+def build(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed, knowledge):
     """Build the benchmark dataset folder: artifact spaces and the prompt sets of the five families."""
     from cultureboard.builder import build as run
 
     provenance = run(out, config=config, dump=dump, sparql=sparql, concepts=_csv(concepts), countries=_csv(countries),
-                     hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed)
+                     hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed,
+                     knowledge=knowledge)
     _print_rows(out, provenance["rows"])
 
 
