@@ -279,28 +279,72 @@ def _load_results(results: Path, submissions: Path) -> tuple[list[Result], list[
     return loaded, skipped
 
 
+#: What the pages read from an evaluator summary: dotted path -> kind (a type, a tuple of types, None for
+#: null, or ``object``: present, of any value). A summary that differs is left out; keep this in step with
+#: the evaluator's summary and the templates (which fail on a missing key).
+_SUMMARY_SHAPE = {
+    "provenance.prompt_set": str, "provenance.dtype": str, "provenance.device": str, "provenance.dataset.revision": str,
+    "provenance.dataset.folder": str, "provenance.submission.sha256": str, "provenance.code.cultureboard": str,
+    "provenance.code.python": str, "provenance.code.git.commit": (str, None), "provenance.code.git.dirty": object,
+    "provenance.code.packages": dict, "provenance.settings": dict, "provenance.metrics": dict,
+    "provenance.options": dict, "provenance.scorers": list, "metrics": list, "metrics_info": list,
+}
+#: ... of each scorer of the provenance, each metric entry and each metric card.
+_SCORER_SHAPE = {"name": str, "model_id": str, "revision": str}
+_ENTRY_SHAPE = {"metric": str, "slice_type": str, "slice": str, "value": float, "ci_low": float, "ci_high": float,
+                "n_images": int, "n_prompts": int, "coverage": float}
+_CARD_SHAPE = {"name": str, "title": str, "direction": str, "family": str, "unit": str, "formula": str, "range": str,
+               "source": str, "scorers": list, "version": int, "validity": list, "chance": object, "proxy_for": object}
+_ABSENT = object()
+
+
+def _shape_problem(summary) -> str | None:
+    """The first part of ``summary`` that is not of its kind in the tables above (float: a finite number), or None."""
+    def bad(value, kind) -> bool:
+        if value is _ABSENT or kind is object:
+            return value is _ABSENT
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if value is None:
+            return None not in kinds
+        if isinstance(value, bool):
+            return bool not in kinds
+        if float in kinds and isinstance(value, (int, float)):
+            return not math.isfinite(value)
+        return not isinstance(value, tuple(k for k in kinds if k is not None))
+
+    if not isinstance(summary, dict):
+        return "it is not a JSON object"
+    for path, kind in _SUMMARY_SHAPE.items():
+        if bad(get(summary, path, _ABSENT), kind):
+            return f"{path} is missing or not of the right kind"
+    for key, shape in (("provenance.scorers", _SCORER_SHAPE), ("metrics", _ENTRY_SHAPE), ("metrics_info", _CARD_SHAPE)):
+        for i, item in enumerate(get(summary, key)):
+            wrong = [k for k, kind in shape.items() if not isinstance(item, dict) or bad(item.get(k, _ABSENT), kind)]
+            if wrong:
+                return f"{key}[{i}] lacks a well-formed {', '.join(wrong)}"
+            if key == "metrics" and item["ci_low"] > item["ci_high"]:
+                return f"metrics[{i}] has a CI whose low end is above its high end"
+    return None
+
+
 def _read_summary(path: Path) -> dict:
-    """summary.json, checked for what the pages rely on: the provenance's prompt set, dataset revision,
-    scorers and settings, metric entries keyed by strings, names safe in paths, a card for every metric."""
+    """summary.json (never through a link), checked for what the pages rely on: the shape above, names safe
+    in paths, a card for every metric."""
     fix = "rerun `cultureboard evaluate` for this submission"
     try:
         with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), encoding="utf-8") as fh:
             summary = json.load(fh)
-        p = summary["provenance"]
-        if not (isinstance(p["prompt_set"], str) and isinstance(p["dataset"]["revision"], str)
-                and isinstance(p["settings"], dict) and all(isinstance(s["name"], str) for s in p["scorers"])):
-            raise TypeError("provenance fields of the wrong type")
-        if not all(isinstance(e[k], str) for e in summary["metrics"] for k in ("metric", "slice_type", "slice")):
-            raise TypeError("metric entries with non-string keys")
-        names = {card["name"] for card in summary["metrics_info"]} | {p["prompt_set"]}
-        uncarded = {e["metric"] for e in summary["metrics"]} - names
     except OSError as exc:
         raise CultureboardError(path, f"cannot be read ({exc.strerror})", fix) from None
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        raise CultureboardError(path, f"is not an evaluator summary ({exc.__class__.__name__}: {str(exc)[:80]})", fix) from None
-    if uncarded or not all(_NAME.fullmatch(str(n)) for n in names):
+    except (ValueError, RecursionError) as exc:
+        raise CultureboardError(path, f"is not JSON ({exc.__class__.__name__}: {str(exc)[:80]})", fix) from None
+    if problem := _shape_problem(summary):
+        raise CultureboardError(path, f"is not an evaluator summary: {problem}", fix)
+    names = {card["name"] for card in summary["metrics_info"]} | {summary["provenance"]["prompt_set"]}
+    uncarded = {e["metric"] for e in summary["metrics"]} - names
+    if uncarded or not all(_NAME.fullmatch(n) for n in names):
         raise CultureboardError(path, f"has metrics without a card {sorted(uncarded)} or names unfit for file names "
-                                f"{sorted(n for n in names if not _NAME.fullmatch(str(n)))}", fix)
+                                f"{sorted(n for n in names if not _NAME.fullmatch(n))}", fix)
     return summary
 
 

@@ -1,10 +1,10 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 72 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 76 CLI cases, none ending in a traceback.
 
-* 58 rejected cleanly: validate 28 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
-  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 14
+* 62 rejected cleanly: validate 30 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 16
   (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
   and a results folder with no usable entry, which is one error);
 * 14 accepted by design: validate 8 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
@@ -382,6 +382,8 @@ VALIDATE_REJECTED = [
     ("integer-beyond-64-bits", spec_edit(lambda s: s["generation"].update(steps=10**30)), "schema.not_json",
      at("  steps:")),
     ("date-far-in-the-future", spec_edit(lambda s: s.update(date=TOMORROW_AND_A_YEAR)), "schema.bad_date", at("date:")),
+    ("impossible-date-in-extra", yaml_append("started: 2025-02-30\n"), "schema.yaml_syntax", at("started:")),
+    ("malformed-tagged-integer", yaml_append("steps_hex: !!int 0x_\n"), "schema.yaml_syntax", at("steps_hex:")),
     ("yaml-alias-bomb", yaml_append("a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n"), "schema.yaml_alias",
      at("b:")),
     ("id-of-216-characters", rename_for(LONG_ORG), "schema.id_too_long", at("organization:")),
@@ -660,6 +662,14 @@ def with_extra_date(paths: dict) -> None:
     write_spec(paths["submissions"] / BAD, spec)
 
 
+def edit_summary(change):
+    def mutate(paths: dict) -> None:
+        summary = json.loads((paths["results"] / BAD / "summary.json").read_text())
+        change(summary)
+        (paths["results"] / BAD / "summary.json").write_text(json.dumps(summary))
+    return mutate
+
+
 def summary_link(paths: dict) -> None:
     (paths["results"] / BAD / "summary.json").unlink()
     (paths["results"] / BAD / "summary.json").symlink_to(paths["results"] / GOOD / "summary.json")
@@ -672,14 +682,16 @@ def long_result_name(paths: dict) -> None:
 # (id, mutation of the copied lab__bad, file named, problem): exit 0, a warning naming the file, lab__bad left
 # out of the site and named in its footer, lab__good built
 SITE_SKIPPED = [
-    ("summary-not-json", write("results/lab__bad/summary.json", "{"), "summary.json", "is not an evaluator summary"),
+    ("summary-not-json", write("results/lab__bad/summary.json", "{"), "summary.json", "is not JSON (JSONDecodeError"),
     ("summary-without-provenance", write("results/lab__bad/summary.json", "{}"), "summary.json",
-     "is not an evaluator summary (KeyError"),
+     "is not an evaluator summary: provenance.prompt_set is missing"),
     ("summary-a-link", summary_link, "summary.json", "cannot be read"),
-    ("summary-metric-keys-not-strings", lambda p: write("results/lab__bad/summary.json", json.dumps(
-        {**json.loads((p["results"] / BAD / "summary.json").read_text()), "metrics": [{"metric": 1, "slice_type": [],
-                                                                                       "slice": None}]}))(p),
-     "summary.json", "metric entries with non-string keys"),
+    ("summary-metric-keys-not-strings", edit_summary(lambda s: s["metrics"][0].update(metric=1, slice_type=[], slice=None)),
+     "summary.json", "metrics[0] lacks a well-formed metric, slice_type, slice"),
+    ("summary-nan-value", edit_summary(lambda s: s["metrics"][0].update(value=float("nan"))), "summary.json",
+     "metrics[0] lacks a well-formed value"),
+    ("summary-inverted-ci", edit_summary(lambda s: s["metrics"][0].update(ci_low=2.0, ci_high=1.0)), "summary.json",
+     "metrics[0] has a CI whose low end is above its high end"),
     ("submission-missing", lambda p: shutil.rmtree(p["submissions"] / BAD), BAD, "was scored from a submission that"),
     ("unquoted-date-in-extra", with_extra_date, "submission.yaml", "generation.extra.started is a date"),
     ("yaml-syntax", write("submissions/lab__bad/submission.yaml", "model: [\n"), "submission.yaml:2", "is not valid YAML"),
@@ -765,4 +777,4 @@ def test_corpus_count():
     """The figures of the module docstring."""
     rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1
     accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
-    assert (rejected, accepted, rejected + accepted) == (58, 14, 72)
+    assert (rejected, accepted, rejected + accepted) == (62, 14, 76)

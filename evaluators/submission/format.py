@@ -167,13 +167,21 @@ def json_problems(value: Any, path: str = "") -> list[tuple[str, str]]:
 
 
 class YamlLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases (``*name``): the building block of YAML bombs and cycles."""
+    """PyYAML's safe loader, refusing aliases (``*name``): the building block of YAML bombs and cycles; a
+    value it cannot convert (``2025-02-30``, ``!!int 0x_``) is a YAML error with its line, as a syntax error is."""
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(None, None, f"uses the alias *{event.anchor}", event.start_mark)
         return super().compose_node(parent, index)
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:  # PyYAML's converters raise these for some malformed scalars
+            raise yaml.constructor.ConstructorError(None, None, f"has a value that cannot be read ({exc})",
+                                                    node.start_mark) from None
 
 
 def check_json_values(spec: dict, source: str | Path) -> None:
