@@ -1,0 +1,163 @@
+"""ECB (Seo et al., "Exposing Blindspots: Cultural Bias Evaluation in Generative Image Models", arXiv
+2510.20042): era-aware edit chains, the culture-aware RAG + VQA metric, separability and leaning.
+
+The ``ecb`` prompt set has 468 multi-loop chains (a text-to-image base, then the same edit instruction 5
+times, each step editing the previous image) and 6 attribute-addition chains (5 cumulative edits of a
+mannequin). What is scored (modules ``chains``, ``culture``, ``t2i``; maths in ``core``):
+
+* per chain step (unit ``chain``, slices ``edit_step`` and ``country_step``): CLIPScore against the edit
+  instruction and against the base prompt, the LAION aesthetic score, DreamSim distance to the base and to
+  the previous step; ``ecb.*`` for the multi-loop chains, ``ecb.attribute.*`` for attribute addition;
+* the culture-aware metric (multi-loop chains): accuracy, precision, recall and F1 of the judge's yes/no
+  answers to the dataset's questions (``ecb.culture.*``; the headline is accuracy);
+* the T2I analyses of the base images (unit ``country``): separability and traditional-modern leaning.
+
+ECB's human survey ratings are imported by ``results/studies/ecb.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ...engine.context import Context
+from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
+from . import aesthetic  # noqa: F401  (registers the laion-aesthetic scorer backend and its stand-in)
+from .chains import (
+    AESTHETIC,
+    CLIP,
+    DREAMSIM,
+    attribute_chain,
+    chain_id,
+    metric_name,
+    multiloop_chain,
+    score_chains,
+    unit_name,
+)
+from .culture import JUDGE, score_culture
+from .t2i import country_unit, score_t2i
+
+FAMILY = "ecb"
+SOURCE = "Seo et al., Exposing Blindspots: Cultural Bias Evaluation in Generative Image Models (arXiv 2510.20042)"
+
+
+@dataclass(frozen=True)
+class EcbOptions:
+    aesthetic: Literal["laion", "ecb-relu"] = "laion"  # the canonical linear head, or ECB's released ReLU variant
+    context_chunks: int = 3  # retrieved passages shown to the judge with each question (ECB: 8)
+    min_answer_mass: float = 0.5  # P(Yes) + P(No) below this is an ambiguous answer
+    clusters: int = 8  # k-means clusters of a model's base images (ECB's K_m is unstated)
+    pca_dims: int = 50  # PCA dimensions before k-means (unstated in ECB)
+    n_boot: int = 1000  # bootstrap replicates of the proximity CIs
+    permutations: int = 999  # within-subcategory permutations of the leaning tests (smallest p = 0.001, as ECB's)
+    leaning_images: Literal["era-agnostic", "all"] = "era-agnostic"  # which base images the leaning scores
+
+    def __post_init__(self):
+        if self.context_chunks < 0 or not 0 <= self.min_answer_mass <= 1:
+            raise ValueError("context_chunks >= 0 and 0 <= min_answer_mass <= 1 are required")
+        if self.clusters < 2 or self.pca_dims < 1 or self.n_boot < 1 or self.permutations < 1:
+            raise ValueError("clusters >= 2, pca_dims >= 1, n_boot >= 1 and permutations >= 1 are required")
+
+
+def score_ecb(ctx: Context) -> list[dict]:
+    return score_chains(ctx) + score_culture(ctx) + score_t2i(ctx)
+
+
+_CHAIN_CARDS = {
+    "clipscore.instruction": {
+        "title": "CLIPScore with the edit instruction", "formula": "100 * max(cos(f_img(x), f_txt(instruction)), 0)",
+        "direction": "higher", "range": "[0, 100], typically 20-30", "scorers": (CLIP,),
+        "description": "How well each step's image matches the edit instruction (CLIP ViT-L/14), as ECB scores it.",
+        "validity": (Evidence("CLIPScore stays flat or rises over the edit steps while human quality (HQS) falls by "
+                           "44%; r(CLIPScore, HQS) = 0.42", "ECB, section 4.2.1 and appendix E.1", 0.42),)},
+    "clipscore.prompt": {
+        "title": "CLIPScore with the base prompt", "formula": "100 * max(cos(f_img(x), f_txt(base prompt)), 0)",
+        "direction": "higher", "range": "[0, 100], typically 20-30", "scorers": (CLIP,),
+        "description": "How well each step's image still matches the text-to-image prompt of its chain's base."},
+    "aesthetic": {
+        "title": "Aesthetic score (LAION predictor)",
+        "formula": "linear head of the LAION improved aesthetic predictor on the L2-normalised CLIP ViT-L/14 embedding",
+        "direction": "higher", "range": "about 1-10", "scorers": (AESTHETIC["laion"],),
+        "description": "Predicted visual appeal of each step's image (option aesthetic=ecb-relu: ECB's released "
+                    "variant with ReLUs, for comparison only).",
+        "validity": (Evidence("r(aesthetic, HQS) = 0.78, but it stays at 3.0-3.5 where HQS falls to 1",
+                           "ECB, appendix E.2", 0.78),)},
+    "dreamsim.base": {
+        "title": "DreamSim distance to the base image", "formula": "DreamSim(x_0, x_k), k = 1..5", "direction": "lower",
+        "range": "[0, 1]", "scorers": (DREAMSIM,),
+        "description": "How far each edit step has drifted from the chain's text-to-image base (0: identical)."},
+    "dreamsim.prev": {
+        "title": "DreamSim distance to the previous step", "formula": "DreamSim(x_(k-1), x_k), k = 1..5", "direction": "lower",
+        "range": "[0, 1]", "scorers": (DREAMSIM,),
+        "description": "How much each edit step changed the image it edited (shrinking steps: edit saturation)."},
+}
+
+
+def _chain_cards() -> list[MetricCard]:
+    cards = []
+    for attribute in (False, True):
+        for name, spec in _CHAIN_CARDS.items():
+            study = "attribute addition (section 3.3.2)" if attribute else "multi-loop edit (section 3.3.1)"
+            cards.append(MetricCard(metric_name(name, attribute), FAMILY, spec["title"] + (
+                " (attribute addition)" if attribute else ""), spec["formula"], spec["direction"], spec["range"],
+                spec["scorers"], f"{SOURCE}, {study}", version=1, unit=unit_name(attribute),
+                description=spec["description"],
+                validity=spec.get("validity", ())))
+    return cards
+
+
+_QA = "over the image's questions: TP / FP / FN / TN of expected yes/no against the judge's answers"
+METRICS = (
+    *_chain_cards(),
+    MetricCard("ecb.culture.accuracy", FAMILY, "Culture-aware metric: accuracy", f"(TP + TN) / N {_QA}",
+               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, section 3.1, appendix A.2", version=1, unit="chain",
+               primary=True, proxy_for="ECB's expert human quality score (HQS) and best / worst choices",
+               description="Share of the knowledge-grounded yes/no questions about each step's image that the judge "
+                           "answers as expected (N counts ambiguous answers)."),
+    MetricCard("ecb.culture.precision", FAMILY, "Culture-aware metric: precision", f"TP / (TP + FP), 0 if undefined, {_QA}",
+               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
+               proxy_for="ECB's expert human quality score", description="Reported for auditing, as in ECB."),
+    MetricCard("ecb.culture.recall", FAMILY, "Culture-aware metric: recall", f"TP / (TP + FN), 0 if undefined, {_QA}",
+               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
+               proxy_for="ECB's expert human quality score", description="Reported for auditing, as in ECB."),
+    MetricCard("ecb.culture.f1", FAMILY, "Culture-aware metric: F1", f"2PR / (P + R), 0 if undefined, {_QA}",
+               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
+               proxy_for="ECB's expert best / worst choices",
+               description="Also picks each chain's best and worst step (in the rows' detail), beside the positional "
+                           "baseline best = base, worst = last step.",
+               validity=(Evidence("Agreement with expert best / worst choices 73.8% / 83.7% (Fig. 5); in ECB's released "
+                                  "outputs the picks equal the positional baseline in 76-93% of chains and QA F1 rises "
+                                  "over the steps", "ECB, Fig. 5; notes/004-blindspots.md 4.2"),)),
+    MetricCard("ecb.separability", FAMILY, "Country separability (T2I)",
+               "1 - max_(b != c) h_cb, h = 2 cos(p_c, p_b)(1 - JSD_2(p_c, p_b)) / (cos + 1 - JSD_2), p = cluster "
+               "proportions of k-means on PCA of CLIP image embeddings", "higher", "[0, 1]", (CLIP,),
+               f"{SOURCE}, section 4.1.1, eq. 1-3", version=1, unit="country",
+               description="How distinct a country's text-to-image base images are from those of its nearest other "
+                           "country (0: the same visual modes in the same proportions)."),
+    MetricCard("ecb.leaning", FAMILY, "Traditional-modern leaning (T2I)",
+               "mean over the country's era-agnostic base images of cos(x, mu_trad(g)) - cos(x, mu_mod(g)), mu = "
+               "centroids of the subcategory's traditional / modern base images", "higher", "[-2, 2], typically +-0.1",
+               (CLIP,), f"{SOURCE}, section 4.1.2, eq. 5-6", version=1, unit="country",
+               description="Signed and descriptive, not a ranking: > 0 leans traditional, < 0 modern; the detail "
+                           "holds SE, permutation p and BH q. (The card's direction only says which sign is "
+                           "'traditional'.)"),
+)
+
+
+register(Family(
+    name=FAMILY,
+    title="ECB: cultural bias in generation and iterative editing",
+    description=("ECB generates a base image per country, category and era, then edits it five times with the same "
+                 "instruction and asks whether the culture survives. Each step is scored by CLIPScore, an aesthetic "
+                 "predictor, DreamSim drift, and a culture-aware metric: a vision-language judge answers yes/no "
+                 "questions written from Wikipedia passages about the country. The base images are also clustered "
+                 "to see which countries a model depicts alike, and whether its era-agnostic images lean "
+                 "traditional or modern."),
+    papers={"paper": "https://arxiv.org/abs/2510.20042", "code": "https://github.com/cmubig/ECB",
+            "data": "https://huggingface.co/datasets/seochan99/ecb-datasets"},
+    prompt_sets=(PromptSetSpec(
+        "ecb", score_ecb, tuple(m.name for m in METRICS), shard_unit=chain_id,
+        units={"chain": multiloop_chain, "attribute-chain": attribute_chain, "country": country_unit}, slice_fields=("edit_step", "country_step")),),
+    metrics=METRICS,
+    options=EcbOptions,
+))

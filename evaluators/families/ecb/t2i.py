@@ -1,0 +1,122 @@
+"""ECB's text-to-image analyses (section 4.1) of one submission (one model), per country.
+
+Inputs: the CLIP ViT-L/14 image embeddings of the multi-loop base images (``clip-vit-l-14``; ECB's "unified
+CLIP-embedding backbone" is unnamed).
+
+* ``ecb.separability`` (eq. 1-3): the embeddings -> PCA (``pca_dims``) -> k-means (``clusters``, seeded) ->
+  each country's distribution over the clusters -> proximity h of every two countries (harmonic mean of the
+  cosine and 1 - JSD, log base 2). A country's value is 1 - h to its nearest other country, with a bootstrap CI
+  (images redrawn within each country, clusters fixed); the row's detail holds its h to every other country
+  with CIs, and the note ``proximity`` the whole matrix.
+* ``ecb.leaning`` (eq. 5-6): for the era-agnostic base images (option ``leaning_images``), s = cos(x, traditional
+  anchor) - cos(x, modern anchor), the anchors being the centroids of the same subcategory's traditional and
+  modern base images (all countries); a country's value is the mean s (> 0: traditional, < 0: modern) with its
+  SE, mean cosines, a within-subcategory permutation p-value and its Benjamini-Hochberg q over the countries;
+  the note ``omnibus`` holds the permutation test of the dispersion of the country means.
+
+Both read every base image at once, so they run only when the context holds all of them (an unsharded run).
+In a shard each country gets one flagged row instead, written by the shard that holds that country's first
+base prompt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine.context import Context, score_row
+from ...results.aggregate import unit_slices
+from ...results.stats import benjamini_hochberg
+from .chains import CLIP, is_multiloop_base
+from .core import bootstrap_proximity, cluster_labels, group_means, leaning_scores, permutation_pvalues, separability
+
+T2I_METRICS = ("ecb.separability", "ecb.leaning")
+COUNTRY_SLICES = ("country", "continent", "region_group")
+SHARDED = "the T2I analyses need every base image of the submission: evaluate without --shard"
+
+
+def country_unit(prompt: dict) -> str | None:
+    """The unit of the T2I metrics: the country of a multi-loop base prompt."""
+    return prompt["country"] if is_multiloop_base(prompt) else None
+
+
+def score_t2i(ctx: Context) -> list[dict]:
+    bases = sorted((im for im in ctx.images if is_multiloop_base(im.prompt)), key=lambda im: (im.prompt_id, im.sample_idx))
+    expected = sorted(p["prompt_id"] for p in ctx.prompts.values() if is_multiloop_base(p))
+    if not bases:
+        return []
+    if {im.prompt_id for im in bases} != set(expected):
+        return _flag_shard(ctx, {im.prompt_id for im in bases}, expected)
+    countries = [im.prompt["country"] for im in bases]
+    slices = {c: unit_slices([p for p in ctx.prompts.values() if country_unit(p) == c], COUNTRY_SLICES)
+              for c in set(countries)}
+    if len(slices) < 2:
+        return [score_row(m, None, unit_id=c, slices=slices[c], detail={"images": 0},
+                          flag="the T2I analyses compare countries: the prompt set has one") for c in slices
+                for m in T2I_METRICS]
+    emb = ctx.image_embeddings(CLIP, bases)
+    x = np.stack([emb[im.sha256] for im in bases])
+    return _separability(ctx, x, countries, slices) + _leaning(ctx, x, bases, slices)
+
+
+def _separability(ctx: Context, x: np.ndarray, countries: list[str], slices: dict) -> list[dict]:
+    opts = ctx.options
+    labels, info = cluster_labels(x, opts.clusters, opts.pca_dims, ctx.seed)
+    ci = bootstrap_proximity(labels, countries, info["clusters"], opts.n_boot, ctx.seed)
+    names = sorted(set(countries))
+    sep, nearest = separability(ci.h)
+    ctx.note("ecb.separability", "proximity", {
+        "countries": names, "h": ci.h.round(6).tolist(), "low": ci.low.round(6).tolist(),
+        "high": ci.high.round(6).tolist(), **info, "n_boot": opts.n_boot})
+    rows = []
+    for a, name in enumerate(names):
+        detail = {"images": countries.count(name), "nearest": names[nearest[a]],
+                  "ci": [float(ci.separability_low[a]), float(ci.separability_high[a])],
+                  "proximity": {names[b]: [float(ci.h[a, b]), float(ci.low[a, b]), float(ci.high[a, b])]
+                                for b in range(len(names)) if b != a}}
+        rows.append(score_row("ecb.separability", float(sep[a]), unit_id=name, slices=slices[name], detail=detail))
+    return rows
+
+
+def _leaning(ctx: Context, x: np.ndarray, bases: list, slices: dict) -> list[dict]:
+    opts = ctx.options
+    eras = [im.prompt.get("era") for im in bases]
+    scored = [e is not None and (opts.leaning_images == "all" or e == "general") for e in eras]
+    strata = [im.prompt["subcategory"] for im in bases]
+    s, cos_t, cos_m = leaning_scores(x, strata, [e == "traditional" for e in eras], [e == "modern" for e in eras],
+                                     scored)
+    picked = [im for im, keep in zip(bases, scored) if keep]
+    ok = ~np.isnan(s)
+    if not ok.any():
+        return [score_row("ecb.leaning", None, unit_id=c, slices=slices[c], detail={"images": 0},
+                          flag="no subcategory has traditional and modern base images") for c in sorted(slices)]
+    countries = [im.prompt["country"] for im, good in zip(picked, ok) if good]
+    stats = group_means(s[ok], countries)
+    p, omnibus = permutation_pvalues(s[ok], countries, [im.prompt["subcategory"] for im, good in zip(picked, ok) if good],
+                                     opts.permutations, ctx.seed)
+    names = sorted(stats)
+    q = dict(zip(names, benjamini_hochberg([p[c] for c in names])))
+    ctx.note("ecb.leaning", "omnibus", {"p": omnibus, "statistic": "sum_c n_c (mean_c - mean)^2",
+                                        "permutations": opts.permutations, "strata": "subcategory",
+                                        "images": opts.leaning_images})
+    rows = []
+    for c in names:
+        mean, se, n = stats[c]
+        mine = np.array([k == c for k in countries])
+        detail = {"images": n, "se": None if np.isnan(se) else se, "cos_traditional": float(cos_t[ok][mine].mean()),
+                  "cos_modern": float(cos_m[ok][mine].mean()), "p": p[c], "q": float(q[c]),
+                  "lean": "traditional" if mean > 0 else "modern" if mean < 0 else "none"}
+        rows.append(score_row("ecb.leaning", mean, unit_id=c, slices=slices[c], detail=detail))
+    return rows
+
+
+def _flag_shard(ctx: Context, present: set[str], expected: list[str]) -> list[dict]:
+    """One flagged row per T2I metric and country whose first base prompt is in this shard."""
+    rows, first = [], {}
+    for pid in expected:
+        first.setdefault(ctx.prompts[pid]["country"], pid)
+    for country, pid in sorted(first.items()):
+        if pid in present:
+            slices = unit_slices([p for p in ctx.prompts.values() if country_unit(p) == country], COUNTRY_SLICES)
+            rows += [score_row(m, None, unit_id=country, slices=slices, detail={"images": 0}, flag=SHARDED)
+                     for m in T2I_METRICS]
+    return rows
