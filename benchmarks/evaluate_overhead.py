@@ -40,7 +40,7 @@ from transformers import AutoModel, AutoProcessor
 from huggingface_hub import snapshot_download
 cfg = json.loads(sys.argv[1])
 device, dtype = cfg["device"], getattr(torch, cfg["dtype"])
-files = [line["file_name"] for line in map(json.loads, open(cfg["submission"] + "/metadata.jsonl")) if line.strip()]
+files = [json.loads(line)["file_name"] for line in open(cfg["submission"] + "/metadata.jsonl") if line.strip()]
 texts = sorted({p["text"] for p in cfg["prompts"]})
 forward = 0.0
 folder = snapshot_download("google/siglip2-so400m-patch14-384", revision="main")
