@@ -137,10 +137,10 @@ def scorer_config(tiny_scorers: Path, root: Path, learned: bool = True) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory, tiny_scorers):
+def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str | None = None) -> dict:
+    """A cultdiff dataset (Spain and Mexico; one artifact left without photographs; synthetic references), a
+    submission whose first image is a reference photograph of its artifact, and its results."""
     load_families()  # backends that families register (see /work/notes/requests/cultdiff.md)
-    root = tmp_path_factory.mktemp("cultdiff")
     dataset = root / "dataset"
     build(dataset, countries=["ES", "MX"], prompt_sets=["cultdiff"])
     prompts = read_prompt_set(dataset, "cultdiff")
@@ -154,12 +154,17 @@ def world(tmp_path_factory, tiny_scorers):
     images[identical["prompt_id"]] = refs.data[refs.by_artifact[identical["artifact_id"]][0]]
     submission = write_cultdiff_submission(root / "submissions", dataset, images, "alpha")
     config = scorer_config(tiny_scorers, root)
-    results = evaluate(submission, dataset, root / "results", scorers=config, device="cpu", n_boot=200,
+    results = evaluate(submission, dataset, root / "results", scorers=config, device=device, dtype=dtype, n_boot=200,
                        cache=root / "cache")
     return {"root": root, "dataset": dataset, "prompts": prompts, "bare": bare, "identical": identical,
             "refs": refs, "submission": submission, "config": config, "results": results,
             "scores": pq.read_table(results / "scores.parquet").to_pandas(),
             "summary": json.loads((results / "summary.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_scorers):
+    return make_world(tmp_path_factory.mktemp("cultdiff"), tiny_scorers)
 
 
 def _pil(data: bytes) -> Image.Image:

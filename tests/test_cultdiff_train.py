@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,13 +41,11 @@ def _variant(data: bytes, rng) -> np.ndarray:
     return np.clip(np.roll(base, int(rng.integers(-3, 4)), axis=1) + rng.normal(0, 10, base.shape), 0, 255)
 
 
-@pytest.fixture(scope="module")
-def toy(tmp_path_factory):
+def make_toy(root: Path, device: str = "cpu") -> dict:
     """US and GB cultdiff prompts, synthetic references; each prompt's image is a variant of a photograph of its own
     artifact (a positive, rated 4-5) or of another artifact (a negative, rated 1-2). Half the items are survey
     items (image + prompt), half explicit pairs (item_id pair:SHA:SHA)."""
     load_families()
-    root = tmp_path_factory.mktemp("cultdiff-train")
     dataset = root / "dataset"
     build(dataset, countries=["US", "GB"], prompt_sets=["cultdiff"])
     synthetic_references(dataset, size=SIDE)
@@ -71,10 +70,15 @@ def toy(tmp_path_factory):
                          "scale": "likert:1..5", **item})
     ratings = write_ratings(rows, root / "ratings.parquet")
     init = save_tiny_init(root / "init")
-    config = TrainingConfig(init=str(init), epochs=4, batch_size=16, lr=1e-3, held_out=0.3, seed=0)
+    config = TrainingConfig(init=str(init), epochs=4, batch_size=16, lr=1e-3, held_out=0.3, seed=0, device=device)
     record = train_cultdiff_s(ratings, dataset, root / "model", images=[root / "generated"], config=config)
     return {"root": root, "dataset": dataset, "refs": refs, "items": items, "ratings": ratings, "init": init,
             "config": config, "record": record, "model": root / "model"}
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return make_toy(tmp_path_factory.mktemp("cultdiff-train"))
 
 
 def test_the_loss_decreases_and_the_trained_scorer_ranks_positives_above_negatives(toy):

@@ -83,6 +83,14 @@ def test_a_distance_zero_on_itself_symmetric_and_batch_independent(scorer, image
     assert ((d_xy >= 0) & (d_xy <= 2)).all()
 
 
+def test_reduced_precision_runs_under_autocast_and_stays_close(config, scorer, images):
+    x, y = batch(scorer, images[:2]), batch(scorer, images[1:])
+    half = load_scorer("dreamsim", config=config, device="cpu", dtype="bfloat16")
+    assert half.dtype == "bfloat16" and next(half.model.parameters()).dtype == torch.float32
+    np.testing.assert_allclose(half.compare(x, y), scorer.compare(x, y), atol=0.03)
+    np.testing.assert_allclose(half.compare(x, x), 0.0, atol=1e-3)
+
+
 def test_loading_leaves_torch_hub_where_it_was(config, tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch-home"))
     before = torch.hub.get_dir()

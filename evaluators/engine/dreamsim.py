@@ -90,19 +90,24 @@ class DreamSimScorer:
                 model, _ = dreamsim(pretrained=True, device=device, cache_dir=str(folder), dreamsim_type=dreamsim_type)
         finally:
             torch.hub._hub_dir = previous
-        self.model = model.to(dtype=getattr(torch, dtype)).eval()
+        self.model = model.eval()  # weights stay float32: see compare
         self.image_transform = DreamSimResize()
         version = metadata.version("dreamsim")
         self.preprocessing = (f"dreamsim {version} type={dreamsim_type}; resize {IMAGE_SIZE}x{IMAGE_SIZE} bicubic, "
                               "[0, 1]")
 
     def compare(self, a, b) -> np.ndarray:
-        """DreamSim distances 1 - cos(e(a), e(b)) of two stacked batches (N, 3, 224, 224) in [0, 1]."""
+        """DreamSim distances 1 - cos(e(a), e(b)) of two stacked batches (N, 3, 224, 224) in [0, 1].
+
+        A dtype other than float32 runs under autocast rather than by casting the model: the package keeps the
+        CLIP / OpenCLIP projections as plain tensors that ``model.to(dtype)`` does not convert, so a cast ensemble
+        fails with a dtype mismatch (seen on cuda in fp16)."""
         import torch
 
-        dtype = getattr(torch, self.dtype)
-        with torch.inference_mode():
-            d = self.model(a.to(self.device, dtype), b.to(self.device, dtype))
+        device = self.device.split(":")[0]
+        with torch.inference_mode(), torch.autocast(device, dtype=getattr(torch, self.dtype),
+                                                    enabled=self.dtype != "float32"):
+            d = self.model(a.to(self.device), b.to(self.device))
         return d.float().reshape(len(a)).cpu().numpy()
 
 
@@ -192,47 +197,71 @@ def dino_vitb16(pretrained=True, **kwargs):
 '''.replace("{url}", DINO_BACKBONE_URL)
 
 
-def save_tiny_dreamsim(path: str | Path, seed: int = 0) -> Path:
-    """A DreamSim ``dino_vitb16`` cache folder with tiny random weights, in the layout the package reads:
-    ``dino_vitb16_pretrain.pth`` (the DINO head under ``student``), ``dino_vitb16_single_lora/`` (a peft LoRA
-    adapter on the attention ``qkv`` layers, random non-zero), and the torch.hub side: ``facebookresearch_dino_main/``
-    (a stand-in hubconf, see the module doc), ``checkpoints/dino_vitbase16_pretrain.pth`` (the backbone) and
-    ``trusted_list``. Load it with ``dreamsim_type: dino_vitb16``."""
+def _clip_as_dino_state(seed: int):
+    """A random CLIP ViT-B/16 in the layout of the package's ``clip_vitb16_pretrain.pth.tar`` (and the OpenCLIP
+    one): its ``vit_base`` with the pre-norm as ``pos_drop``, plus the 768 x 512 projection ``proj``."""
+    import torch
+    from dreamsim.feature_extraction.vision_transformer import vit_base
+
+    torch.manual_seed(seed)
+    vit = vit_base(patch_size=16)
+    vit.pos_drop = torch.nn.LayerNorm(vit.embed_dim)
+    return {"state_dict": {**vit.state_dict(), "proj": torch.randn(vit.embed_dim, 512) * vit.embed_dim ** -0.5}}
+
+
+def save_tiny_dreamsim(path: str | Path, seed: int = 0, dreamsim_type: str = "dino_vitb16",
+                       dino: dict | None = None) -> Path:
+    """A DreamSim cache folder with random weights, in the layout the package reads: ``dino_vitb16_pretrain.pth``
+    (the DINO head under ``student``), the LoRA adapter folder (peft, on the attention ``qkv`` layers, random
+    non-zero), and the torch.hub side: ``facebookresearch_dino_main/`` (a stand-in hubconf, see the module doc),
+    ``checkpoints/dino_vitbase16_pretrain.pth`` (the DINO backbone, of shape ``dino``: default 12 blocks of width 16)
+    and ``trusted_list``.
+
+    ``dreamsim_type="dino_vitb16"`` (the tests' stand-in: load it with ``dreamsim_type: dino_vitb16``) or
+    ``"ensemble"``, which adds the CLIP and OpenCLIP branches at the package's fixed ViT-B/16 size (random,
+    2 x 86M parameters: for the GPU check, not for CI)."""
     import json
     import warnings
     from functools import partial
 
     import torch
     import torch.hub
+    from dreamsim.config import dreamsim_args
     from dreamsim.feature_extraction.vision_transformer import VisionTransformer
     from dreamsim.model import PerceptualModel
     from peft import LoraConfig, get_peft_model
 
+    if dreamsim_type not in ("dino_vitb16", "ensemble"):
+        raise ValueError("stand-ins exist for dreamsim_type dino_vitb16 and ensemble")
+    dino = dino or _TINY_VIT
     path = Path(path)
     repo = path / DINO_REPO
     (path / "checkpoints").mkdir(parents=True, exist_ok=True)
     repo.mkdir(exist_ok=True)
     (repo / "hubconf.py").write_text(_HUBCONF, encoding="utf-8")
-    (repo / "standin_config.json").write_text(json.dumps(_TINY_VIT), encoding="utf-8")
+    (repo / "standin_config.json").write_text(json.dumps(dino), encoding="utf-8")
     (path / "trusted_list").write_text("", encoding="utf-8")
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     vit = VisionTransformer(patch_size=16, num_classes=0, qkv_bias=True,
-                            norm_layer=partial(torch.nn.LayerNorm, eps=1e-6), **_TINY_VIT)
+                            norm_layer=partial(torch.nn.LayerNorm, eps=1e-6), **dino)
     torch.save(vit.state_dict(), path / "checkpoints" / DINO_BACKBONE_URL.rsplit("/", 1)[-1])
-    width, hidden, bottleneck = _TINY_VIT["embed_dim"], 8, 4
+    width, hidden, bottleneck = dino["embed_dim"], 8, 4
     shapes = {"mlp.0": (hidden, width), "mlp.2": (hidden, hidden), "mlp.4": (bottleneck, hidden)}
     head = {f"module.head.{layer}.{kind}": torch.randn(shape if kind == "weight" else shape[:1], generator=generator)
             for layer, shape in shapes.items() for kind in ("weight", "bias")}
     head["module.head.last_layer.weight"] = torch.randn(width, bottleneck, generator=generator)
     torch.save({"student": head}, path / "dino_vitb16_pretrain.pth")
+    if dreamsim_type == "ensemble":
+        for k, name in enumerate(("clip_vitb16_pretrain.pth.tar", "open_clip_vitb16_pretrain.pth.tar"), 1):
+            torch.save(_clip_as_dino_state(seed + k), path / name)
+    settings = {k: v for k, v in dreamsim_args["model_config"][dreamsim_type].items() if k != "lora"}
     previous = torch.hub._hub_dir
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                 warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = PerceptualModel(model_type="dino_vitb16", feat_type="cls", stride="16", lora=True,
-                                    load_dir=str(path), device="cpu", normalize_embeds=True)
+            model = PerceptualModel(**settings, lora=True, load_dir=str(path), device="cpu", normalize_embeds=True)
             model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, bias="none",
                                                      target_modules=["qkv"]))
     finally:
@@ -241,5 +270,5 @@ def save_tiny_dreamsim(path: str | Path, seed: int = 0) -> Path:
         for key, value in model.named_parameters():
             if "lora_B" in key:  # peft starts B at zero (an adapter that changes nothing): make it count
                 value.copy_(torch.randn(value.shape, generator=generator) * 0.5)
-    model.save_pretrained(path / "dino_vitb16_single_lora")
+    model.save_pretrained(path / REQUIRED[dreamsim_type][-1])
     return path

@@ -29,6 +29,7 @@ from typing import Literal
 
 import numpy as np
 
+from ...engine import dreamsim  # noqa: F401  (registers the `dreamsim` backend wherever families are loaded)
 from ...engine.context import Context, Image, score_row
 from ...engine.images import ImageSource
 from ...engine.pairwise import SquareResize
