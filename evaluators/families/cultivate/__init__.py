@@ -1,0 +1,414 @@
+"""CULTIVate / AHEaD (Malakouti, Gong, Kovashka, "Culture in Action", ICLR 2026): is an image of a social activity
+faithful to how it looks in the country, without hallucinated or exaggerated cultural cues, and how diverse are a
+prompt's images?
+
+Every image of the ``cultivate`` prompt set is compared with its prompt's reference descriptors (the dataset's
+``cultivate-descriptors`` config, :mod:`cultureboard.builder.descriptors`) in five dimensions:
+
+1. **Extract.** The judge (option ``extractor``, default ``qwen2.5-vl-7b``; the paper: InternVL3-14B and
+   Qwen2.5-VL-7B) lists the descriptors it sees, one JSON answer per image (:mod:`.questions`), validated and
+   asked again at most ``retries`` times; an image with no valid answer is flagged ("descriptor extraction
+   failed", counted in the summary's flags) and never scored.
+2. **Match.** Descriptors are embedded by all-MiniLM-L6-v2 (option ``embedder``; the ``sentence-transformers``
+   backend, :mod:`.sentence_embedder`) and compared by cosine within each dimension at a threshold tau.
+3. **Tau** (options ``tau``, ``tau_from``) is the third quartile of the best-match similarities of the reference
+   descriptors against the descriptors the *same* extractor lists for the prompts' real reference photographs
+   (``ctx.references()``; appendix A.3). Without any photograph it falls back to the paper's tau for the
+   extractor (0.67 for Qwen2.5-VL-7B). The resolved tau and its source are recorded as options, so scores made
+   with different extractors or thresholds are never ranked together; the calibration is a note on every metric
+   that uses tau.
+4. **Score** (:mod:`.core`): ALIGN, HAL (eqs. 1-2), EXAG (eq. 4: the largest excess of P("Yes") to 'Does this
+   figure show "<stereotype>"?' over its mean on the prompt's real photographs, for the country's stereotype
+   candidates; option ``exag_variant=mean`` gives the released code's mean instead), FAITH = mean(ALIGN, 1 - HAL,
+   1 - EXAG) per image (eq. 5), and per prompt of at least two usable images DDIV and SDIV (eqs. 6-7).
+   ``cultivate.vqascore`` is the paper's VQAScore baseline: P("Yes") that the image shows "A photorealistic image
+   of <activity> in <country>".
+
+Each image's rows carry its explanation in ``detail`` (:mod:`.explain`): the aligned, missing and hallucinated
+descriptors with their similarities, the exaggerated stereotypes, and the edit instruction built from them.
+Rows that cannot be scored are flagged with the reason: no reference descriptors (a seed build covers a few prompts),
+no reference photographs (EXAG needs them), extraction failed, nothing extracted, fewer than two images.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pyarrow.parquet as pq
+from cultureboard.builder.descriptors import CONFIG, DIMENSIONS
+
+from cultureboard.countries import load_countries
+from cultureboard.errors import CultureboardError
+
+from ...engine.context import Context, score_row
+from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
+from ...results.reported import load_validity
+from . import (
+    core,
+    explain,
+    sentence_embedder,  # noqa: F401  (registers the sentence-transformers backend)
+)
+from .questions import EXTRACTION_SCHEMA, PROMPT_DESCRIPTION, extraction_question, predicted_descriptors, vqa_question
+
+FAMILY = "cultivate"
+JUDGE, EMBEDDER = "qwen2.5-vl-7b", "all-minilm-l6-v2"
+#: The paper's calibrated tau per extractor (appendix A.3), used when no reference photograph exists: registry name
+#: -> tau. Calibrated with all-MiniLM-L6-v2 matching; InternVL3-14B's is 0.52 (no registry entry here).
+PAPER_TAU = {"qwen2.5-vl-7b": 0.67}
+TAU_QUANTILE = 0.75
+SOURCE = "Malakouti et al., Culture in Action (CULTIVate / AHEaD), ICLR 2026"
+PAPER = "https://arxiv.org/abs/2511.05681"
+
+NO_DESCRIPTORS = "no reference descriptors for the prompt"
+EMPTY_DESCRIPTORS = "the prompt's reference descriptors are all empty"
+EXTRACTION_FAILED = "descriptor extraction failed"
+NOTHING_EXTRACTED = "no descriptors extracted in a dimension with references"
+NO_STEREOTYPES = "no stereotype candidates for the country"
+NO_REFERENCES = "no reference photographs for the prompt"
+TOO_FEW = "fewer than 2 images with extracted descriptors"
+
+
+@dataclass(frozen=True)
+class CultivateOptions:
+    extractor: str = JUDGE  # judge scorer that lists each image's descriptors
+    vqa: str = JUDGE  # judge scorer whose P("Yes") is the image-text score f of EXAG and the VQAScore baseline
+    embedder: str = EMBEDDER  # embedding scorer that matches descriptors (text)
+    tau: float | None = None  # the matching threshold; None: resolved by tau_from (and recorded)
+    # "auto": calibrated on the reference photographs when there are any, else the paper's value for the extractor;
+    # "references" / "paper": only that; "option": the tau given. A given tau is used as is (tau_from auto becomes
+    # option; a recorded tau with its recorded tau_from reproduces the recorded run)
+    tau_from: Literal["auto", "references", "paper", "option"] = "auto"
+    exag_variant: Literal["max", "mean"] = "max"  # max: the paper's eq. 4; mean: the released code
+    retries: int = 2  # extraction: further questions after an invalid JSON answer
+    max_new_tokens: int = 512  # extraction answer length
+    shown: int = 3  # exaggerated stereotypes listed per image
+
+    def __post_init__(self):
+        if self.tau is not None and not -1.0 <= self.tau <= 1.0:
+            raise ValueError("tau is a cosine similarity: between -1 and 1")
+        if self.tau_from == "option" and self.tau is None:
+            raise ValueError("tau_from=option needs tau")
+        if self.retries < 0 or self.max_new_tokens < 16 or self.shown < 1:
+            raise ValueError("retries >= 0, max_new_tokens >= 16 and shown >= 1 are required")
+
+
+def _validity(metric: str, human: str = "GT-FAITH") -> tuple[Evidence, ...]:
+    """The paper's Spearman correlations of ``metric`` with human ratings (Table 2), from the reported data."""
+    rows = [r for r in load_validity() if r["family"] == FAMILY and r["metric"] == metric and r["human"] == human]
+    return tuple(Evidence(f"Spearman {r['value']:+.2f} with {human} ({r['slice']} images) for {metric}",
+                          f"{SOURCE}, {r['source']}", r["value"]) for r in rows if r["slice"] == "all")
+
+
+HUMAN_CEILING = _validity("Human")
+_TAU = "tau: Q3 of reference-descriptor best matches on real photographs (option tau_from)"
+
+
+def _card(name: str, title: str, formula: str, direction: str, scorers: tuple, description: str, *, section: str,
+          unit: str = "image", version: int = 1, validity: tuple = (), **kw) -> MetricCard:
+    return MetricCard(name, FAMILY, title, formula, direction, "[0, 1]", scorers, SOURCE + section, version=version,
+                      unit=unit, description=description, validity=validity, **kw)
+
+
+METRICS = (
+    _card("cultivate.faith", "Faithfulness (FAITH)", "(ALIGN + (1 - HAL) + (1 - EXAG)) / 3 per image", "higher",
+          (JUDGE, EMBEDDER), "How faithfully the image shows the activity as it looks in the country: the mean of "
+          "reference coverage, the absence of hallucinated descriptors and the absence of exaggerated stereotypes.",
+          primary=True, section=", eq. 5", proxy_for="GT-FAITH: native annotators' 1-5 rating of how well the image "
+          "shows the activity in their country", validity=_validity("FAITH (InternVL3)") + HUMAN_CEILING),
+    _card("cultivate.align", "Alignment (ALIGN)", "mean over dimensions of |{ref d_j : max_i cos(pred_i, d_j) > tau}| "
+          "/ |refs|; " + _TAU, "higher", (JUDGE, EMBEDDER),
+          "The share of the prompt's reference descriptors the image shows, per dimension, averaged.",
+          section=", eq. 1"),
+    _card("cultivate.hal", "Hallucination (HAL)", "mean over dimensions with predictions of |{pred_i : max_j cos(pred_i,"
+          " d_j) <= tau}| / |preds|; " + _TAU, "lower", (JUDGE, EMBEDDER),
+          "The share of what the image shows that matches no reference descriptor of the activity in the country.",
+          section=", eq. 2", proxy_for="GT-HAL: annotators' rating of incorrect elements"),
+    _card("cultivate.exag", "Exaggeration (EXAG)", "max over stereotype candidates k of max(0, P(Yes | image, k) - "
+          "mean over the prompt's real photographs of P(Yes | photo, k)); option exag_variant=mean: the mean over k",
+          "lower", (JUDGE,), "How much more the image shows the country's stereotypes than real photographs of the "
+          "activity do (the worst one).", section=", eq. 4",
+          proxy_for="GT-EXAG: annotators' rating of exaggeration"),
+    _card("cultivate.ddiv", "Descriptor diversity (DDIV)", "mean over dimensions of the normalised entropy "
+          "-sum q_j ln q_j / ln |refs| of how often each reference descriptor is matched across the prompt's images",
+          "higher", (JUDGE, EMBEDDER), "How evenly a prompt's images spread over the activity's reference "
+          "descriptors (at least 2 images).", unit="prompt", section=", eq. 6"),
+    _card("cultivate.sdiv", "Set diversity (SDIV)", "ALIGN of the prompt's images pooled minus their mean "
+          "single-image ALIGN, per dimension, averaged", "higher", (JUDGE, EMBEDDER),
+          "How much more of the activity a prompt's images cover together than one alone (at least 2 images).",
+          unit="prompt", section=", eq. 7"),
+    _card("cultivate.vqascore", "VQAScore baseline", "P(Yes | image, 'Does this figure show \"A photorealistic image "
+          "of <activity> in <country>.\"?')", "higher", (JUDGE,), "The paper's image-text baseline: the judge's "
+          "probability that the image shows the prompt (the paper used CLIP-FlanT5-xxl; here the judge VLM).",
+          section=", section 4.2", proxy_for="GT-FAITH", validity=_validity("VQAScore") + _validity("CLIPScore")),
+)
+TAU_METRICS = ("cultivate.faith", "cultivate.align", "cultivate.hal", "cultivate.ddiv", "cultivate.sdiv")
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+def read_descriptors(ctx: Context) -> dict[str, dict]:
+    """{prompt id: {"refs": {dimension: [token]}, "stereotypes": [...], "source": ...}} from the dataset's
+    ``cultivate-descriptors`` config."""
+    shards = sorted((ctx.dataset / "data" / CONFIG).glob("*.parquet"))
+    if not shards:
+        raise CultureboardError(ctx.dataset, f"has no {CONFIG} config, which the cultivate metrics compare images with",
+                                "build the dataset with the cultivate prompt set (cultureboard build writes it)")
+    out = {}
+    for shard in shards:
+        for r in pq.read_table(shard).to_pylist():
+            out[r["prompt_id"]] = {"refs": {d: [i["token"] for i in r[d] or []] for d in DIMENSIONS},
+                                   "stereotypes": list(r["stereotypes"] or []), "source": r["source"]}
+    return out
+
+
+@dataclass(frozen=True)
+class Extraction:
+    descriptors: dict[str, list[str]] | None  # None: no valid answer
+    attempts: int
+    error: str | None = None
+
+
+def _extract(ctx: Context, items: list) -> dict[str, Extraction]:
+    """{sha256: Extraction} of submitted images or reference sources (each asked once)."""
+    unique = list({im.sha256: im for im in items}.values())
+    if not unique:
+        return {}
+    question = extraction_question()
+    answers = ctx.ask_json(ctx.options.extractor, [(im, question) for im in unique], EXTRACTION_SCHEMA,
+                           retries=ctx.options.retries, max_new_tokens=ctx.options.max_new_tokens)
+    return {im.sha256: Extraction(predicted_descriptors(a.value) if a.value is not None else None, a.attempts, a.error)
+            for im, a in zip(unique, answers)}
+
+
+class Matcher:
+    """Similarity matrices of predicted against reference descriptors, per dimension, from the embedder (one
+    cached pass over every text)."""
+
+    def __init__(self, ctx: Context, texts: set[str]):
+        self.vectors = ctx.text_embeddings(ctx.options.embedder, sorted(texts)) if texts else {}
+
+    def _stack(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
+
+    def sims(self, predicted: dict[str, list[str]], refs: dict[str, list[str]]) -> dict[str, np.ndarray]:
+        out = {}
+        for d in DIMENSIONS:
+            P, R = self._stack(predicted.get(d, [])), self._stack(refs.get(d, []))
+            out[d] = P @ R.T if len(P) and len(R) else np.zeros((len(P), len(R)))
+        return out
+
+
+def _texts(descriptors: dict[str, list[str]] | None) -> set[str]:
+    return {t for d in DIMENSIONS for t in (descriptors or {}).get(d, [])}
+
+
+# ------------------------------------------------------------------------------------------------ tau
+
+def _resolve_tau(ctx: Context, refs_by_prompt: dict, calibration: list, extracted: dict, matcher: Matcher) -> dict:
+    """The threshold and how it was chosen; sets the resolved ``tau`` and ``tau_from`` on ``ctx.options``."""
+    opts = ctx.options
+    info = {"extractor": opts.extractor, "embedder": opts.embedder, "quantile": TAU_QUANTILE}
+    if opts.tau is not None:
+        tau, source = opts.tau, "option" if opts.tau_from == "auto" else opts.tau_from
+        if source == "paper" and PAPER_TAU.get(opts.extractor) != tau:
+            raise CultureboardError(f"--option tau={tau}", f"is not the paper's tau for {opts.extractor} "
+                                    f"({PAPER_TAU.get(opts.extractor)})", "leave tau out with tau_from=paper")
+    else:
+        values, used, failed = [], set(), 0
+        for pid, src in calibration:
+            ext = extracted[src.sha256]
+            if ext.descriptors is None:
+                failed += 1
+                continue
+            used.add(src.sha256)
+            for S in matcher.sims(ext.descriptors, refs_by_prompt[pid]["refs"]).values():
+                values.extend(core.best_matches(S))
+        info.update(reference_images=len({s.sha256 for _, s in calibration}), failed_reference_images=failed,
+                    prompts=len({pid for pid, _ in calibration}), similarities=len(values))
+        if values and opts.tau_from in ("auto", "references"):
+            q1, median, q3 = core.quartiles(values)
+            tau, source = round(q3, 4), "references"
+            info.update(q1=round(q1, 4), median=round(median, 4), q3=round(q3, 4))
+        elif opts.tau_from == "references":
+            raise CultureboardError(ctx.dataset, "has no reference photograph whose descriptors could be extracted, "
+                                    "which tau_from=references calibrates on", "add a references config, or pass "
+                                    "--option tau_from=auto (the paper's tau) or --option tau=VALUE")
+        elif opts.extractor in PAPER_TAU:
+            tau, source = PAPER_TAU[opts.extractor], "paper"
+        else:
+            raise CultureboardError(f"extractor {opts.extractor}", "has no paper tau and there are no usable reference "
+                                    "photographs to calibrate one on", "pass --option tau=VALUE")
+    ctx.options = dataclasses.replace(opts, tau=float(tau), tau_from=source)  # recorded as resolved
+    return {**info, "tau": float(tau), "from": source}
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+
+def score_cultivate(ctx: Context) -> list[dict]:
+    opts = ctx.options
+    descriptors = read_descriptors(ctx)
+    photos, _ = ctx.references()
+    table = load_countries()
+
+    def photos_of(prompt: dict) -> list:
+        return photos.get(prompt.get("artifact_id"), [])
+
+    # the calibration set: every described prompt of the whole set with photographs (the same in every shard)
+    calibration = [(pid, src) for pid in sorted(descriptors) if pid in ctx.prompts
+                   for src in photos_of(ctx.prompts[pid])] if opts.tau is None and opts.tau_from != "paper" else []
+    images = sorted(ctx.images, key=lambda im: (im.prompt_id, im.sample_idx))
+    extracted = _extract(ctx, [im for im in images if im.prompt_id in descriptors] + [s for _, s in calibration])
+    # only what will be matched is embedded: the prompts with at least one extracted image or photograph
+    ok = {sha for sha, e in extracted.items() if e.descriptors is not None}
+    matched = {im.prompt_id for im in images if im.sha256 in ok} | {pid for pid, s in calibration if s.sha256 in ok}
+    texts = set().union(*(_texts(extracted[sha].descriptors) for sha in ok),
+                        *(_texts(descriptors[pid]["refs"]) for pid in matched))
+    matcher = Matcher(ctx, texts)
+    calibration_note = _resolve_tau(ctx, descriptors, calibration, extracted, matcher)
+    tau = ctx.options.tau
+    for metric in TAU_METRICS:
+        ctx.note(metric, "tau", calibration_note)
+        ctx.note(metric, "descriptors", dict(sorted(_sources(descriptors).items())))
+    ctx.note("cultivate.exag", "variant", "max (eq. 4)" if opts.exag_variant == "max" else "mean (released code)")
+    ctx.note("cultivate.exag", "question", vqa_question("<stereotype candidate>"))
+    ctx.note("cultivate.vqascore", "question", vqa_question(PROMPT_DESCRIPTION))
+    for metric in ("cultivate.align", "cultivate.hal"):
+        ctx.note(metric, "extraction_question_sha256", hashlib.sha256(extraction_question().encode()).hexdigest()[:16])
+
+    exaggeration = _exaggeration(ctx, images, descriptors, photos_of)
+    vqa = ctx.probability(opts.vqa, [(im, vqa_question(_description(im.prompt, table))) for im in images])
+    rows, usable = [], defaultdict(list)
+    for im, p_yes in zip(images, vqa):
+        rows.append(score_row("cultivate.vqascore", float(p_yes), im))
+        rec = descriptors.get(im.prompt_id)
+        ext = extracted.get(im.sha256)
+        part: dict[str, tuple] = {}  # metric -> (value, flag, detail)
+        if rec is None:
+            part["align"] = part["hal"] = (None, NO_DESCRIPTORS, None)
+        elif not any(rec["refs"].values()):
+            part["align"] = part["hal"] = (None, EMPTY_DESCRIPTORS, None)
+        elif ext.descriptors is None:
+            failure = {"error": ext.error, "attempts": ext.attempts}
+            part["align"] = part["hal"] = (None, EXTRACTION_FAILED, failure)
+        else:
+            sims = matcher.sims(ext.descriptors, rec["refs"])
+            usable[im.prompt_id].append(sims)
+            lists = explain.matches(ext.descriptors, rec["refs"], sims, tau)
+            a, a_dims = core.align(sims, tau)
+            h, h_dims = core.hal(sims, tau)
+            part["align"] = (a, None, {"per_dimension": a_dims, "aligned": lists["aligned"],
+                                       "missing": lists["missing"]})
+            part["hal"] = (h, None if h is not None else NOTHING_EXTRACTED,
+                           {"per_dimension": h_dims, "hallucinated": lists["hallucinated"],
+                            "descriptors": ext.descriptors})
+        part["exag"] = exaggeration[im]
+        for name in ("align", "hal", "exag"):
+            value, flag, detail = part[name]
+            rows.append(score_row(f"cultivate.{name}", value, im, detail=detail, flag=flag))
+        rows.append(_faith_row(im, part, rec, table))
+    for pid in sorted({im.prompt_id for im in images}):
+        rows += _diversity_rows(ctx.prompts[pid], descriptors.get(pid), usable.get(pid, []), tau)
+    return rows
+
+
+def _sources(descriptors: dict) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for rec in descriptors.values():
+        counts[rec["source"]] += 1
+    return counts
+
+
+def _description(prompt: dict, table) -> str:
+    return PROMPT_DESCRIPTION.format(activity=prompt["artifact_name"],
+                                     country=table.by_iso(prompt["country"]).name_in_sentence)
+
+
+def _exaggeration(ctx: Context, images: list, descriptors: dict, photos_of) -> dict:
+    """{image: (EXAG, flag, detail)}: P("Yes") of every stereotype candidate for the image and for the prompt's real
+    photographs (one batch through the cache), then eq. 4 per image."""
+    opts = ctx.options
+    out, jobs = {}, []
+    for im in images:
+        rec = descriptors.get(im.prompt_id)
+        if rec is None:
+            out[im] = (None, NO_DESCRIPTORS, None)
+        elif not rec["stereotypes"]:
+            out[im] = (None, NO_STEREOTYPES, None)
+        elif not photos_of(im.prompt):
+            out[im] = (None, NO_REFERENCES, {"artifact_id": im.prompt.get("artifact_id"),
+                                             "reason": ctx.references()[1].get(im.prompt.get("artifact_id"))})
+        else:
+            jobs.append(im)
+    questions = {pid: [vqa_question(c) for c in descriptors[pid]["stereotypes"]] for pid in {im.prompt_id for im in jobs}}
+    photo_items = {pid: [(src, q) for src in photos_of(ctx.prompts[pid]) for q in qs] for pid, qs in questions.items()}
+    items = [(im, q) for im in jobs for q in questions[im.prompt_id]]
+    items += [it for pid in sorted(photo_items) for it in photo_items[pid]]
+    probs = iter(ctx.probability(opts.vqa, items)) if items else iter(())
+    scores = {im: np.array([next(probs) for _ in questions[im.prompt_id]]) for im in jobs}
+    baseline = {}
+    for pid in sorted(photo_items):
+        k = len(questions[pid])
+        baseline[pid] = np.array([next(probs) for _ in photo_items[pid]]).reshape(-1, k).mean(axis=0)
+    for im in jobs:
+        pid = im.prompt_id
+        value = core.exag(scores[im], baseline[pid], opts.exag_variant)
+        shown = explain.exaggerated(descriptors[pid]["stereotypes"], scores[im], baseline[pid], opts.shown)
+        out[im] = (value, None, {"exaggerated": shown, "photos": len(photo_items[pid]) // len(questions[pid])})
+    return out
+
+
+def _faith_row(im, part: dict, rec: dict | None, table) -> dict:
+    values = {name: part[name][0] for name in ("align", "hal", "exag")}
+    flags = {name: part[name][1] for name in ("align", "hal", "exag") if part[name][1]}
+    detail = {"components": values}
+    if part["align"][1] is None:  # descriptors were matched: the explanation and its edit instruction exist
+        lists = {"aligned": part["align"][2]["aligned"], "missing": part["align"][2]["missing"],
+                 "hallucinated": part["hal"][2]["hallucinated"]}
+        shown = part["exag"][2]["exaggerated"] if part["exag"][1] is None else []
+        country = table.by_iso(im.prompt["country"]).name_in_sentence
+        detail["edit_instruction"] = explain.edit_instruction(im.prompt["artifact_name"], country, lists, shown)
+    if flags:
+        detail["missing"] = flags
+        return score_row("cultivate.faith", None, im, detail=detail, flag=next(iter(flags.values())))
+    return score_row("cultivate.faith", core.faith(values["align"], values["hal"], values["exag"]), im, detail=detail)
+
+
+def _diversity_rows(prompt: dict, rec: dict | None, usable: list, tau: float) -> list[dict]:
+    """DDIV and SDIV of a prompt over its images whose descriptors were extracted (``usable``: their similarity
+    matrices), or flagged rows."""
+    if rec is None:
+        flag = NO_DESCRIPTORS
+    elif not any(rec["refs"].values()):
+        flag = EMPTY_DESCRIPTORS
+    else:
+        flag = TOO_FEW if len(usable) < 2 else None
+    rows = []
+    for name, fn in (("ddiv", core.ddiv), ("sdiv", core.sdiv)):
+        value, per = fn(usable, tau) if flag is None else (None, {})
+        rows.append(score_row(f"cultivate.{name}", value, unit_id=prompt["prompt_id"], slices=prompt,
+                              detail={"images": len(usable), "per_dimension": per}, flag=flag))
+    return rows
+
+
+register(Family(
+    name=FAMILY,
+    title="CULTIVate / AHEaD: social activities, faithfulness, hallucination, exaggeration, diversity",
+    description=("CULTIVate asks models for photos of social activities (dances, games, greetings, celebrations, "
+                 "religious practices, eating, concerts, weddings, funerals) in 16 countries. AHEaD reads what each "
+                 "image shows as short descriptors (setting, objects, attire, interaction, spatial arrangement), "
+                 "matches them with the activity's reference descriptors, and scores coverage (ALIGN), wrong "
+                 "elements (HAL), over-expressed stereotypes compared with real photographs (EXAG), their mean "
+                 "(FAITH), and how varied a prompt's images are (DDIV, SDIV). Each image gets the descriptors it "
+                 "matched, missed, hallucinated and exaggerated, and an edit instruction."),
+    papers={"paper": PAPER, "code and data": "https://github.com/sinamalakouti/AHEaD"},
+    prompt_sets=(PromptSetSpec("cultivate", score_cultivate, tuple(m.name for m in METRICS),
+                               shard_unit=lambda prompt: prompt["prompt_id"],
+                               units={"prompt": lambda prompt: prompt["prompt_id"]}),),
+    metrics=METRICS,
+    options=CultivateOptions,
+))
