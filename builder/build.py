@@ -29,6 +29,7 @@ from .knowledge import DEFAULT_MAX_FALLBACK, knowledge_stage
 from .llm_backends import CachedLLM, backend_from_spec
 from .llm_cache import ResponseCache
 from .prompt_sets import registry
+from .prompts_cultivate import load_activities
 from .prompts_ecb import checked_subset
 from .refine import refine
 from .yaml_file import load_yaml
@@ -53,6 +54,7 @@ DEFAULTS = {
     "ecb_subset": None,  # ecb: {countries, subcategories, steps}, a slice for demos (None: the whole set)
     "descriptor_proposers": None,  # cultivate descriptors: proposer LLM specs (None: the --llm backend)
     "cure_images": None,  # cure-ladder: [images per artifact prompt, per category prompt] (None: 4, 80)
+    "cultivate_activities": None,  # cultivate: an activity catalogue (YAML) in place of the packaged one
 }
 
 DECISION_SCHEMA = pa.schema(
@@ -117,6 +119,9 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         per_prompt, per_category = o["cure_images"]
         families["cure-ladder"] = partial(families["cure-ladder"], images_per_prompt=per_prompt,
                                           category_images=per_category)
+    if o["cultivate_activities"] is not None:  # another catalogue (the demo's is small): read and checked first
+        catalogue = load_activities(str(o["cultivate_activities"]))
+        families["cultivate"] = partial(families["cultivate"], activities=catalogue)
     if o["ecb_subset"] is not None:  # a slice of the ecb set (the demo's is small)
         families["ecb"] = partial(families["ecb"], subset=checked_subset(o["ecb_subset"]))
     chosen_sets = o["prompt_sets"] or list(families)
@@ -175,6 +180,9 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         "extraction": {k: v for k, v in extraction.items() if k != "source"} | {"dump": _portable(extraction.get("dump"))},
         "llm": refined.report,
         **({"descriptors": descriptor_report} if descriptor_report else {}),
+        **({"cultivate_activities": {"file": Path(o["cultivate_activities"]).name,
+                                     "sha256": file_sha256(o["cultivate_activities"])}}
+           if o["cultivate_activities"] is not None else {}),
         **({"knowledge": knowledge_report} if knowledge_report else {}),
         "curation": curation_report,
         "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)} for ps in prompt_sets},

@@ -16,6 +16,7 @@ can be rerun by hand on it.
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +26,12 @@ from .errors import CultureboardError
 #: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick.
 DEMO_COUNTRIES = ["IT", "JP", "NG"]
 #: The stand-in models, and the prompt sets (those the evaluator scores today) each generates.
-STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity"), "tiny-b": ("cube-awareness",)}
+STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate"), "tiny-b": ("cube-awareness",)}
+#: The cultivate prompt set from a small activity catalogue (6 prompts of the 576; seed reference descriptors).
+CULTIVATE_ACTIVITIES = "data/cultivate_demo_activities.yaml"
+#: Family options for the stand-in scorers: the tiny judge writes random tokens, so a short answer fails cultivate's
+#: JSON check as surely as a long one (a real judge gets the defaults).
+STANDIN_OPTIONS = {"cultivate": {"max_new_tokens": 16}}
 
 
 def cache_root() -> Path:
@@ -75,11 +81,12 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
     dataset, submissions, results, site = (out / name for name in ("dataset", "submissions", "results", "site"))
 
     echo(f"[1/5] build: the dataset from the shipped sample dump -> {dataset}")
-    build(dataset, countries=countries or DEMO_COUNTRIES)
+    build(dataset, countries=countries or DEMO_COUNTRIES,
+          cultivate_activities=str(resources.files("cultureboard.builder").joinpath(CULTIVATE_ACTIVITIES)))
 
     models = pipelines or _standin_pipelines(standins / "generators")
     scorer_config = None if scorers == "default" else (_standin_scorers(standins / "scorers") if scorers == "tiny" else scorers)
-    written = []
+    written, options = [], {}
     for name, pipeline in models.items():
         for prompt_set in STANDIN_MODELS.get(name, ("cube-awareness", "cube-diversity")):
             folder = submissions / f"demo__{name}__{prompt_set}"
@@ -87,6 +94,7 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
             generate(dataset, prompt_set, pipeline, folder, organization="demo", model_name=name, tag=prompt_set,
                      contact="cultureboard demo", steps=2, batch_size=16, progress=False)
             written.append(folder)
+            options[folder] = STANDIN_OPTIONS.get(prompt_set) if scorers == "tiny" else None
 
     for folder in written:
         report = validate(folder, dataset)
@@ -97,7 +105,8 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
 
     for folder in written:
         echo(f"[4/5] evaluate: {folder.name} -> {results / folder.name}")
-        evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings")
+        evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings",
+                 options=options[folder])
 
     echo(f"[5/5] site: {site}")
     build_site(results, dataset, submissions, site)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import resources
 
 import pytest
+import yaml
 
 from cultureboard.builder import build, prompts_cultivate
 from cultureboard.builder.descriptors import (CONFIG, DIMENSIONS, SEED_FILE, describe, descriptor_stage,
@@ -26,8 +28,8 @@ from llm_server import ScriptedLLMServer
     ('Here:\n```json\n[{"token": " floor  cushions ", "style": "Neutral"}]\n```', [("floor cushions", "neutral")], 0,
      None),
     ('{"descriptors": []}', [], 0, None),
-    ('[{"token": "rugs", "style": "traditional|modern"}, {"token": "", "style": "modern"}, '
-     '{"token": "Rugs", "style": "modern"}, {"token": "rugs", "style": "neutral"}]', [("Rugs", "modern")], 2, None),
+    (('[{"token": "rugs", "style": "traditional|modern"}, {"token": "", "style": "modern"}, '
+      '{"token": "Rugs", "style": "modern"}, {"token": "rugs", "style": "neutral"}]'), [("Rugs", "modern")], 2, None),
     ('{"descriptors": [{"token": "a", "style": "neutral"}', [], 0, "invalid JSON (Expecting ',' delimiter)"),
     ("The scene shows a table.", [], 0, "no JSON in the answer"),
     ("{'descriptors': []}", [], 0, "invalid JSON (Expecting property name enclosed in double quotes)"),
@@ -146,17 +148,20 @@ def test_seed_rows_without_an_llm():
     result = seed_rows(rows)
     assert len(result.rows) == 6 and all(r["source"] == "seed" and r["proposers"] == [] for r in result.rows)
     assert result.report["prompts_without_descriptors"] == len(rows) - 6
-    thanksgiving = next(r for r in result.rows if r["prompt_id"] == "cultivate/us/celebration/thanksgiving")
-    assert {"token": "roast turkey", "style": "traditional"} in thanksgiving["objects"]
-    assert "pickup trucks" in thanksgiving["stereotypes"]
-    # every seed prompt exists in the packaged prompt set and has descriptors in every style it uses
-    import yaml
-    from importlib import resources
+    home = next(r for r in result.rows if r["prompt_id"] == "cultivate/ng/eating/home")
+    assert {"token": "jollof rice", "style": "traditional"} in home["objects"]
+    assert "palm trees everywhere" in home["stereotypes"] and home["country"] == "NG"
+    assert all(r[d] for r in result.rows for d in DIMENSIONS), "every seed prompt describes every dimension"
 
+
+def test_the_demo_catalogue_is_covered_by_the_seed_and_matches_the_full_set():
+    """The demo builds cultivate from its small catalogue: the same ids and texts as the full set, all seeded."""
+    path = resources.files("cultureboard.builder").joinpath("data/cultivate_demo_activities.yaml")
+    demo = build_cultivate([], load_countries(), prompts_cultivate.load_activities(str(path))).rows
+    full = {r["prompt_id"]: r for r in build_cultivate([], load_countries()).rows}
+    assert len(demo) == 6 and all(full[r["prompt_id"]]["text"] == r["text"] for r in demo)
     seed = yaml.safe_load(resources.files("cultureboard.builder").joinpath(SEED_FILE).read_text())
-    assert set(seed["prompts"]) <= {r["prompt_id"] for r in rows}
-    demo_first = [r["prompt_id"] for r in rows[:2]]
-    assert set(demo_first) <= set(seed["prompts"]), "the demo generates the first prompts: the seed must cover them"
+    assert {r["prompt_id"] for r in demo} == set(seed["prompts"])
 
 
 def test_descriptor_stage_needs_a_cultivate_set_and_an_llm_for_proposers():
@@ -195,11 +200,11 @@ def test_build_records_and_replays_the_stage(tmp_path, monkeypatch):
     monkeypatch.setenv("CULTUREBOARD_LLM_API_KEY", "test-key")
     with DescriptorServer() as server:
         monkeypatch.setenv("CULTUREBOARD_LLM_BASE_URL", server.base_url)
-        options = dict(countries=["IT"], concepts=["cuisine"], prompt_sets=["cultivate"], llm="openai:refiner-x",
-                       descriptor_proposers=["openai:proposer-a", "openai:proposer-b"])
+        options = {"countries": ["IT"], "concepts": ["cuisine"], "prompt_sets": ["cultivate"], "llm": "openai:refiner-x",
+                   "descriptor_proposers": ["openai:proposer-a", "openai:proposer-b"]}
         first = build(tmp_path / "one", **options)
         asked = server.count
-        second = build(tmp_path / "two", llm_cache=str(tmp_path / "one" / "llm" / "cache.jsonl"), **options)
+        build(tmp_path / "two", llm_cache=str(tmp_path / "one" / "llm" / "cache.jsonl"), **options)
         assert server.count == asked, "a build with the cache asks nothing again"
     assert first["descriptors"]["proposers"] == ["openai:proposer-a", "openai:proposer-b"]
     assert first["descriptors"]["prompts"] == first["rows"][CONFIG] == 2
@@ -222,4 +227,16 @@ def test_build_records_and_replays_the_stage(tmp_path, monkeypatch):
 def test_build_without_an_llm_writes_the_seed_rows(tmp_path):
     report = build(tmp_path / "ds", countries=["IT"], concepts=["cuisine"], prompt_sets=["cultivate"])
     assert report["descriptors"]["source"] == "seed" and report["rows"][CONFIG] == 6
+    assert report["rows"]["cultivate"] == 576 and "cultivate_activities" not in report
     assert "SEED rows written by hand" in (tmp_path / "ds" / "README.md").read_text()
+
+
+def test_build_with_another_activity_catalogue(tmp_path):
+    path = resources.files("cultureboard.builder").joinpath("data/cultivate_demo_activities.yaml")
+    report = build(tmp_path / "ds", countries=["IT"], concepts=["cuisine"], prompt_sets=["cultivate"],
+                   cultivate_activities=str(path))
+    assert report["rows"]["cultivate"] == 6 == report["rows"][CONFIG]
+    assert report["cultivate_activities"]["file"] == "cultivate_demo_activities.yaml"
+    (tmp_path / "bad.yaml").write_text("categories: {}\n", encoding="utf-8")
+    with pytest.raises(CultureboardError, match="not a valid activity catalogue"):
+        build(tmp_path / "ds2", prompt_sets=["cultivate"], cultivate_activities=str(tmp_path / "bad.yaml"))
