@@ -183,7 +183,7 @@ def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, mod
 @cli.command()
 @click.option("--from-folder", required=True, type=click.Path(file_okay=False), help="Folder with the images, named and nested however you like.")
 @click.option("--mapping", required=True, type=click.Path(dir_okay=False),
-              help="CSV (header file,prompt_id,sample_idx[,edit_step,source_file]) or JSONL mapping each image, relative to --from-folder, to its prompt and sample.")
+              help="CSV (header file,prompt_id,sample_idx[,edit_step,source_file,refused,reason]) or JSONL mapping each image, relative to --from-folder, to its prompt and sample (refused rows: no file).")
 @click.option("--spec", required=True, type=click.Path(dir_okay=False),
               help="Partial submission.yaml: organization, contact, model.*, generation settings you know; package fills the rest.")
 @click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder the images were made from.")
@@ -195,7 +195,8 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored)
     from cultureboard.evaluators.submission.package import package as run
 
     result = run(from_folder, mapping, out, dataset=dataset, prompt_set=prompt_set, spec=spec, seed_honoured=not seeds_ignored)
-    click.echo(f"{result['images']} images packaged into {result['out']}")
+    refused = result["slots"] - result["missing"] - result["images"]
+    click.echo(f"{result['images']} images and {refused} declared refusals packaged into {result['out']}")
     if result["missing"]:
         first = ", ".join(f"{m['prompt_id']}#{m['sample_idx']}" for m in result["missing_slots"][:3])
         click.echo(f"{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}); "

@@ -307,3 +307,33 @@ def test_build_option_sizes_the_ladder(tmp_path):
     for bad in ([2], [0, 4], "2,4"):
         with pytest.raises(CultureboardError, match="cure"):
             build(tmp_path / "bad", countries=["NG"], prompt_sets=["cure-ladder"], cure_images=bad)
+
+
+def test_declared_refusals_change_coverage_and_acceptance_not_the_other_scores(world):
+    """A closed model that refused pierogi's whole ladder and one image of jiaozi's P(n,r): valid, scored."""
+    from cultureboard.evaluators.submission.validate import validate
+
+    def refuse(p, k):
+        return ladder_id(p) == PIEROGI or (ladder_id(p) == JIAOZI and p["level"] == "n,r" and k == 1)
+
+    submission = make_submission(world["root"] / "submissions", world["dataset"], "refusing", refuse)
+    report = validate(submission, world["dataset"])
+    assert report.valid and report.checked["refused"] == 9, report.to_text()
+    out = evaluate(submission, world["dataset"], world["root"] / "results", scorers=world["scorers"], device="cpu",
+                   cache=world["root"] / "cache", n_boot=100)
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["provenance"]["refused"]) == 9
+    entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
+    # acceptance: 8/8, 7/8 and 0/8 over the three ladders; food holds jiaozi and pierogi
+    assert entries[("cure.acceptance", "overall", "all")]["value"] == pytest.approx((1 + 7 / 8 + 0) / 3)
+    assert entries[("cure.acceptance", "category", "food")]["value"] == pytest.approx(7 / 16)
+    # pierogi is flagged (counted, not scored), so coverage drops and nothing is averaged as zero
+    ps = entries[("cure.ps", "overall", "all")]
+    assert ps["coverage"] == pytest.approx(2 / 3) and ps["flags"] == {"refused: every image of P(n) was refused": 1}
+    assert ps["value"] == pytest.approx(np.mean([value(scores, "cure.ps", u)["value"] for u in (JIAOZI, BRIDGE)]))
+    # the images that were generated score as in the complete submission (same pixels, same seeds)
+    for metric in ("cure.ps", "cure.ps_delta.c", "cure.gt", "cure.ita.cr", "cure.ita.cr.wit"):
+        assert value(scores, metric, JIAOZI)["value"] == pytest.approx(value(world["scores"], metric, JIAOZI)["value"])
+    bridge = scores[scores["unit_id"] == BRIDGE].reset_index(drop=True)
+    pd.testing.assert_frame_equal(bridge, world["scores"][world["scores"]["unit_id"] == BRIDGE].reset_index(drop=True))

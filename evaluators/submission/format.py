@@ -5,7 +5,9 @@ A submission is a folder ``submissions/<org>__<model>[__<tag>]/`` (see ``submiss
 * ``submission.yaml``: who made the images, with which model and settings, from which prompt set and
   dataset revision, and where the images are (:data:`FIELDS` lists every field);
 * ``metadata.jsonl``: one line per image (:data:`METADATA_FIELDS`); prompts are never parsed from file
-  names and images per prompt are never inferred from file counts;
+  names and images per prompt are never inferred from file counts. A model that refused a prompt (a closed
+  API's safety filter) declares it with a line ``{"prompt_id", "sample_idx", "refused": true, "reason"?}`` and no
+  file (:data:`REFUSAL_FORBIDS`): coverage counts the sample as refused, not missing;
 * the images, in ``images/`` or in a Hub dataset pinned at a revision (``hf://datasets/ORG/REPO@REV``).
 
 Every stage reads the two files through :func:`read_spec` and :func:`read_metadata` (``validate`` through
@@ -104,7 +106,16 @@ METADATA_FIELDS: tuple[MetaField, ...] = (
     MetaField("sha256", str, True, "hex sha256 of the image file"),
     MetaField("edit_step", int, False, "I2I chains: the edit step (1..5); absent or null for text-to-image"),
     MetaField("source_file", str, False, "I2I chains: file_name of the image this step edited"),
+    MetaField("refused", bool, False, "true on a declared refusal: the model gave no image for this prompt and sample"),
+    MetaField("reason", str, False, "declared refusals: why (e.g. the API's message)"),
 )
+#: Fields a declared refusal line lacks (there is no image); ``seed`` is optional on it.
+REFUSAL_FORBIDS = ("file_name", "sha256", "source_file")
+
+
+def is_refusal(row: dict) -> bool:
+    """Whether a metadata line declares a refusal (``"refused": true``) instead of listing an image."""
+    return row.get("refused") is True
 
 
 def get(spec: dict, path: str, default: Any = None) -> Any:

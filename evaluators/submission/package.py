@@ -1,7 +1,9 @@
 """``cultureboard package``: turn images made elsewhere (a closed API, another codebase) into a submission.
 
 The user gives a folder of images with any names, a mapping file that says which prompt and sample each
-image answers, and a partial ``submission.yaml`` (the spec). The mapping is the only link between an image
+image answers, and a partial ``submission.yaml`` (the spec). A prompt and sample the model refused (a closed
+API's safety filter) is a mapping row with ``refused`` true, no ``file`` and an optional ``reason``: it becomes a
+declared refusal line of ``metadata.jsonl``. The mapping is the only link between an image
 and its prompt: nothing is read from file names and nothing is counted from files. Seeds come from the
 prompt set (image k of a prompt uses ``seeds[k]``); a model that cannot take a seed says so with
 ``seed_honoured=False``.
@@ -44,11 +46,12 @@ from .format import (
 )
 
 MAPPING_COLUMNS = ("file", "prompt_id", "sample_idx")
-MAPPING_OPTIONAL = ("edit_step", "source_file")
+MAPPING_OPTIONAL = ("edit_step", "source_file", "refused", "reason")
 #: PIL format -> the extension the packaged copy gets (the file's real format, whatever its name said).
 EXTENSIONS = SUFFIX_OF_FORMAT
 _ABSENT = object()
-_MAPPING_FIX = "the mapping needs columns file, prompt_id, sample_idx and may have edit_step, source_file"
+_MAPPING_FIX = ("the mapping needs columns file, prompt_id, sample_idx and may have edit_step, source_file, refused, "
+                "reason (a refused row leaves file empty)")
 _SHOWN = 20  # problems spelled out in the one error; the rest are counted
 
 
@@ -95,6 +98,7 @@ class _Image:
     source_file: str | None  # as written in the mapping (an input file), until resolved
     ext: str = ""
     size: tuple[int, int] = (0, 0)
+    reason: str | None = None  # a declared refusal's reason (refused rows have file "")
 
     @property
     def file_name(self) -> str:
@@ -112,7 +116,8 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     ``images.location``, ``generation.width/height`` (from the images, which must share one size) and,
     for closed weights, ``generation.pipeline: api`` and null for unknown settings. ``seed_honoured=False``
     records ``generation.extra.seed_honoured: false``. Returns counts, including the prompt x sample slots
-    of the set that no image fills (``missing``); full coverage is the validator's check.
+    of the set that neither an image nor a declared refusal fills (``missing``; slots = images + declared
+    refusals + missing); full coverage is the validator's check.
     """
     from_folder, out = Path(from_folder), Path(out)
     check_replaceable(out, kind="submission")  # before the work
@@ -128,6 +133,8 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
                                     "rebuild the prompt set: prompt ids are slugs joined by '/'")
     problems = _Problems(Path(mapping))
     images = _check_images(read_mapping(mapping, problems), Path(mapping), from_folder, prompts, prompt_set, problems)
+    refusals = [im for im in images if not im.file]
+    images = [im for im in images if im.file]
     width, height = _one_size(images, from_folder, problems)
     problems.raise_any()
     _complete_spec(spec, spec_source, dataset=Path(dataset), prompt_set=prompt_set, width=width, height=height,
@@ -143,7 +150,6 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
             f"use --out {out.parent / sid}",
         )
     order = {pid: i for i, pid in enumerate(prompts)}
-    images.sort(key=lambda im: (order[im.prompt_id], im.sample_idx))
     with atomic_dir(out, kind="submission") as tmp:
         for im in images:
             (tmp / im.file_name).parent.mkdir(parents=True, exist_ok=True)
@@ -151,9 +157,12 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
         meta = [{"file_name": im.file_name, "prompt_id": im.prompt_id, "sample_idx": im.sample_idx,
                  "seed": prompts[im.prompt_id]["seeds"][im.sample_idx], "sha256": file_sha256(tmp / im.file_name),
                  "edit_step": im.edit_step, "source_file": im.source_file} for im in images]
+        meta += [{"prompt_id": im.prompt_id, "sample_idx": im.sample_idx, "seed": prompts[im.prompt_id]["seeds"][im.sample_idx],
+                  "edit_step": im.edit_step, "refused": True, "reason": im.reason} for im in refusals]
+        meta.sort(key=lambda m: (order[m["prompt_id"]], m["sample_idx"]))
         write_submission(tmp, spec, meta)
     (out / MARKER).unlink()  # a submission holds no hidden files (the validator refuses them)
-    filled = {(im.prompt_id, im.sample_idx) for im in images}
+    filled = {(im.prompt_id, im.sample_idx) for im in images + refusals}
     missing = [{"prompt_id": r["prompt_id"], "sample_idx": k} for r in rows
                for k in range(r["images_per_prompt"]) if (r["prompt_id"], k) not in filled]
     return {"submission_id": sid, "out": str(out), "images": len(images), "slots": len(filled) + len(missing),
@@ -222,7 +231,7 @@ def _jsonl_rows(path: Path, data: bytes, problems: _Problems) -> list[tuple[int,
         except _RowError as exc:
             problems.add(f"{path}:{n}", f"line {n}", exc.problem, exc.fix)
             continue
-        _check_columns(f"{path}:{n}", row)
+        _check_columns(f"{path}:{n}", {"file": None, **row} if row.get("refused") is True else row)
         rows.append((n, row))
     return rows
 
@@ -245,6 +254,11 @@ def _value(row: dict, column: str, kind: type, required: bool) -> Any:
         if required:
             raise _RowError(f"has no {column}", _MAPPING_FIX)
         return None
+    if kind is bool:
+        text = str(value).lower() if isinstance(value, (bool, str)) else None
+        if text not in ("true", "false", "1", "0", "yes", "no"):
+            raise _RowError(f"{column} {value!r:.40} is not true or false", f"write {column} as true or false")
+        return text in ("true", "1", "yes")
     if kind is int:
         if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) < 19:
             return int(value)
@@ -281,6 +295,17 @@ def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path
     for n, row in mapping:
         where = f"{path}:{n}"
         try:
+            if _value(row, "refused", bool, False):  # a declared refusal: no file, maybe a reason
+                if _value(row, "file", str, False) is not None or _value(row, "source_file", str, False) is not None:
+                    raise _RowError("is refused but names a file", "leave file and source_file empty on a refused row")
+                im = _Image(where, n, "", Path(), _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
+                            _value(row, "edit_step", int, False), None, reason=_value(row, "reason", str, False))
+                _check_slot(im, prompts.get(im.prompt_id), prompt_set, by_slot, by_file)
+                by_slot[im.prompt_id, im.sample_idx] = im
+                images.append(im)
+                continue
+            if _value(row, "reason", str, False) is not None:
+                raise _RowError("has a reason but is not refused", "give a reason only on a row with refused true")
             im = _Image(where, n, Path(_value(row, "file", str, True)).as_posix(), Path(),
                         _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
                         _value(row, "edit_step", int, False), _value(row, "source_file", str, False))
@@ -298,6 +323,8 @@ def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path
         by_slot[im.prompt_id, im.sample_idx] = by_file[im.file] = im
         images.append(im)
     for im in images:
+        if not im.file:
+            continue  # a refusal edits nothing
         try:
             _resolve_source(im, prompts[im.prompt_id], by_slot)
         except _RowError as exc:
@@ -340,6 +367,9 @@ def _resolve_source(im: _Image, prompt: dict, by_slot: dict) -> None:
     if source is None:
         raise _RowError(f"edits {source_prompt} sample {im.sample_idx}, which the mapping does not list",
                         "map the image this step edited too")
+    if not source.file:
+        raise _RowError(f"edits {source_prompt} sample {im.sample_idx}, which the mapping declares refused",
+                        "declare this step refused too: nothing was there to edit")
     if im.source_file is not None and Path(im.source_file).as_posix() != source.file:
         raise _RowError(f"source_file {im.source_file} is not {source.file}, the image of {source_prompt} "
                         f"sample {im.sample_idx}", "each step edits the same sample of its source prompt: "

@@ -73,11 +73,13 @@ from .format import (
     MAX_SUBMISSION_ID,
     METADATA,
     METADATA_FIELDS,
+    REFUSAL_FORBIDS,
     SUBMISSION_YAML,
     DuplicateKeyError,
     NotFiniteError,
     YamlLoader,
     get,
+    is_refusal,
     json_problems,
     metadata_lines,
     parse_location,
@@ -139,6 +141,7 @@ CODES: dict[str, str] = {
     "metadata.outside_location": "a file_name outside the images.location folder",
     "metadata.sample_out_of_range": "sample_idx is negative or not below the prompt's images_per_prompt",
     "metadata.wrong_seed": "seed is not the prompt set's seeds[sample_idx]",
+    "metadata.bad_refusal": "refused given but not true, a reason without a refusal, or a refusal that lists a file",
     # coverage (with a dataset)
     "coverage.skipped": "no dataset was given, so coverage, seeds and chains were not checked (warning)",
     "coverage.unknown_prompt": "a prompt_id that the prompt set does not have",
@@ -146,6 +149,7 @@ CODES: dict[str, str] = {
     "coverage.broken_chain": "an I2I chain (base prompt, sample) missing edit steps",
     "coverage.wrong_edit_step": "edit_step differs from the prompt's (or is set on a text-to-image prompt)",
     "coverage.wrong_source_file": "source_file is not the image of the source prompt's same sample",
+    "coverage.edits_refused": "an I2I step with an image whose source sample was declared refused",
     # image files
     "file.skipped": "images on the Hub are not downloaded by validate, so files were not checked (warning)",
     "file.missing": "a listed file does not exist",
@@ -780,10 +784,14 @@ class _Validation:
     def check_row(self, where: str, obj: dict) -> dict:
         """The fields of one line that are present, typed right and safe."""
         row = {}
+        refusal = is_refusal(obj)
         for f in METADATA_FIELDS:
             value = obj.get(f.name)
-            if value is None:
-                if f.required:
+            if refusal and value is not None and f.name in REFUSAL_FORBIDS:
+                self.error("metadata.bad_refusal", where, f"declares a refusal but has {f.name}",
+                           "a refused sample has no image: remove file_name, sha256 and source_file, or \"refused\"")
+            elif value is None:
+                if f.required and not (refusal and f.name in (*REFUSAL_FORBIDS, "seed")):
                     self.error("metadata.missing_field", where, f"has no {f.name} ({f.help})", f"add \"{f.name}\" to the line")
             elif not _type_ok(value, f.type):
                 self.error("metadata.wrong_type", where, f"{f.name} is {_show(value)}, not {_type_name(f.type)}",
@@ -794,6 +802,10 @@ class _Validation:
             self.text(where, f"key {_show(key, 30)}", key, self.limits.max_name_chars)
             if isinstance(value, str):
                 self.text(where, key if key in row else f"key {_show(key, 30)}'s value", value, self.limits.max_name_chars)
+        if row.get("refused") is False or (row.get("reason") is not None and not refusal):
+            self.error("metadata.bad_refusal", where, "has \"refused\": false or a reason without \"refused\": true",
+                       "write \"refused\": true (and a reason) only on the line of a refused sample")
+            row.pop("refused", None)
         if "sha256" in row and not _SHA256.fullmatch(row["sha256"]):
             self.error("metadata.bad_sha256", where, f"sha256 {_show(row.pop('sha256'))} is not 64 lower-case hex digits",
                        "write the hex sha256 of the file (sha256sum)")
@@ -861,7 +873,10 @@ class _Validation:
         for (pid, k), (n, row) in present.items():
             prompt = prompts[pid]
             source = present.get((prompt["source_prompt_id"], k)) if prompt["kind"] == "i2i" else None
-            if source and row.get("source_file") != source[1].get("file_name"):
+            if source and is_refusal(source[1]) and not is_refusal(row):
+                self.error("coverage.edits_refused", f"{METADATA}:{n}", f"edits {prompt['source_prompt_id']} sample {k}, "
+                           f"which line {source[0]} declares refused", "declare this step refused too: nothing was there to edit")
+            elif source and not is_refusal(row) and row.get("source_file") != source[1].get("file_name"):
                 self.error("coverage.wrong_source_file", f"{METADATA}:{n}", f"source_file is "
                            f"{_show(row.get('source_file'))}, but this step edits "
                            f"{_show(source[1].get('file_name'))} (line {source[0]})",
@@ -992,6 +1007,8 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
             v.check_same_images(rows, prompts)
         v.check_folder(listed if parsed else None)
     checked = {"files": len(v.files), "metadata_lines": len(parsed), "images": v.checked_images}
+    if refused := sum(is_refusal(row) for _, row in parsed):
+        checked["refused"] = refused  # declared refusals: counted in coverage as refused, not missing
     if prompts is not None:
         checked["prompts"] = len(prompts)
     return Report(root.resolve().name, v.problems, checked, v.omitted)
