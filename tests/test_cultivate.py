@@ -4,12 +4,15 @@ the paper's Table 1 FAITH recomputed from its ALIGN / HAL / EXAG rows, and the f
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.engine.registry import family_of, parse_options
-from cultureboard.evaluators.families.cultivate import core, explain
+from cultureboard.evaluators.families import cultivate
+from cultureboard.evaluators.families.cultivate import CultivateOptions, core, explain
 from cultureboard.evaluators.results.reported import load_reported
 
 TAU = 0.52
@@ -183,6 +186,33 @@ def test_options_and_cards():
             parse_options(family, overrides=bad)
     faith_card = family.card("cultivate.faith")
     reported = {round(e.value, 2) for e in faith_card.validity}
-    assert reported == {0.47, 0.58} and all(e.reported for e in faith_card.validity)
+    assert reported == {0.47, 0.42, 0.58} and all(e.reported for e in faith_card.validity)
     assert {round(e.value, 2) for e in family.card("cultivate.vqascore").validity} == {0.14, 0.04}
     assert "max" in family.card("cultivate.exag").formula and "mean" in family.card("cultivate.exag").formula
+
+
+def _ctx(tmp_path, **options):
+    return SimpleNamespace(dataset=tmp_path, options=CultivateOptions(**options))
+
+
+def test_tau_resolution_without_photographs(tmp_path):
+    ctx = _ctx(tmp_path)
+    note = cultivate._resolve_tau(ctx, {}, [], {}, None)
+    assert (ctx.options.tau, ctx.options.tau_from) == (0.67, "paper") and note["from"] == "paper"
+    ctx = _ctx(tmp_path, tau=0.5)
+    cultivate._resolve_tau(ctx, {}, [], {}, None)
+    assert (ctx.options.tau, ctx.options.tau_from) == (0.5, "option")
+    ctx = _ctx(tmp_path, tau=0.67, tau_from="paper")  # a recorded run's options reproduce it
+    cultivate._resolve_tau(ctx, {}, [], {}, None)
+    assert ctx.options.tau_from == "paper"
+    with pytest.raises(CultureboardError, match="is not the paper's tau"):
+        cultivate._resolve_tau(_ctx(tmp_path, tau=0.5, tau_from="paper"), {}, [], {}, None)
+    with pytest.raises(CultureboardError, match="tau_from=references calibrates on"):
+        cultivate._resolve_tau(_ctx(tmp_path, tau_from="references"), {}, [], {}, None)
+    with pytest.raises(CultureboardError, match="has no paper tau"):
+        cultivate._resolve_tau(_ctx(tmp_path, extractor="other-judge"), {}, [], {}, None)
+
+
+def test_a_dataset_without_descriptors_is_one_clear_error(tmp_path):
+    with pytest.raises(CultureboardError, match="has no cultivate-descriptors config"):
+        cultivate.read_descriptors(SimpleNamespace(dataset=tmp_path))
