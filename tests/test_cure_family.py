@@ -221,6 +221,10 @@ def test_acceptance_and_slices(world):
     assert entries[("cure.ps", "category", "food")]["n_prompts"] == 2
     assert entries[("cure.ps", "country", "CN")]["n_prompts"] == 2
     assert entries[("cure.ps", "region_group", "GS")]["coverage"] == 1.0
+    # CuRe's category c (subcategory) and GN / GS per axis
+    assert entries[("cure.ps", "subcategory", "dumpling")]["n_prompts"] == 2
+    gs_food = entries[("cure.ps", "region_group_x_category", "GS x food")]
+    assert gs_food["n_prompts"] == 1 and gs_food["value"] == pytest.approx(value(scores, "cure.ps", JIAOZI)["value"])
 
 
 def test_centroid_reduction_is_recorded_and_used(world):

@@ -32,7 +32,8 @@ A ladder whose P(n) images were all refused (or whose category images were) gets
 that need them ("refused: ..."); the other ladders' values do not change.
 
 Prompt fields: ``category`` is CuRe's axis (or, for knowledge-base artifacts, the CUBE concept) and
-``subcategory`` the category c; ``country`` is the region r.
+``subcategory`` the category c; ``country`` is the region r. Summaries (unweighted means over ladders, with a
+bootstrap over ladders) are per region, continent, GN / GS, axis, category c, and GN / GS x axis.
 """
 
 from __future__ import annotations
@@ -378,7 +379,8 @@ register(Family(
                  "how a scorer's training data can favour a generator), and diversity (LPIPS)."),
     papers={"paper": "https://arxiv.org/abs/2506.08071", "code and data": "https://github.com/aniketrege/cure-bench"},
     prompt_sets=(PromptSetSpec(PROMPT_SET, score_ladder, tuple(m.name for m in METRICS), shard_unit=category_id,
-                               units={"ladder": ladder_id}),),
+                               units={"ladder": ladder_id}, slice_fields=("subcategory",),  # CuRe's category c
+                               cross_slices=(("region_group", "category"),)),),  # GN / GS per axis (Fig. 16)
     metrics=METRICS,
     options=CureOptions,
 ))
