@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 
 from cultureboard import __version__
-from cultureboard.atomic import atomic_dir, check_replaceable
+from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
 from cultureboard.dataset_folder import local_revision, read_prompt_set, read_references
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
@@ -66,6 +66,7 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
                 rows.append({"file_name": rel, **line, "sha256": file_sha256(tmp / rel)})
                 written += 1
         write_submission(tmp, spec, rows)
+    (out / MARKER).unlink()  # a submission holds no hidden files (the validator refuses them)
     return {"out": str(out), "images": written, "refused": len(rows) - written}
 
 
@@ -106,17 +107,21 @@ def _square(data: bytes, size: int) -> bytes:
 
 
 def _text_image(text: str, size: int) -> bytes:
-    """``text`` in black on white, wrapped to the square, with the image library's own font (deterministic)."""
+    """``text`` in black on white with the image library's own font (deterministic), the largest size at which
+    the wrapped text fits the square (so two prompts never give the same picture)."""
     from PIL import Image, ImageDraw, ImageFont
 
-    font = ImageFont.load_default(size=max(12, size // 20))
+    for points in range(max(12, size // 12), 5, -1):
+        lines = textwrap.wrap(text, width=max(8, int((size - size // 8) / (0.6 * points))))
+        if len(lines) * points * 1.3 <= size - size // 8:
+            break
+    font = ImageFont.load_default(size=points)
     image = Image.new("RGB", (size, size), "white")
     draw = ImageDraw.Draw(image)
-    lines = textwrap.wrap(text, width=max(10, int(size / (0.55 * font.size))))
-    y = max(8, (size - len(lines) * int(font.size * 1.3)) // 2)
+    y = (size - int(len(lines) * points * 1.3)) // 2
     for line in lines:
         draw.text((size // 16, y), line, fill="black", font=font)
-        y += int(font.size * 1.3)
+        y += int(points * 1.3)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()

@@ -62,6 +62,8 @@ FIELDS: tuple[Field, ...] = (
     Field("format_version", int, True, f"submission format version; currently {FORMAT_VERSION}"),
     Field("organization", str, True, "the team or company submitting; first part of the folder name"),
     Field("tag", str, False, "optional variant tag; last part of the folder name (e.g. 'fp16-30steps')"),
+    Field("control", str, False, "only for control rows made by `cultureboard control`: shown marked, never ranked",
+          ("reference-photos", "text-only")),
     Field("contact", str, True, "a name and e-mail address or a GitHub handle"),
     Field("date", str, True, "when the images were generated, YYYY-MM-DD"),
     Field("model.name", str, True, "short model name; second part of the folder name"),
