@@ -204,6 +204,20 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored)
 
 
 @cli.command()
+@click.argument("kind", type=click.Choice(["reference-photos", "text-only"]))
+@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
+@click.option("--prompt-set", required=True, help="Prompt set the control answers, e.g. cube-awareness.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND.")
+@click.option("--size", default=512, show_default=True, help="Side of the square images, in pixels.")
+def control(kind, dataset, prompt_set, out, size):
+    """Make a control submission: the reference photographs, or the prompt's words as an image (never ranked)."""
+    from cultureboard.evaluators.submission.controls import make_control
+
+    result = make_control(kind, dataset, prompt_set, out, size=size)
+    click.echo(f"{result['images']} images and {result['refused']} declared refusals written to {result['out']}")
+
+
+@cli.command()
 @click.argument("submission", required=False, type=click.Path())
 @click.option("--dataset", type=click.Path(file_okay=False), help="Dataset folder, to check coverage and the revision.")
 @click.option("--changed-files", type=click.Path(dir_okay=False), help="A pull request's changed paths (git diff --name-only), to check its scope.")
