@@ -20,7 +20,6 @@ from cultureboard.builder.references import synthetic_references
 from cultureboard.cli import main
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.engine.registry import load_families
 from cultureboard.evaluators.engine.scorers import load_scorer
 from cultureboard.evaluators.families.cultdiff.learned import save_tiny_init
 from cultureboard.evaluators.families.cultdiff.train import (
@@ -45,7 +44,6 @@ def make_toy(root: Path, device: str = "cpu") -> dict:
     """US and GB cultdiff prompts, synthetic references; each prompt's image is a variant of a photograph of its own
     artifact (a positive, rated 4-5) or of another artifact (a negative, rated 1-2). Half the items are survey
     items (image + prompt), half explicit pairs (item_id pair:SHA:SHA)."""
-    load_families()
     dataset = root / "dataset"
     build(dataset, countries=["US", "GB"], prompt_sets=["cultdiff"])
     synthetic_references(dataset, size=SIDE)

@@ -16,15 +16,7 @@ from cultureboard.evaluators.engine import dreamsim as backend
 from cultureboard.evaluators.engine.cache import Cache
 from cultureboard.evaluators.engine.images import ImageSource
 from cultureboard.evaluators.engine.pairwise import compare_pairs
-from cultureboard.evaluators.engine.registry import load_families
 from cultureboard.evaluators.engine.scorers import identity_of, load_scorer
-
-@pytest.fixture(scope="module", autouse=True)
-def families():
-    """Backends that families register must be known before any registry entry is checked (see
-    /work/notes/requests/cultdiff.md: until the engine loads the families itself)."""
-    load_families()
-
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):

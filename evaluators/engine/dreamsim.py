@@ -43,6 +43,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256, folder_sha256
 
 from .scorers import LOAD_FIX, Backend, local_files, register_backend
+from .tiny_scorers import register_tiny
 
 #: The package's model types (``dreamsim.config.dreamsim_weights``, 0.2.1, less the ``_patch`` variants).
 DREAMSIM_TYPES = ("ensemble", "dino_vitb16", "dinov2_vitb14", "open_clip_vitb32", "clip_vitb32", "synclr_vitb16")
@@ -272,3 +273,6 @@ def save_tiny_dreamsim(path: str | Path, seed: int = 0, dreamsim_type: str = "di
                 value.copy_(torch.randn(value.shape, generator=generator) * 0.5)
     model.save_pretrained(path / REQUIRED[dreamsim_type][-1])
     return path
+
+
+register_tiny("dreamsim", save_tiny_dreamsim, settings=", dreamsim_type: dino_vitb16")

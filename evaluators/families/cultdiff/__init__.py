@@ -19,7 +19,8 @@ real-generated pair counts once, as CultDiff's pairs do) or ``best`` (the closes
 An image whose artifact has no reference photograph is flagged ("no reference photograph"; the reason is in
 the row's detail), counted in the summary and never scored. These scores are automatic proxies of CultDiff's
 human image-image similarity rating; the human study is imported by ``results/studies/cultdiff.py`` and
-analysed by :mod:`.human`; per country x category tables and country gaps come from :mod:`.leaderboard`.
+analysed by :mod:`.human`. The summary has a country x category slice (CultDiff ranks models per cell); the
+countries a model under-represents come from :mod:`.leaderboard`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from typing import Literal
 
 import numpy as np
 
-from ...engine import dreamsim  # noqa: F401  (registers the `dreamsim` backend wherever families are loaded)
 from ...engine.context import Context, Image, score_row
 from ...engine.images import ImageSource
 from ...engine.pairwise import SquareResize
@@ -163,7 +163,8 @@ register(Family(
                  "images; these automatic scores stand in for those ratings and agree with them only weakly."),
     papers={"paper": "https://arxiv.org/abs/2502.08914", "ACL anthology": "https://aclanthology.org/2025.acl-long.1503"},
     prompt_sets=(PromptSetSpec("cultdiff", score_cultdiff, tuple(m.name for m in METRICS),
-                               shard_unit=lambda prompt: prompt["prompt_id"]),),
+                               shard_unit=lambda prompt: prompt["prompt_id"],
+                               cross_slices=(("country", "category"),)),),  # CultDiff ranks per country x category
     metrics=METRICS,
     options=CultDiffOptions,
 ))

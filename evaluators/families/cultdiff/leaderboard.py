@@ -1,8 +1,8 @@
 """CultDiff's leaderboard views of one results folder (one model): CultDiff ranks models per country and category.
 
-* :func:`country_category` -- every metric per (country, category) cell, with the engine's own summary
-  (``results.aggregate.summarize``: mean over prompts, 95% bootstrap CI over prompts, n, coverage, flags) over
-  a derived ``country_category`` slice ("ES/food");
+* :func:`country_category` -- every metric per (country, category) cell: the engine's own summary entries of
+  the prompt set's crossed slice ``country_x_category`` ("ES x food": mean over prompts, 95% bootstrap CI over
+  prompts, n, coverage, flags);
 * :func:`underrepresented` -- per metric, each country's gap to the model's own mean over all its prompts, with a
   paired stratified bootstrap CI and Benjamini-Hochberg adjusted p-value (``results.disparity``); a country is
   ``under_represented`` when the whole CI lies on the worse side of zero (below it for a similarity, above it for
@@ -20,11 +20,9 @@ import pyarrow.parquet as pq
 
 from cultureboard.errors import CultureboardError
 
-from ...engine.registry import IMAGE_UNIT
-from ...results.aggregate import summarize
 from ...results.disparity import disparity
 
-CELL = "country_category"
+CELL = "country_x_category"
 
 
 def _read(results: str | Path) -> tuple[pd.DataFrame, dict]:
@@ -41,26 +39,10 @@ def _read(results: str | Path) -> tuple[pd.DataFrame, dict]:
     return scores, summary
 
 
-def _cell(frame: pd.DataFrame) -> pd.Series:
-    known = frame["country"].notna() & frame["category"].notna()
-    return (frame["country"].astype(str) + "/" + frame["category"].astype(str)).where(known)
-
-
-def country_category(results: str | Path, prompts: list[dict] | None = None, n_boot: int = 1000,
-                     seed: int = 0) -> list[dict]:
-    """Summary entries (``aggregate.summarize``'s fields) of every metric per ``country_category`` cell.
-    ``prompts`` (the prompt set's rows) gives each cell's coverage; without it coverage counts the prompts
-    that have rows."""
-    scores, summary = _read(results)
-    scores = scores.assign(**{CELL: _cell(scores)})
-    units = {m["name"]: m["unit"] for m in summary["metrics_info"]}
-    if any(u != IMAGE_UNIT for u in units.values()):
-        raise CultureboardError(results, "has metrics of units other than images", "pass cultdiff results")
-    if prompts is None:
-        prompts = scores.drop_duplicates("prompt_id")[["prompt_id", "country", "category"]].to_dict("records")
-    expected = {IMAGE_UNIT: {p["prompt_id"]: {CELL: None if not (p.get("country") and p.get("category"))
-                                              else f"{p['country']}/{p['category']}"} for p in prompts}}
-    return summarize(scores, units, expected, (CELL,), seed=seed, n_boot=n_boot)
+def country_category(results: str | Path) -> list[dict]:
+    """The summary entries (``aggregate.summarize``'s fields) of every metric per ``country_x_category`` cell."""
+    _, summary = _read(results)
+    return [e for e in summary["metrics"] if e["slice_type"] == CELL]
 
 
 def underrepresented(results: str | Path, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[dict]:
@@ -79,9 +61,8 @@ def underrepresented(results: str | Path, n_boot: int = 1000, level: float = 0.9
     return out
 
 
-def leaderboard(results: str | Path, prompts: list[dict] | None = None, n_boot: int = 1000, seed: int = 0) -> dict:
+def leaderboard(results: str | Path, n_boot: int = 1000, seed: int = 0) -> dict:
     """{"model", "country_category": :func:`country_category`, "countries": :func:`underrepresented`}."""
     _, summary = _read(results)
-    return {"model": summary["provenance"]["submission"]["model"],
-            "country_category": country_category(results, prompts, n_boot, seed),
+    return {"model": summary["provenance"]["submission"]["model"], "country_category": country_category(results),
             "countries": underrepresented(results, n_boot, seed=seed)}

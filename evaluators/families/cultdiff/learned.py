@@ -30,7 +30,7 @@ from cultureboard.errors import CultureboardError
 
 from ...engine.embedding import TRANSFORMERS_FILES, _HFImageTransform, hf_image_settings
 from ...engine.scorers import Backend, hub_files, local_files, register_backend
-from ...engine.tiny_scorers import TINY_IMAGE_SIZE
+from ...engine.tiny_scorers import TINY_IMAGE_SIZE, register_tiny
 
 SETTINGS_FILE = "cultdiff_s.json"
 #: What :data:`SETTINGS_FILE` says about the embedding; a folder that says otherwise is refused.
@@ -160,3 +160,6 @@ def save_tiny_cultdiff_s(path: str | Path, seed: int = 0) -> Path:
     (path / "README.md").write_text("# CultDiff-S stand-in\n\nRandom weights, untrained: for tests and demos only.\n",
                                     encoding="utf-8")
     return path
+
+
+register_tiny("cultdiff.learned", save_tiny_cultdiff_s)
