@@ -26,7 +26,6 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import yaml
 
 from cultureboard.atomic import atomic_dir, check_replaceable, check_writable, output_lock
 from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
@@ -36,7 +35,7 @@ from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
 
 from ..results.aggregate import SLICE_TYPES, summarize, unit_values
-from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata,
+from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
 from .cache import Cache
@@ -83,7 +82,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
         raise CultureboardError(submission, f"is not a valid submission ({len(report.errors)} errors; first: "
                                 f"{first.file}: {first.message})",
                                 f"run `cultureboard validate {submission} --dataset {dataset}` and fix every error")
-    spec = yaml.safe_load((submission / SUBMISSION_YAML).read_text(encoding="utf-8"))
+    spec = read_spec(submission / SUBMISSION_YAML)
     name = get(spec, "prompt_set.name")
     family, pspec = family_of(name)
     chosen = parse_options(family, options, overrides=tuple(option_overrides))

@@ -52,7 +52,7 @@ from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
 
-from ..submission.format import METADATA
+from ..submission.format import METADATA, read_metadata
 from .agreement import agreement
 from .ratings_format import parse_scale, to_table
 from .stats import correlations, krippendorff_alpha
@@ -426,16 +426,13 @@ class _Images:
                 self._cache[folder] = None
                 return None
             by_image, by_slot = {}, {}
-            for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                try:
-                    meta = json.loads(text) if text.strip() else None
-                    slot = (meta["prompt_id"], meta["sample_idx"]) if meta else None
-                except (json.JSONDecodeError, TypeError, KeyError):
-                    raise CultureboardError(f"{path}:{line}", "is not a metadata row with prompt_id and sample_idx",
-                                            "run `cultureboard validate` on the submission and fix it") from None
-                if slot:
-                    by_image[meta.get("file_name")] = by_image[meta.get("sha256")] = slot
-                    by_slot[slot] = meta.get("file_name"), meta.get("sha256")
+            for meta in read_metadata(path):  # the format's one line reader
+                if "prompt_id" not in meta or "sample_idx" not in meta:
+                    raise CultureboardError(path, "holds a metadata row without prompt_id and sample_idx",
+                                            "run `cultureboard validate` on the submission and fix it")
+                slot = (meta["prompt_id"], meta["sample_idx"])
+                by_image[meta.get("file_name")] = by_image[meta.get("sha256")] = slot
+                by_slot[slot] = meta.get("file_name"), meta.get("sha256")
             self._cache[folder] = by_image, by_slot
         return self._cache[folder]
 
