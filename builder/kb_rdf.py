@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote
 
-import msgspec
 
 from cultureboard.atomic import atomic_write_text
 
-from .kb_dump import _decode_entity, _Entity, _Statement, dump_lines
+from .kb_dump import BAD_JSON, _decode_entity, _Entity, _Statement, dump_lines
 
 WD = "http://www.wikidata.org/entity/"
 WDS = "http://www.wikidata.org/entity/statement/"
@@ -50,7 +49,7 @@ def _object(value) -> str | None:
     """The RDF term of a statement value: an item IRI, a Commons file IRI or an xsd:dateTime."""
     if isinstance(value, dict) and isinstance(value.get("id"), str):
         return f"<{WD}{value['id']}>"
-    if isinstance(value, dict) and "time" in value:
+    if isinstance(value, dict) and isinstance(value.get("time"), str):
         t = value["time"].lstrip("+")
         sign = "-" if t.startswith("-") else ""
         year, month, rest = t.lstrip("-").split("-", 2)
@@ -97,9 +96,10 @@ def dump_to_ntriples(dump: str | Path, out: str | Path) -> int:
     for _, raw in dump_lines(Path(dump)):
         try:
             e = _decode_entity(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+            triples = list(entity_triples(e))
+        except (*BAD_JSON, ValueError):  # hostile lines (bad UTF-8, deep nesting, a malformed time) are skipped
             continue
         count += 1
-        lines.extend(entity_triples(e))
+        lines.extend(triples)
     atomic_write_text(out, "\n".join(lines) + "\n")
     return count

@@ -56,7 +56,7 @@ from cultureboard.dataset_folder import REFERENCE_CONFIGS
 from cultureboard.errors import CultureboardError
 from cultureboard.images import SUFFIX_OF_FORMAT, ImageLimits, inspect_image
 from cultureboard.naming import slug
-from cultureboard.provenance import code_provenance
+from cultureboard.provenance import code_provenance, folder_sha256
 
 from .commons import COMMONS_API, IMAGE_MIMES, CommonsAPI, CommonsFile, Rejected, download, file_title, license_problem
 
@@ -511,7 +511,6 @@ def _write(folder: Path, rows: list[dict], missing: pa.Table, record: dict, sect
     ``section``: the card's "Reference images" section (default: :func:`card_text` of the rows)."""
     written = [name for name, n in ((CONFIG, len(rows)), (MISSING_CONFIG, missing.num_rows)) if n]
     card = (folder / "README.md").read_text(encoding="utf-8")
-    card = update_card(card, folder / "README.md", section or card_text(rows, missing.num_rows), written)
     build_json = folder / "build.json"
     build = json.loads(build_json.read_text(encoding="utf-8")) if build_json.is_file() else {}
     build["references"] = record
@@ -529,12 +528,21 @@ def _write(folder: Path, rows: list[dict], missing: pa.Table, record: dict, sect
                            f"{SPLIT}-{i:05d}-of-{len(runs):05d}.parquet", compression="zstd", row_group_size=100)
         if missing.num_rows:
             pq.write_table(missing, tmp / "data" / MISSING_CONFIG / f"{SPLIT}-00000-of-00001.parquet", compression="zstd")
+        # each config's data fingerprint in its card entry keeps its `datasets` cache entry apart from other builds'
+        fingerprints = {name: folder_sha256(tmp / "data" / name, {".parquet"}) for name in written}
+        card = update_card(card, folder / "README.md", section or card_text(rows, missing.num_rows), written,
+                           fingerprints)
         (tmp / "README.md").write_text(card, encoding="utf-8")
         (tmp / "build.json").write_text(json.dumps(build, indent=2, ensure_ascii=False, sort_keys=True) + "\n",
                                         encoding="utf-8")
 
 
-def update_card(card: str, where: Path, section: str, written: list[str]) -> str:
+_DESCRIPTIONS = {CONFIG: "Reference photographs per artifact, with licences and attribution",
+                 MISSING_CONFIG: "Artifacts without a usable reference photograph, with the reason"}
+
+
+def update_card(card: str, where: Path, section: str, written: list[str],
+                fingerprints: dict[str, str] | None = None) -> str:
     """``card`` with the ``written`` reference configs (and no other) in its YAML ``configs``, a licence header
     that says the licences are mixed, and ``section`` in place of an earlier one (else before "## Build
     provenance", else at the end)."""
@@ -543,8 +551,10 @@ def update_card(card: str, where: Path, section: str, written: list[str]) -> str
     _, header, body = card.split("---\n", 2)
     meta = yaml.safe_load(header) or {}
     configs = [c for c in meta.get("configs") or [] if c.get("config_name") not in REFERENCE_CONFIGS]
+    fingerprints = fingerprints or {}
     meta["configs"] = configs + [{"config_name": n, "data_files": [{"split": SPLIT, "path": f"data/{n}/*.parquet"}]}
-                                 for n in written]
+                                 | ({"description": f"{_DESCRIPTIONS[n]} (data sha256:{fingerprints[n]})"}
+                                    if n in fingerprints else {}) for n in written]
     if meta.get("license") != "other":
         meta.update({"license": "other", "license_name": "mixed",
                      "license_details": "Each config carries its own licence, and each reference image its own: "

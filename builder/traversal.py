@@ -14,6 +14,7 @@ whatever order the knowledge base answers in.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,7 @@ from cultureboard.errors import CultureboardError
 
 from .eras import era_of_year
 from .kb import Edge, KnowledgeBase, qid_number
+from .yaml_file import load_yaml
 
 
 @dataclass(frozen=True)
@@ -41,21 +43,27 @@ class Concept:
 
 
 def load_concepts(path: str | Path | None = None) -> dict[str, Concept]:
-    """Read the concept file (packaged ``data/concepts.yaml`` unless ``path`` is given)."""
+    """Read the concept file (packaged ``data/concepts.yaml`` unless ``path`` is given): aliases and deep nesting
+    refused as in every user YAML file, every root a QID of at most 18 digits."""
+    fix = "write a YAML mapping: concept -> {roots: [{qid: Q..., name: ..., subcategory: ...}]}"
     try:
         if path is None:
-            text = resources.files("cultureboard.builder").joinpath("data/concepts.yaml").read_text(encoding="utf-8")
+            data = yaml.safe_load(resources.files("cultureboard.builder").joinpath("data/concepts.yaml").read_text(
+                encoding="utf-8"))
         else:
-            text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
-        return {
+            data = load_yaml(path, "a concept file", fix)
+        concepts = {
             name: Concept(name, tuple(Root(str(r["qid"]), str(r["name"]), r.get("subcategory")) for r in spec["roots"]))
             for name, spec in data.items()
         }
+        bad = [r.qid for c in concepts.values() for r in c.roots if not re.fullmatch(r"Q[1-9][0-9]{0,17}", r.qid)]
+        if bad:
+            raise CultureboardError(path, f"has roots that are not Wikidata QIDs: {bad[:3]}", fix)
+        return concepts
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
         raise CultureboardError(
             path or "data/concepts.yaml", f"is not a readable concept file ({exc.__class__.__name__}: {exc})",
-            "write a YAML mapping: concept -> {roots: [{qid: Q..., name: ..., subcategory: ...}]}",
+            fix,
         ) from None
 
 

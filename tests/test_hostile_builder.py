@@ -377,3 +377,32 @@ def test_the_recorded_counts_match_the_corpus():
     total, said_rejected, said_accepted = map(int, re.search(
         r"Corpus: (\d+) cases, (\d+) rejected cleanly, (\d+) accepted by design", __doc__).groups())
     assert (total, said_rejected, said_accepted) == (accepted + rejected, rejected, accepted)
+
+
+def test_dump_to_rdf_skips_hostile_lines(tmp_path):
+    """Lines the dump reader counts as malformed (bad UTF-8, nesting 100,000 deep, a time that is no string) are
+    skipped by the RDF conversion too, never a traceback."""
+    from cultureboard.builder.kb_rdf import dump_to_ntriples
+
+    good = json.dumps({"id": "Q1", "labels": {"en": {"language": "en", "value": "one"}}, "claims": {}, "sitelinks": {}})
+    odd_time = json.dumps({"id": "Q2", "claims": {"P571": [{"mainsnak": {"snaktype": "value", "datavalue": {
+        "value": {"time": 1900}}}, "rank": "normal"}]}, "sitelinks": {}})
+    dump = tmp_path / "dump.json"
+    dump.write_bytes(b"[\n" + good.encode() + b",\n" + b'{"id": "Q3", "labels": "\xff\xfe"},\n' + b"[" * 100_000
+                     + b",\n" + odd_time.encode() + b"\n]\n")
+    assert dump_to_ntriples(dump, tmp_path / "out.nt") in (1, 2)
+    assert "one" in (tmp_path / "out.nt").read_text()
+
+
+def test_concept_files_refuse_aliases_and_bad_qids(tmp_path):
+    from cultureboard.builder.traversal import load_concepts
+    from cultureboard.errors import CultureboardError
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\ncuisine: {roots: [{qid: Q1, name: food}]}\n")
+    with pytest.raises(CultureboardError, match="alias"):
+        load_concepts(bomb)
+    long = tmp_path / "long.yaml"
+    long.write_text("cuisine: {roots: [{qid: Q" + "9" * 30 + ", name: food}]}\n")
+    with pytest.raises(CultureboardError, match="not Wikidata QIDs"):
+        load_concepts(long)

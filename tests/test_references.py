@@ -214,6 +214,12 @@ def test_card_lists_licences_and_attribution(world):
     header = yaml.safe_load(card.split("---\n")[1])
     assert [c["config_name"] for c in header["configs"]] == ["artifacts", "references", "references-missing"]
     assert header["configs"][1]["data_files"] == [{"split": "test", "path": "data/references/*.parquet"}]
+    # the data's fingerprint keeps the config's `datasets` cache entry apart from another build's
+    from cultureboard.provenance import folder_sha256
+
+    for entry in header["configs"][1:]:
+        shard = folder_sha256(folder / "data" / entry["config_name"], {".parquet"})
+        assert entry["description"].endswith(f"(data sha256:{shard})")
     assert (header["license"], header["license_name"]) == ("other", "mixed")
     assert "## Reference images" in card and card.index("## Reference images") < card.index("## Build provenance")
     assert "| [CC BY-SA 4.0](https://creativecommons.org/licenses/by-sa/4.0) | 4 |" in card
