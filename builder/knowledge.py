@@ -465,9 +465,17 @@ def read_config(dataset: str | Path, name: str) -> list[dict] | None:
     return [r for s in shards for r in pq.read_table(s).to_pylist()] if shards else None
 
 
+def questions_by_prompt(questions: list[dict], chunks: list[dict]) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """({prompt id: its questions in order}, {chunk id: text}) from the rows of the two configs."""
+    by_prompt: dict[str, list[dict]] = {}
+    for r in sorted(questions, key=lambda r: (r["prompt_id"], r["question_idx"])):
+        by_prompt.setdefault(r["prompt_id"], []).append(r)
+    return by_prompt, {c["chunk_id"]: c["text"] for c in chunks}
+
+
 def read_questions(dataset: str | Path) -> tuple[dict[str, list[dict]], dict[str, str]] | None:
-    """({prompt id: its questions in order}, {chunk id: text} of the chunks they retrieved), or None when the
-    dataset has no questions (built without ``--knowledge``)."""
+    """:func:`questions_by_prompt` of a dataset folder, or None when it has no questions (built without
+    ``--knowledge``)."""
     rows = read_config(dataset, QUESTIONS_CONFIG)
     if rows is None:
         return None
@@ -475,7 +483,4 @@ def read_questions(dataset: str | Path) -> tuple[dict[str, list[dict]], dict[str
     if chunks is None:
         raise CultureboardError(dataset, f"has {QUESTIONS_CONFIG} but no {KNOWLEDGE_CONFIG} config",
                                 "rebuild the dataset with --knowledge")
-    by_prompt: dict[str, list[dict]] = {}
-    for r in sorted(rows, key=lambda r: (r["prompt_id"], r["question_idx"])):
-        by_prompt.setdefault(r["prompt_id"], []).append(r)
-    return by_prompt, {c["chunk_id"]: c["text"] for c in chunks}
+    return questions_by_prompt(rows, chunks)

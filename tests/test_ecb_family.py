@@ -20,7 +20,7 @@ from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.builder.prompts_ecb import build_ecb
 from cultureboard.evaluators import evaluate, merge_shards
 from cultureboard.evaluators.engine.registry import family_of, load_families
-from cultureboard.evaluators.engine.scorers import load_registry, load_scorer
+from cultureboard.evaluators.engine.scorers import load_scorer
 from cultureboard.evaluators.families.ecb import core
 from cultureboard.evaluators.families.ecb.chains import chain_id
 from cultureboard.evaluators.families.ecb.culture import judge_prompt
@@ -50,12 +50,17 @@ def ecb_rows() -> list[dict]:
     return [r for r in build_ecb([], load_countries()).rows if chain_id(r) in wanted]
 
 
+def chunk_text(country: str, k: int) -> str:
+    """Two passages per country, of different lengths, so that a judge shown the wrong one answers otherwise."""
+    return f"passage about {country}" if k == 0 else f"a much longer second passage, about {country} and its food"
+
+
 def question_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     """Two chunks per country and two questions (one expecting yes, one no) per multi-loop base prompt except the
     houses' (their chains are flagged: no questions)."""
     chunks = [{"chunk_id": f"{c}/article/{k:04d}", "country": c, "title": f"Article {c}", "url": f"https://example.org/{c}",
                "licence": "CC-BY-SA-4.0", "article_revision": None, "source_file": f"{c}.txt", "section": "lead",
-               "chunk_index": k, "word_start": 0, "word_end": 4, "text": f"passage {k} about {c}",
+               "chunk_index": k, "word_start": 0, "word_end": 4, "text": chunk_text(c, k),
                "embedding": [0.0] * 4} for c in COUNTRIES for k in range(2)]
     questions = []
     for r in rows:
@@ -130,11 +135,11 @@ def make_ecb_submission(parent: Path, dataset: Path, model: str = "model") -> Pa
 
 
 def scorer_config(tiny: Path, root: Path) -> Path:
-    """The tiny stand-ins, with DreamSim's entry pointing at the LPIPS stand-in while the registry has no
-    ``dreamsim`` entry (the DreamSim backend is another helper's work in progress)."""
+    """The tiny stand-ins; where they hold no DreamSim stand-in, ``dreamsim`` is a pairwise LPIPS stand-in (the
+    family's chain logic is the same whatever distance the scorer computes)."""
     config = yaml.safe_load(tiny.read_text())
     config = {name: {**entry, "path": str(tiny.parent / entry["path"])} for name, entry in config.items()}
-    if "dreamsim" not in load_registry():
+    if "dreamsim" not in config:
         config["dreamsim"] = {"backend": "lpips", "net": "alex", "version": "0.1", "size": 64,
                               "path": config["lpips-alex"]["path"], "role": ["stand-in for DreamSim in tests"]}
     path = root / "scorers.yaml"
@@ -175,7 +180,7 @@ def test_every_chain_step_has_its_scores(ecb):
     attr = scores[scores.metric == "ecb.attribute.clipscore.instruction"]
     assert sorted(attr.edit_step) == [str(k) for k in range(1, 6)], "the mannequin has no instruction to match"
     assert len(scores[scores.metric == "ecb.attribute.aesthetic"]) == 6
-    assert set(scores[scores.metric == "ecb.clipscore.prompt"].country_step) >= {"KR:0", "NG:5"}
+    assert set(scores[scores.metric == "ecb.clipscore.prompt"].country_x_edit_step) >= {"KR x 0", "NG x 5"}
     assert scores.loc[scores.metric.str.startswith("ecb.clip"), "sha256"].notna().all()
 
 
@@ -227,7 +232,7 @@ def test_culture_answers_recomputed_from_the_judge(ecb):
     pid = "ecb/ng/food/main-dish/traditional/edit/2"
     base = "ecb/ng/food/main-dish/traditional"
     image = _open(sub, _images(sub)[pid])
-    prompts = [judge_prompt(["passage 1 about NG"], f"Question {k} about main dish in NG?") for k in range(2)]
+    prompts = [judge_prompt([chunk_text("NG", 1)], f"Question {k} about main dish in NG?") for k in range(2)]
     p_yes = np.exp(judge.answer_logprob([image] * 2, prompts, "Yes"))
     p_no = np.exp(judge.answer_logprob([image] * 2, prompts, "No"))
     answers = core.classify_answers(p_yes, p_no, 0.0)
@@ -237,6 +242,9 @@ def test_culture_answers_recomputed_from_the_judge(ecb):
         assert rows.loc[f"ecb.culture.{name}", "value"] == pytest.approx(getattr(expected, name))
     detail = json.loads(rows.loc["ecb.culture.f1", "detail"])
     assert (detail["tp"], detail["fp"], detail["fn"], detail["tn"]) == expected[4:8]
+    recorded = json.loads(rows.loc["ecb.culture.accuracy", "detail"])["answers"]
+    assert [a for a, _, _ in recorded] == answers
+    np.testing.assert_allclose([[y, n] for _, y, n in recorded], np.stack([p_yes, p_no], axis=1), rtol=1e-4)
     assert rows.loc["ecb.culture.f1", "unit_id"] == base
     f1 = scores[(scores.metric == "ecb.culture.f1") & (scores.unit_id == base)].set_index("edit_step")["value"]
     best, worst = core.extreme_steps({int(k): v for k, v in f1.items()})
@@ -270,11 +278,14 @@ def test_t2i_separability_and_leaning_recomputed(ecb):
     assert 0 < notes["ecb.leaning"]["omnibus"]["p"] <= 1
 
 
-def test_summary_slices_by_step_and_country_step(ecb):
+def test_summary_slices_by_step_and_country_by_step(ecb):
     entries = ecb["summary"]["metrics"]
     by = {(e["metric"], e["slice_type"], e["slice"]): e for e in entries}
     assert by[("ecb.dreamsim.base", "edit_step", "5")]["n_prompts"] == 21
-    assert by[("ecb.clipscore.instruction", "country_step", "KR:0")]["n_prompts"] == 7
+    assert by[("ecb.dreamsim.base", "edit_step", "5")]["coverage"] == 1.0
+    assert by[("ecb.clipscore.instruction", "country_x_edit_step", "KR x 3")]["n_prompts"] == 7
+    assert by[("ecb.clipscore.instruction", "country_x_edit_step", "KR x 0")]["n_prompts"] == 7
+    assert by[("ecb.leaning", "overall", "all")]["n_prompts"] == 3
     overall = by[("ecb.culture.accuracy", "overall", "all")]
     assert overall["n_prompts"] == 12 and overall["coverage"] == 12 / 21
     assert overall["flags"] == {"no questions for the chain's base prompt in ecb-questions": 9}
@@ -296,19 +307,15 @@ def test_dataset_without_questions_flags_every_chain(ecb, tmp_path):
     assert culture.flag.str.contains("no ecb-questions config").all()
 
 
-def test_sharded_run_flags_the_t2i_analyses_once(ecb, tmp_path):
+def test_sharded_run_equals_the_unsharded_one(ecb, tmp_path):
     for i in range(2):
         evaluate(ecb["submission"], ecb["dataset"], tmp_path, scorers=ecb["scorers"], device="cpu",
                  cache=ecb["root"] / "cache", n_boot=100, shard=(i, 2), options=OPTIONS)
     merged = merge_shards(tmp_path, ecb["submission"].name, ecb["dataset"])
-    scores = pq.read_table(merged / "scores.parquet").to_pandas()
-    t2i = scores[scores.metric.isin(["ecb.separability", "ecb.leaning"])]
-    assert len(t2i) == 6 and t2i.value.isna().all() and t2i.flag.str.contains("without --shard").all()
-    chains = scores[~scores.metric.isin(["ecb.separability", "ecb.leaning"])].sort_values(
-        ["metric", "unit_id", "file_name"]).reset_index(drop=True)
-    whole = ecb["scores"][~ecb["scores"].metric.isin(["ecb.separability", "ecb.leaning"])].sort_values(
-        ["metric", "unit_id", "file_name"]).reset_index(drop=True)
-    np.testing.assert_allclose(chains.value.to_numpy(float), whole.value.to_numpy(float), atol=1e-6)
+    assert (merged / "scores.parquet").read_bytes() == (ecb["result"] / "scores.parquet").read_bytes()
+    summary = json.loads((merged / "summary.json").read_text())
+    assert summary["metrics"] == ecb["summary"]["metrics"]
+    assert summary["provenance"]["notes"] == ecb["summary"]["provenance"]["notes"], "the T2I notes come from shard 0"
 
 
 def test_family_is_registered_with_its_units():

@@ -5,7 +5,8 @@ The ``ecb`` prompt set has 468 multi-loop chains (a text-to-image base, then the
 times, each step editing the previous image) and 6 attribute-addition chains (5 cumulative edits of a
 mannequin). What is scored (modules ``chains``, ``culture``, ``t2i``; maths in ``core``):
 
-* per chain step (unit ``chain``, slices ``edit_step`` and ``country_step``): CLIPScore against the edit
+* per chain step (units ``chain`` and ``attribute-chain``, slices ``edit_step`` and country x edit_step): CLIPScore
+  against the edit
   instruction and against the base prompt, the LAION aesthetic score, DreamSim distance to the base and to
   the previous step; ``ecb.*`` for the multi-loop chains, ``ecb.attribute.*`` for attribute addition;
 * the culture-aware metric (multi-loop chains): accuracy, precision, recall and F1 of the judge's yes/no
@@ -136,11 +137,10 @@ METRICS = (
                            "country (0: the same visual modes in the same proportions)."),
     MetricCard("ecb.leaning", FAMILY, "Traditional-modern leaning (T2I)",
                "mean over the country's era-agnostic base images of cos(x, mu_trad(g)) - cos(x, mu_mod(g)), mu = "
-               "centroids of the subcategory's traditional / modern base images", "higher", "[-2, 2], typically +-0.1",
+               "centroids of the subcategory's traditional / modern base images", "none", "[-2, 2], typically +-0.1",
                (CLIP,), f"{SOURCE}, section 4.1.2, eq. 5-6", version=1, unit="country",
-               description="Signed and descriptive, not a ranking: > 0 leans traditional, < 0 modern; the detail "
-                           "holds SE, permutation p and BH q. (The card's direction only says which sign is "
-                           "'traditional'.)"),
+               description="Signed and descriptive, never ranked: > 0 leans traditional, < 0 modern; the detail "
+                           "holds SE, mean cosines, permutation p and BH q."),
 )
 
 
@@ -157,7 +157,8 @@ register(Family(
             "data": "https://huggingface.co/datasets/seochan99/ecb-datasets"},
     prompt_sets=(PromptSetSpec(
         "ecb", score_ecb, tuple(m.name for m in METRICS), shard_unit=chain_id,
-        units={"chain": multiloop_chain, "attribute-chain": attribute_chain, "country": country_unit}, slice_fields=("edit_step", "country_step")),),
+        units={"chain": multiloop_chain, "attribute-chain": attribute_chain, "country": country_unit}, slice_fields=("edit_step",),
+        cross_slices=(("country", "edit_step"),)),),  # the per-step curves per country
     metrics=METRICS,
     options=EcbOptions,
 ))

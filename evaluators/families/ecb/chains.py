@@ -14,8 +14,9 @@ Per step, with CLIP ViT-L/14 (``clip-vit-l-14``), the LAION aesthetic head and D
 * ``dreamsim.base`` / ``dreamsim.prev``: DreamSim distance to step 0 / to the previous step (steps 1..5).
 
 Multi-loop metrics are ``ecb.<name>``, attribute-addition ones ``ecb.attribute.<name>``: the two studies are
-never averaged together. Each row is one image, in the unit of its chain, with slices ``edit_step`` (0 for
-the base) and ``country_step`` (``KR:3``) for per-step curves.
+never averaged together. Each row is one image, in the unit of its chain, with the slice ``edit_step`` (0 for
+the base); the prompt set crosses it with the country (``country_x_edit_step``: "KR x 3") for per-step curves
+per country.
 """
 
 from __future__ import annotations
@@ -83,11 +84,10 @@ def chains(images: list[Image]) -> dict[tuple[str, int], list[Image]]:
 
 def step_row(metric: str, value: float | None, image: Image, chain: str, step: int, detail: dict | None = None,
              flag: str | None = None) -> dict:
-    """A score row about one image of a chain: the image's columns, the chain as its unit, the step slices."""
-    row = score_row(metric, value, image, detail={"images": 1, **(detail or {})}, flag=flag)
-    row["unit_id"] = chain
-    row["slices"] = {**row["slices"], "edit_step": step, "country_step": f"{image.prompt.get('country')}:{step}"}
-    return row
+    """A score row about one image of a chain: the image's columns, the chain as its unit, its step as the
+    ``edit_step`` slice (0 for the base, whose prompt has none)."""
+    return score_row(metric, value, image, unit_id=chain, slices={"edit_step": step},
+                     detail={"images": 1, **(detail or {})}, flag=flag)
 
 
 def score_chains(ctx: Context) -> list[dict]:

@@ -13,16 +13,19 @@ ECB's wording::
 
 with the first ``context_chunks`` retrieved passages (ECB passes 8). The answer is read from P("Yes") and
 P("No") (:func:`.core.classify_answers`), and each image gets accuracy, precision, recall and F1
-(:func:`.core.qa_scores`), per step of its chain like the other chain metrics. The rows of ``ecb.culture.f1``
-record the chain's best and worst steps by F1 (ties kept), for comparison with the positional baseline (best =
-the base, worst = the last step) and with human choices (``results/studies/ecb.py``).
+(:func:`.core.qa_scores`), per step of its chain like the other chain metrics. The rows of ``ecb.culture.accuracy``
+record each question's [answer, P(Yes), P(No)] in order; those of ``ecb.culture.f1`` the chain's best and worst
+steps by F1 (ties kept), for comparison with the positional baseline (best = the base, worst = the last step)
+and with human choices (``results/studies/ecb.py``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from cultureboard.builder.knowledge import QUESTIONS_CONFIG, read_questions
+from cultureboard.builder.knowledge import KNOWLEDGE_CONFIG, QUESTIONS_CONFIG, questions_by_prompt
+
+from cultureboard.errors import CultureboardError
 
 from ...engine.context import Context, score_row
 from ...results.aggregate import unit_slices
@@ -44,12 +47,13 @@ def score_culture(ctx: Context) -> list[dict]:
     groups = {key: members for key, members in chains(ctx.images).items() if not is_attribute(members[0].prompt)}
     if not groups:
         return []
-    loaded = read_questions(ctx.dataset)
     ctx.note("ecb.culture.f1", "positional_baseline", "best = step 0 (the base), worst = the last step; each row's "
              "detail gives its chain's best_steps and worst_steps by F1, ties kept")
-    if loaded is None:
+    try:
+        asked_rows = ctx.config(QUESTIONS_CONFIG)
+    except CultureboardError:  # a dataset built without --knowledge: every chain is flagged, none scored
         return _flag_all(ctx, groups, f"the dataset has no {QUESTIONS_CONFIG} config (built without --knowledge)")
-    questions, passages = loaded
+    questions, passages = questions_by_prompt(asked_rows, ctx.config(KNOWLEDGE_CONFIG))
     ctx.note("ecb.culture.accuracy", "question_sources", _sources(questions, ctx.prompts))
     items, owners = [], []
     for key, members in groups.items():
@@ -63,9 +67,9 @@ def score_culture(ctx: Context) -> list[dict]:
                 owners.append((key, step))
     p_yes = ctx.probability(JUDGE, items, "Yes") if items else []
     p_no = ctx.probability(JUDGE, items, "No") if items else []
-    answers: dict[tuple, list[str]] = defaultdict(list)
-    for owner, answer in zip(owners, classify_answers(p_yes, p_no, ctx.options.min_answer_mass)):
-        answers[owner].append(answer)
+    answers: dict[tuple, list[tuple[str, float, float]]] = defaultdict(list)
+    for owner, answer, y, n in zip(owners, classify_answers(p_yes, p_no, ctx.options.min_answer_mass), p_yes, p_no):
+        answers[owner].append((answer, float(f"{y:.6g}"), float(f"{n:.6g}")))  # 6 significant digits
     rows = [row for chain in sorted({key[0] for key in groups if not questions.get(key[0])})
             for row in _flag_chain(ctx, chain, f"no questions for the chain's base prompt in {QUESTIONS_CONFIG}")]
     for key, members in groups.items():
@@ -73,14 +77,16 @@ def score_culture(ctx: Context) -> list[dict]:
         if not asked:
             continue
         expected = [q["expected"] for q in asked]
-        scores = [qa_scores(expected, answers[(key, step)]) for step in range(len(members))]
+        scores = [qa_scores(expected, [a for a, _, _ in answers[(key, step)]]) for step in range(len(members))]
         best, worst = extreme_steps({step: s.f1 for step, s in enumerate(scores)})
         for step, (im, s) in enumerate(zip(members, scores)):
             detail = {"tp": s.tp, "fp": s.fp, "fn": s.fn, "tn": s.tn, "ambiguous": s.ambiguous,
                       "questions": len(asked), "question_source": asked[0]["source"]}
+            extra = {"accuracy": {"answers": [list(a) for a in answers[(key, step)]]},  # [answer, P(Yes), P(No)]
+                     "f1": {"best_steps": best, "worst_steps": worst}}
             for name in ("accuracy", "precision", "recall", "f1"):
-                extra = {"best_steps": best, "worst_steps": worst} if name == "f1" else {}
-                rows.append(step_row(f"ecb.culture.{name}", getattr(s, name), im, key[0], step, {**detail, **extra}))
+                rows.append(step_row(f"ecb.culture.{name}", getattr(s, name), im, key[0], step,
+                                     {**detail, **extra.get(name, {})}))
     return rows
 
 

@@ -14,9 +14,8 @@ CLIP-embedding backbone" is unnamed).
   SE, mean cosines, a within-subcategory permutation p-value and its Benjamini-Hochberg q over the countries;
   the note ``omnibus`` holds the permutation test of the dispersion of the country means.
 
-Both read every base image at once, so they run only when the context holds all of them (an unsharded run).
-In a shard each country gets one flagged row instead, written by the shard that holds that country's first
-base prompt.
+Both read every base image of the submission at once (``ctx.all_images``): in a sharded run shard 0 writes
+them, so a sharded result equals the unsharded one.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from .core import bootstrap_proximity, cluster_labels, group_means, leaning_scor
 
 T2I_METRICS = ("ecb.separability", "ecb.leaning")
 COUNTRY_SLICES = ("country", "continent", "region_group")
-SHARDED = "the T2I analyses need every base image of the submission: evaluate without --shard"
 
 
 def country_unit(prompt: dict) -> str | None:
@@ -40,12 +38,12 @@ def country_unit(prompt: dict) -> str | None:
 
 
 def score_t2i(ctx: Context) -> list[dict]:
-    bases = sorted((im for im in ctx.images if is_multiloop_base(im.prompt)), key=lambda im: (im.prompt_id, im.sample_idx))
-    expected = sorted(p["prompt_id"] for p in ctx.prompts.values() if is_multiloop_base(p))
+    if ctx.shard is not None and ctx.shard[0] != 0:
+        return []  # whole-set rows are shard 0's
+    bases = sorted((im for im in ctx.all_images if is_multiloop_base(im.prompt)),
+                   key=lambda im: (im.prompt_id, im.sample_idx))
     if not bases:
         return []
-    if {im.prompt_id for im in bases} != set(expected):
-        return _flag_shard(ctx, {im.prompt_id for im in bases}, expected)
     countries = [im.prompt["country"] for im in bases]
     slices = {c: unit_slices([p for p in ctx.prompts.values() if country_unit(p) == c], COUNTRY_SLICES)
               for c in set(countries)}
@@ -108,15 +106,3 @@ def _leaning(ctx: Context, x: np.ndarray, bases: list, slices: dict) -> list[dic
         rows.append(score_row("ecb.leaning", mean, unit_id=c, slices=slices[c], detail=detail))
     return rows
 
-
-def _flag_shard(ctx: Context, present: set[str], expected: list[str]) -> list[dict]:
-    """One flagged row per T2I metric and country whose first base prompt is in this shard."""
-    rows, first = [], {}
-    for pid in expected:
-        first.setdefault(ctx.prompts[pid]["country"], pid)
-    for country, pid in sorted(first.items()):
-        if pid in present:
-            slices = unit_slices([p for p in ctx.prompts.values() if country_unit(p) == country], COUNTRY_SLICES)
-            rows += [score_row(m, None, unit_id=country, slices=slices, detail={"images": 0}, flag=SHARDED)
-                     for m in T2I_METRICS]
-    return rows
