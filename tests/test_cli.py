@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cultureboard.builder.build import sample_dump_path
+from cultureboard.demo import STANDIN_MODELS
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -122,7 +123,8 @@ def test_demo_runs_every_step(tmp_path):
     demo = tmp_path / "demo"
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
-    assert subs == ["demo__tiny-a__cube-awareness", "demo__tiny-a__cube-diversity", "demo__tiny-b__cube-awareness"]
+    assert subs == sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
+    assert "demo__tiny-a__cultivate" in subs
     assert sorted(p.name for p in (demo / "results").iterdir()) == subs
     assert all((demo / "results" / s / "summary.json").is_file() for s in subs)
     assert "random-weight stand-in" in r.stdout and str((demo / "site" / "index.html").resolve()) in r.stdout
