@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cultureboard.errors import CultureboardError
+from cultureboard.evaluators.engine.context import Context
 from cultureboard.evaluators.engine.registry import family_of, parse_options
 from cultureboard.evaluators.families import cultivate
 from cultureboard.evaluators.families.cultivate import CultivateOptions, core, explain
@@ -214,5 +215,6 @@ def test_tau_resolution_without_photographs(tmp_path):
 
 
 def test_a_dataset_without_descriptors_is_one_clear_error(tmp_path):
+    ctx = Context([], {}, tmp_path, None, None)
     with pytest.raises(CultureboardError, match="has no cultivate-descriptors config"):
-        cultivate.read_descriptors(SimpleNamespace(dataset=tmp_path))
+        cultivate.read_descriptors(ctx)

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pyarrow.parquet as pq
 from cultureboard.builder.descriptors import CONFIG, DIMENSIONS
 
 from cultureboard.countries import load_countries
@@ -171,17 +170,10 @@ TAU_METRICS = ("cultivate.faith", "cultivate.align", "cultivate.hal", "cultivate
 
 def read_descriptors(ctx: Context) -> dict[str, dict]:
     """{prompt id: {"refs": {dimension: [token]}, "stereotypes": [...], "source": ...}} from the dataset's
-    ``cultivate-descriptors`` config."""
-    shards = sorted((ctx.dataset / "data" / CONFIG).glob("*.parquet"))
-    if not shards:
-        raise CultureboardError(ctx.dataset, f"has no {CONFIG} config, which the cultivate metrics compare images with",
-                                "build the dataset with the cultivate prompt set (cultureboard build writes it)")
-    out = {}
-    for shard in shards:
-        for r in pq.read_table(shard).to_pylist():
-            out[r["prompt_id"]] = {"refs": {d: [i["token"] for i in r[d] or []] for d in DIMENSIONS},
-                                   "stereotypes": list(r["stereotypes"] or []), "source": r["source"]}
-    return out
+    ``cultivate-descriptors`` config (a dataset without it is an error naming the config)."""
+    return {r["prompt_id"]: {"refs": {d: [i["token"] for i in r[d] or []] for d in DIMENSIONS},
+                             "stereotypes": list(r["stereotypes"] or []), "source": r["source"]}
+            for r in ctx.config(CONFIG)}
 
 
 @dataclass(frozen=True)
