@@ -30,7 +30,6 @@ from .core import chain_pairs, clipscore
 CLIP, DREAMSIM = "clip-vit-l-14", "dreamsim"
 AESTHETIC = {"laion": "laion-aesthetic", "ecb-relu": "laion-aesthetic-ecb-relu"}
 ATTRIBUTE = "attribute-addition"
-CHAIN_METRICS = ("clipscore.instruction", "clipscore.prompt", "aesthetic", "dreamsim.base", "dreamsim.prev")
 _EDIT = re.compile(r"/edit/\d+$")
 
 
