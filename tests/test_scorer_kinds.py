@@ -149,6 +149,8 @@ def test_json_answers_are_validated_and_retried_with_the_problem(images, tmp_pat
     assert got[1] == judge.JudgeAnswer({"choice": 1}, 2)
     assert got[2].value is None and got[2].attempts == 3 and got[2].error == "no JSON object in the answer"
     assert any("answer.choice must be between 0 and 3" in p for p in fake.prompts), "the retry states the problem"
+    hopeless = [p for p in fake.prompts if p.startswith("hopeless")]
+    assert len(hopeless) == len(set(hopeless)) == 3, "each attempt asks anew (a repeated prompt would be cached)"
     replay = ScriptedJudge(lambda p: pytest.fail("a cached answer was asked again"))
     assert judge.ask_json(Cache(tmp_path), identity_of(fake), lambda: replay, items, schema, retries=2) == got
 

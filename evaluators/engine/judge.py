@@ -48,6 +48,10 @@ class JudgeScorer:
         self.preprocessing = (f"{hf_image_settings(self.processor.image_processor)}; chat template sha256 "
                               f"{hashlib.sha256(template.encode()).hexdigest()[:16]}")
         self.batch_size = int(settings.get("batch_size", 4))
+        # a cap on generated tokens (a stand-in that never stops on its own); part of the identity when set
+        self.max_new_tokens = settings.get("max_new_tokens")
+        if self.max_new_tokens is not None:
+            self.preprocessing += f"; answers capped at {int(self.max_new_tokens)} tokens"
 
     def _inputs(self, images: list, prompts: list[str], answers: list[str] | None = None):
         texts = []
@@ -78,6 +82,8 @@ class JudgeScorer:
         import torch
 
         inputs = self._inputs(images, prompts)
+        if self.max_new_tokens is not None:
+            max_new_tokens = min(max_new_tokens, int(self.max_new_tokens))
         with torch.inference_mode():
             out = self.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
         return self.processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
@@ -178,8 +184,9 @@ def ask_json(cache: Cache, identity: Mapping, model: Callable, items: list[tuple
                 results[i] = JudgeAnswer(value, attempt + 1)
                 continue
             results[i] = JudgeAnswer(None, attempt + 1, problem)
+            # the attempt number keeps each retry's prompt new: decoding is greedy, the same prompt gives the same answer
             prompts[i] = (f"{items[i][1]}\n\nYour previous answer was not usable: {problem}. Answer again with "
-                          "only a JSON object, nothing else.")
+                          f"only a JSON object, nothing else (attempt {attempt + 2} of {retries + 1}).")
             still.append(i)
         pending = still
         if not pending:

@@ -128,7 +128,7 @@ def save_tiny_open_clip(path: str | Path, siglip: bool = False, seed: int = 0) -
 
 _EXTRA: dict = {}
 #: Settings a stand-in overrides besides its path (smaller inputs).
-_SETTINGS = {"lpips-alex": ", size: 64", "qwen2.5-vl-7b": ", settings: {batch_size: 32}"}
+_SETTINGS = {"lpips-alex": ", size: 64", "qwen2.5-vl-7b": ", settings: {batch_size: 32, max_new_tokens: 16}"}
 
 
 def register_tiny(name: str, build, settings: str = "") -> None:
@@ -235,8 +235,8 @@ def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
         (folder / STANDIN_MARKER).write_text("A tiny random stand-in: its outputs measure nothing.\n")
     lines = ["# Tiny random stand-ins for the registry scorers (cultureboard.evaluators.engine.tiny_scorers).",
              "# Their outputs are meaningless: for tests and demos only.",
-             "# lpips-alex compares 64 px crops here (256 px in the registry) and the judge answers 32 questions",
-             "# at a time (4 in the registry), to keep demos quick.",
+             "# lpips-alex compares 64 px crops here (256 px in the registry), and the judge answers 32 questions",
+             "# at a time (4 in the registry) in at most 16 tokens (its random weights never stop), to keep demos quick.",
              *(f"{name}: {{path: {name}{_SETTINGS.get(name, '')}}}" for name in folders)]
     (root / TINY_CONFIG).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folders
