@@ -293,7 +293,8 @@ def metrics(as_json):
         for s in fam["prompt_sets"]:
             click.echo(f"  prompt set {s['name']} (headline {s['primary']})")
         for m in fam["metrics"]:
-            click.echo(f"    {m['name']:<28} v{m['version']}  {m['direction']} is better  unit {m['unit']:<6} {m['title']}")
+            direction = "descriptive" if m["direction"] == "none" else f"{m['direction']} is better"
+            click.echo(f"    {m['name']:<28} v{m['version']}  {direction:<16}  unit {m['unit']:<6} {m['title']}")
 
 
 @cli.command(name="merge-shards")

@@ -226,9 +226,9 @@ def save_tiny_scorers(root: str | Path) -> dict[str, Path]:
         "lpips-alex": save_tiny_lpips,
         "qwen2.5-vl-7b": save_tiny_judge,
     }
-    from .registry import load_families
+    from .scorers import backends
 
-    load_families()  # families register their stand-ins on import
+    backends()  # the engine's optional backends and the families register their stand-ins on import
     builders.update(_EXTRA)
     folders = {name: build(root / name) for name, build in builders.items()}
     for folder in folders.values():  # results record that they come from stand-ins (the site says so)
