@@ -138,3 +138,18 @@ def test_the_standin_is_reproducible(folder, tmp_path):
 
     again = backend.save_tiny_dreamsim(tmp_path / "again")
     assert folder_sha256(again) == folder_sha256(folder)
+
+
+def test_a_fresh_process_writes_the_standin_with_every_tiny_scorer(tmp_path):
+    """save_tiny_scorers alone (as the demo calls it first thing) must know the DreamSim and CultDiff-S stand-ins."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from cultureboard.evaluators.engine.tiny_scorers import save_tiny_scorers; "
+            "print(sorted(save_tiny_scorers(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'dreamsim'" in done.stdout and "'cultdiff.learned'" in done.stdout
+    assert "dreamsim: {path: dreamsim, dreamsim_type: dino_vitb16}" in (tmp_path / "scorers-tiny.yaml").read_text()

@@ -42,7 +42,7 @@ import numpy as np
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256, folder_sha256
 
-from .scorers import LOAD_FIX, Backend, local_files, register_backend
+from .scorers import Backend, local_files, register_backend
 from .tiny_scorers import register_tiny
 
 #: The package's model types (``dreamsim.config.dreamsim_weights``, 0.2.1, less the ``_patch`` variants).
@@ -138,8 +138,9 @@ def _locate(name: str, entry: Mapping, memo=None):
                 download_weights(str(folder), kind)
         except Exception as exc:  # offline, unreachable, a broken zip
             raise CultureboardError(f"scorer {name}", f"cannot download the DreamSim {kind} checkpoint into {folder} "
-                                    f"({type(exc).__name__})", f"fill that folder on a machine with network, or "
-                                    f"{LOAD_FIX}") from None
+                                    f"({type(exc).__name__})", "fill that folder on a machine with network "
+                                    "(dreamsim.dreamsim(cache_dir=...)), or point `path` at such a folder in "
+                                    "--scorers FILE") from None
     digest = hashlib.sha256()
     for part in REQUIRED[kind]:
         target = folder / part
