@@ -26,9 +26,12 @@ from .errors import CultureboardError
 #: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick.
 DEMO_COUNTRIES = ["IT", "JP", "NG"]
 #: The stand-in models, and the prompt sets (those the evaluator scores today) each generates.
-STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate"), "tiny-b": ("cube-awareness",)}
+STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate"), "tiny-b": ("cube-awareness", "cure-ladder")}
 #: The cultivate prompt set from a small activity catalogue (6 prompts of the 576; seed reference descriptors).
 CULTIVATE_ACTIVITIES = "data/cultivate_demo_activities.yaml"
+#: cure-ladder with 1 image per artifact prompt and 2 per category prompt (CuRe: 4 and 80), so that its images and
+#: LPIPS pairs stay few; cure.div_delta needs two images of P(n), so the demo shows it flagged.
+CURE_IMAGES = [1, 2]
 #: Family options for the stand-in scorers: the tiny judge writes random tokens, so a short answer fails cultivate's
 #: JSON check as surely as a long one (a real judge gets the defaults).
 STANDIN_OPTIONS = {"cultivate": {"max_new_tokens": 16}}
@@ -82,7 +85,8 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
 
     echo(f"[1/5] build: the dataset from the shipped sample dump -> {dataset}")
     build(dataset, countries=countries or DEMO_COUNTRIES,
-          cultivate_activities=str(resources.files("cultureboard.builder").joinpath(CULTIVATE_ACTIVITIES)))
+          cultivate_activities=str(resources.files("cultureboard.builder").joinpath(CULTIVATE_ACTIVITIES)),
+          cure_images=CURE_IMAGES)
 
     models = pipelines or _standin_pipelines(standins / "generators")
     scorer_config = None if scorers == "default" else (_standin_scorers(standins / "scorers") if scorers == "tiny" else scorers)
