@@ -46,6 +46,8 @@ from .scorers import Scorers
 BASE_COLUMNS = [("metric", pa.string()), ("unit_id", pa.string()), ("prompt_id", pa.string()),
                 ("sample_idx", pa.int64()), ("file_name", pa.string()), ("sha256", pa.string()),
                 ("value", pa.float64()), ("detail", pa.string()), ("flag", pa.string())]
+#: The columns every scores.parquet has (a prompt set adds its own slice columns after them).
+SCORES_SCHEMA = pa.schema(BASE_COLUMNS + [(f, pa.string()) for f in SLICE_FIELDS])
 PACKAGES = ("torch", "transformers", "open_clip_torch", "lpips", "numpy", "pandas", "pyarrow", "scipy")
 
 
