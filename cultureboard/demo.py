@@ -23,10 +23,11 @@ from typing import Callable
 from .atomic import claim_folder
 from .errors import CultureboardError
 
-#: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick.
-DEMO_COUNTRIES = ["IT", "JP", "NG"]
+#: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick; Spain and
+#: Mexico give the cultdiff set prompts (it keeps CultDiff's ten countries only).
+DEMO_COUNTRIES = ["IT", "JP", "NG", "ES", "MX"]
 #: The stand-in models, and the prompt sets (those the evaluator scores today) each generates.
-STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate"), "tiny-b": ("cube-awareness", "cure-ladder")}
+STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate"), "tiny-b": ("cube-awareness", "cultdiff", "cure-ladder")}
 #: The cultivate prompt set from a small activity catalogue (6 prompts of the 576; seed reference descriptors).
 CULTIVATE_ACTIVITIES = "data/cultivate_demo_activities.yaml"
 #: cure-ladder with 1 image per artifact prompt and 2 per category prompt (CuRe: 4 and 80), so that its images and
@@ -69,6 +70,7 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
     from transformers.utils import logging as transformers_logging
 
     from .builder import build
+    from .builder.references import synthetic_references
     from .evaluators.engine.evaluate import evaluate
     from .evaluators.submission.generate import generate
     from .evaluators.submission.validate import validate
@@ -87,6 +89,10 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipeli
     build(dataset, countries=countries or DEMO_COUNTRIES,
           cultivate_activities=str(resources.files("cultureboard.builder").joinpath(CULTIVATE_ACTIVITIES)),
           cure_images=CURE_IMAGES)
+
+    synthetic_references(dataset)
+    echo("      references: synthetic images stand in for reference photographs (`cultureboard references` fetches "
+         "real ones from Wikimedia Commons)")
 
     models = pipelines or _standin_pipelines(standins / "generators")
     scorer_config = None if scorers == "default" else (_standin_scorers(standins / "scorers") if scorers == "tiny" else scorers)
