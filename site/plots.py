@@ -10,6 +10,9 @@ top to bottom, heatmap columns left to right, in order of first appearance).
 * :func:`heatmap_svg`: model x country grid of values; missing cells hatched grey ("no data").
 * :func:`gap_svg`: one bar per model from zero to its gap (e.g. Global North minus Global South), with its CI.
 * :func:`era_bars_svg`: per model, one bar per era, with CIs.
+* :func:`curve_svg`: per model, a line over an ordered slice (an edit step), with a CI whisker at each point.
+* :func:`frontier_svg`: one point per model at (level, gap) with both CIs; the models no other beats on both
+  (higher level and smaller gap) joined as the frontier.
 
 A value of ``None`` or NaN is "no data", never zero.
 """
@@ -20,13 +23,12 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["heatmap_svg", "gap_svg", "era_bars_svg"]
+__all__ = ["curve_svg", "era_bars_svg", "frontier_svg", "gap_svg", "heatmap_svg"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
 FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 FONT_SIZE = 11
-CHAR_W = 0.6 * FONT_SIZE  # rough advance width of one character, for layout only
-LABEL_CHARS = 36  # longer labels are shortened on the plot (full text stays in the tooltip)
+LABEL_CHARS = 44  # longer labels are shortened on the plot (full text stays in the tooltip)
 TEXT, GRID, AXIS, MISSING = "#222", "#ddd", "#555", "#e6e6e6"
 VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
@@ -49,7 +51,7 @@ def _esc(value: object) -> str:
 def _n(x: float) -> str:
     """A coordinate: one decimal, no trailing ``.0``, never ``-0``."""
     text = f"{x:.1f}"
-    text = text[:-2] if text.endswith(".0") else text
+    text = text.removesuffix(".0")
     return "0" if text == "-0" else text
 
 
@@ -77,6 +79,26 @@ def _short(label: str, chars: int = LABEL_CHARS) -> str:
     return label[:head] + "\u2026" + label[len(label) - (chars - 1 - head):]
 
 
+_NARROW = set("fijlrt.,:;'|!()[] ")
+_WIDE = set("mwMW@%&\u2014\u2026")
+
+
+def _width(text: str, size: float = FONT_SIZE) -> float:
+    """A generous estimate of ``text``'s advance width at ``size`` px in a sans-serif system font (layout only:
+    no font metrics are available; overestimating costs whitespace, underestimating clips labels)."""
+    em = 0.0
+    for ch in str(text):
+        if ch in _NARROW:
+            em += 0.36
+        elif ch in _WIDE:
+            em += 0.95
+        elif ch.isupper() or ch.isdigit():
+            em += 0.68
+        else:
+            em += 0.6
+    return em * size
+
+
 def _unique(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
@@ -86,7 +108,7 @@ def _text(x: float, y: float, content: str, *, anchor: str = "start", extra: str
 
 
 def _document(width: float, height: float, title: str, desc: str, body: Sequence[str]) -> str:
-    width = max(width, 16 + len(title) * 13 * 0.62)  # room for the visible title (13 px bold)
+    width = max(width, 16 + _width(title, 13) * 1.15)  # room for the visible title (13 px bold: wider glyphs)
     head = (f'<svg xmlns="{SVG_NS}" width="{_n(width)}" height="{_n(height)}" viewBox="0 0 {_n(width)} {_n(height)}" '
             f'role="img" font-family="{_esc(FONT)}" font-size="{FONT_SIZE}" fill="{TEXT}">')
     return "\n".join([head, f"<title>{_esc(title)}</title>", f"<desc>{_esc(desc)}</desc>",
@@ -160,6 +182,14 @@ def _x_axis(ticks: list[float], x, top: float, bottom: float) -> list[str]:
     return out
 
 
+def _hline(x1: float, x2: float, y: float) -> str:
+    return f'<line class="grid" x1="{_n(x1)}" x2="{_n(x2)}" y1="{_n(y)}" y2="{_n(y)}" stroke="{GRID}"/>'
+
+
+def _vline(x: float, y1: float, y2: float) -> str:
+    return f'<line class="grid" x1="{_n(x)}" x2="{_n(x)}" y1="{_n(y1)}" y2="{_n(y2)}" stroke="{GRID}"/>'
+
+
 def _whisker(x1: float, x2: float, y: float, half: float = 4) -> str:
     return (f'<path class="whisker" d="M{_n(x1)} {_n(y)}H{_n(x2)}M{_n(x1)} {_n(y - half)}v{_n(2 * half)}'
             f'M{_n(x2)} {_n(y - half)}v{_n(2 * half)}" stroke="{TEXT}" stroke-width="1.2" fill="none"/>')
@@ -193,8 +223,8 @@ def _missing_cell(x: float, y: float, w: float, h: float, tooltip: str) -> list[
         x2, y2 = x + max(0.0, k - h), y + min(k, h)
         d.append(f"M{_n(x1)} {_n(y1)}L{_n(x2)} {_n(y2)}")
         k += step
-    return [f'<g class="missing"><rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="{MISSING}">'
-            f"<title>{_esc(tooltip)}</title></rect>",
+    return [(f'<g class="missing"><rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="{MISSING}">'
+             f"<title>{_esc(tooltip)}</title></rect>"),
             f'<path d="{"".join(d)}" stroke="#aaa" stroke-width="1" fill="none"/></g>']
 
 
@@ -223,11 +253,11 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     span = (high - low) or 1.0
     cell_digits = digits + 1 if span < 10 ** (1 - digits) else digits  # 0.50-0.51: three decimals
 
-    cell_w = max(34.0, max(len(c) for c in countries) * CHAR_W + 8) if len(countries) <= 20 else 30.0
+    cell_w = max(34.0, max(_width(c) for c in countries) + 8) if len(countries) <= 20 else 30.0
     cell_h = 22.0
-    rotate = max(len(c) for c in countries) * CHAR_W + 6 > cell_w  # labels at -45 degrees
-    reach = min(LABEL_CHARS, max(len(c) for c in countries)) * CHAR_W * 0.72 if rotate else 0.0
-    left = 12 + min(LABEL_CHARS, max(len(m) for m in models)) * CHAR_W
+    rotate = max(_width(c) for c in countries) + 6 > cell_w  # labels at -45 degrees
+    reach = max(_width(_short(c)) for c in countries) * 0.72 if rotate else 0.0
+    left = 12 + max(_width(_short(m)) for m in models)
     top = 30 + (reach + 14 if rotate else 18)
     grid_w, grid_h = cell_w * len(countries), cell_h * len(models)
     width = max(left + grid_w + 16 + reach, 380.0)
@@ -297,14 +327,16 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
     digits = _ci_digits([(g, lo, hi) for _, g, lo, hi in data], ticks)
     row_h, plot_w = 24.0, 320.0
     # the "<- negative" label sits left of the zero line: leave it room even when the names are short
-    left = 12 + min(LABEL_CHARS, max([len(m) for m, *_ in data] + [len(negative) + 2])) * CHAR_W
+    left = 12 + max([_width(_short(m)) for m, *_ in data] + [_width(f"\u2190 {negative}") + 8])
     top = 50.0
     note_x = left + plot_w + 12
-    width = note_x + 24 * CHAR_W
-    height = top + row_h * len(data) + 42
 
     def x(v: float) -> float:
         return left + (v - ticks[0]) / (ticks[-1] - ticks[0]) * plot_w
+
+    notes = [_width(_ci_text(g, lo, hi, digits), 10) for _, g, lo, hi in data]
+    width = max(note_x + max(notes) + 8, x(0) + 14 + _width(f"{positive} \u2192"))
+    height = top + row_h * len(data) + 42
 
     bottom = top + row_h * len(data)
     body = _x_axis(ticks, x, top - 6, bottom)
@@ -353,10 +385,12 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
     digits = _ci_digits(data.values(), ticks)
     bar_h, gap_h, plot_w = 11.0, 9.0, 320.0
     band = bar_h * len(eras) + gap_h
-    left = 12 + min(LABEL_CHARS, max(len(m) for m in models)) * CHAR_W
+    left = 12 + max(_width(_short(m)) for m in models)
     top = 52.0
     note_x = left + plot_w + 12
-    width = max(note_x + 24 * CHAR_W, 8 + sum(len(e) * CHAR_W + 30 for e in eras))
+    notes = [_width(f"{_short(era, 12)}: {_ci_text(*data[(m, era)], digits)}", 9)
+             for m in models for era in eras if (m, era) in data]
+    width = max(note_x + max(notes + [0.0]) + 8, 8 + sum(_width(e) + 30 for e in eras))
     bottom = top + band * len(models)
     height = bottom + 42
 
@@ -368,7 +402,7 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
     for k, era in enumerate(eras):
         body += [f'<rect x="{_n(lx)}" y="28" width="12" height="10" fill="{CATEGORICAL[k % len(CATEGORICAL)]}"/>',
                  _text(lx + 16, 37, era)]
-        lx += len(era) * CHAR_W + 30
+        lx += _width(era) + 30
     body.append("</g>")
     body += _x_axis(ticks, x, top - 4, bottom)
     for i, model in enumerate(models):
@@ -394,3 +428,136 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         desc = (f"Grouped bars for {len(models)} models and {len(eras)} eras ({', '.join(eras)}); whiskers are 95% "
                 f"confidence intervals; {missing} model-era pairs have no data.")
     return _document(width, height, title, desc, body)
+
+
+# --- curves over an ordered slice ---------------------------------------------------------------
+
+def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = None) -> str:
+    """One line per model over ordered x values (``rows`` = ``[{model, x, value, low, high}]``, x numbers), with a
+    CI whisker at each point and a legend. Points without a value break the line ("no data")."""
+    rows = [r for r in rows if _num(r.get("x")) is not None]
+    if not rows:
+        return _empty(title, "Curves")
+    models = _unique(str(r["model"]) for r in rows)
+    xs = sorted({float(r["x"]) for r in rows})
+    data = {(str(r["model"]), float(r["x"])): (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
+            for r in rows}
+    values = [v for triple in data.values() for v in triple if v is not None]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    if low == high:
+        low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
+    ticks = _nice_ticks(low, high)
+    plot_w, plot_h, left, top = 360.0, 200.0, 56.0, 40.0
+    legend_w = max(_width(_short(m)) for m in models) + 30
+    width = left + plot_w + 24 + legend_w
+    height = max(top + plot_h + 46, top + 16 * len(models) + 10)
+
+    def x(v: float) -> float:
+        return left + (0.5 if len(xs) == 1 else (v - xs[0]) / (xs[-1] - xs[0])) * plot_w
+
+    def y(v: float) -> float:
+        return top + plot_h - (v - ticks[0]) / (ticks[-1] - ticks[0]) * plot_h
+
+    body = []
+    for t in ticks:
+        body += [_hline(left, left + plot_w, y(t)), _text(left - 6, y(t) + 4, _tick_label(t, ticks), anchor="end")]
+    for v in xs:
+        body.append(_text(x(v), top + plot_h + 16, _fmt(v, _tick_digits(xs)), anchor="middle"))
+    body.append(_text(left + plot_w / 2, top + plot_h + 34, x_label, anchor="middle"))
+    digits = _ci_digits(data.values(), ticks)
+    for k, model in enumerate(models):
+        colour = CATEGORICAL[k % len(CATEGORICAL)]
+        path, pen = [], "M"
+        for v in xs:
+            value, lo, hi = data.get((model, v), (None, None, None))
+            if value is None:
+                pen = "M"
+                continue
+            path.append(f"{pen}{_n(x(v))} {_n(y(value))}")
+            pen = "L"
+            if lo is not None and hi is not None:
+                body.append(f'<path class="whisker" d="M{_n(x(v))} {_n(y(lo))}V{_n(y(hi))}" stroke="{colour}" '
+                            f'stroke-width="1" fill="none"/>')
+            body.append(f'<circle class="point" cx="{_n(x(v))}" cy="{_n(y(value))}" r="3" fill="{colour}">'
+                        f"<title>{_esc(f'{model}, {x_label} {_fmt(v, _tick_digits(xs))}: {_ci_text(value, lo, hi, digits)}')}"
+                        "</title></circle>")
+        if path:
+            body.append(f'<path class="line" d="{"".join(path)}" stroke="{colour}" stroke-width="1.6" fill="none"/>')
+        ly = top + 8 + 16 * k
+        body += [f'<rect x="{_n(left + plot_w + 24)}" y="{_n(ly - 8)}" width="14" height="3" fill="{colour}"/>',
+                 _text(left + plot_w + 42, ly - 3, _short(model))]
+    if desc is None:
+        desc = (f"Lines of {len(models)} models over {x_label} ({', '.join(_fmt(v, _tick_digits(xs)) for v in xs)}); "
+                "whiskers are 95% confidence intervals.")
+    return _document(width, height, title, desc, body)
+
+
+# --- level versus gap -------------------------------------------------------------------------
+
+def frontier_svg(points: list[dict], title: str, *, x_label: str, y_label: str, higher_is_better: bool = True,
+                 desc: str | None = None) -> str:
+    """One point per model at (``x``: its level, ``y``: its gap, smaller is better) with CI whiskers on both axes
+    (``points`` = ``[{model, x, x_low, x_high, y, y_low, y_high}]``). The frontier joins the models that no other
+    model beats on both: a better level (higher, or lower when not ``higher_is_better``) and a smaller gap; they
+    are labelled, the others have tooltips."""
+    data = [(str(p["model"]), *(_num(p.get(k)) for k in ("x", "x_low", "x_high", "y", "y_low", "y_high")))
+            for p in points]
+    data = [d for d in data if d[1] is not None and d[4] is not None]
+    if not data:
+        return _empty(title, "Frontier plot")
+    sign = 1 if higher_is_better else -1
+    front = [d for d in data if not any((sign * o[1] >= sign * d[1] and o[4] <= d[4]) and
+                                        (sign * o[1] > sign * d[1] or o[4] < d[4]) for o in data)]
+    front.sort(key=lambda d: d[1])
+    x_ticks = _nice_ticks(*_spread([v for d in data for v in (d[1], d[2], d[3]) if v is not None]))
+    y_ticks = _nice_ticks(*_spread([0.0] + [v for d in data for v in (d[4], d[5], d[6]) if v is not None]))
+    plot_w, plot_h, left, top = 380.0, 240.0, 60.0, 40.0
+    labels = max([_width(_short(d[0], 28)) for d in front] + [0.0])
+    width = left + plot_w + 16 + labels
+    height = max(top + plot_h + 48, top + 12 * len(front) + 60)
+
+    def x(v: float) -> float:
+        return left + (v - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
+
+    def y(v: float) -> float:
+        return top + plot_h - (v - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
+
+    body = []
+    for t in x_ticks:
+        body += [_vline(x(t), top, top + plot_h), _text(x(t), top + plot_h + 14, _tick_label(t, x_ticks), anchor="middle")]
+    for t in y_ticks:
+        body += [_hline(left, left + plot_w, y(t)), _text(left - 6, y(t) + 4, _tick_label(t, y_ticks), anchor="end")]
+    body += [_text(left + plot_w / 2, top + plot_h + 34, f"{x_label} ({'higher' if higher_is_better else 'lower'} is better) \u2192",
+                   anchor="middle"),
+             _text(left, top - 8, f"\u2191 {y_label} (smaller is better)")]
+    if len(front) > 1:
+        body.append(f'<path class="frontier" d="M{"L".join(f"{_n(x(d[1]))} {_n(y(d[4]))}" for d in front)}" '
+                    f'stroke="{POSITIVE}" stroke-width="1.5" stroke-dasharray="4 3" fill="none"/>')
+    for model, xv, xl, xh, yv, yl, yh in data:
+        on = any(d[0] == model for d in front)
+        if xl is not None and xh is not None:
+            body.append(f'<path class="whisker" d="M{_n(x(xl))} {_n(y(yv))}H{_n(x(xh))}" stroke="#999" fill="none"/>')
+        if yl is not None and yh is not None:
+            body.append(f'<path class="whisker" d="M{_n(x(xv))} {_n(y(yl))}V{_n(y(yh))}" stroke="#999" fill="none"/>')
+        tip = f"{model}: {x_label} {_ci_text(xv, xl, xh, 3)}; {y_label} {_ci_text(yv, yl, yh, 3)}"
+        body.append(f'<circle class="point{" front" if on else ""}" cx="{_n(x(xv))}" cy="{_n(y(yv))}" r="{4 if on else 3}" '
+                    f'fill="{POSITIVE if on else "#888"}"><title>{_esc(tip)}</title></circle>')
+    placed = -math.inf
+    for model, xv, _, _, yv, _, _ in sorted(front, key=lambda d: -d[4]):  # top to bottom, at least 12 px apart
+        label_y = max(y(yv) + 4, placed + 12)
+        placed = label_y
+        body.append(_text(left + plot_w + 8, label_y, _short(model, 28), extra=f' fill="{POSITIVE}" font-size="10"'))
+        body.append(f'<path d="M{_n(x(xv) + 5)} {_n(y(yv))}L{_n(left + plot_w + 6)} {_n(label_y - 4)}" '
+                    f'stroke="{POSITIVE}" stroke-width="0.6" stroke-dasharray="1 2" fill="none"/>')
+    if desc is None:
+        desc = (f"{len(data)} models by {x_label} (x) and {y_label} (y, smaller is better), whiskers are 95% confidence "
+                f"intervals; the dashed frontier joins the {len(front)} model(s) no other beats on both: "
+                + "; ".join(d[0] for d in front) + ".")
+    return _document(width, height, title, desc, body)
+
+
+def _spread(values: list[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    if low == high:
+        low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
+    return low, high

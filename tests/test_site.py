@@ -1,44 +1,64 @@
-"""The static site built from real results of three submissions (tiny scorers, two countries): pages for
-every slice, links that resolve offline, no external request, CSP and no inline code, hostile strings
-escaped, tied ranks, comparability groups, the too-little-data badge, downloads equal to the tables,
-thumbnails, determinism and page size. No browser here: browser tests live elsewhere."""
+"""The static site built from real results of every family (tests/site_worlds.py: tiny stand-in scorers; a few
+synthetic copies where a view needs several models): pages for every slice, family, prompt set, prompt, map and
+metric, links that resolve offline, no external request, CSP and no inline code, hostile strings escaped, tied
+ranks, comparability groups, badges, downloads equal to the tables, thumbnails and full-size images, the stand-in
+banner, display names, nothing private published, controls, entanglement, disparity from results/disparity, the
+generic family views, determinism and page size. No browser here: tests/test_site_browser.py has those."""
 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 import shutil
+import subprocess
+import sys
+import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
+from cultureboard.evaluators.engine.registry import family_of, load_families
+from cultureboard.evaluators.results.disparity import gaps
+from cultureboard.evaluators.results.reported import DATA as REPORTED
+from cultureboard.evaluators.results.reported import load_reported
+from cultureboard.evaluators.results.stats import rank_ties
+from cultureboard.site import entangle, worldmap
+from cultureboard.site.render import CSP, build_site
+from cultureboard.site.write import Column, Site
 from PIL import Image
+from site_worlds import HOSTILE, five_families, variant
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.results.stats import rank_ties
-from cultureboard.evaluators.engine.registry import family_of
-from cultureboard.site.render import CSP, build_site
-from results_factory import WIDTH, evaluate_all, make_dataset, make_submission
 
 PROMPT_SET = "cube-awareness"
 MAIN = family_of(PROMPT_SET)[0].primary(PROMPT_SET)
-HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "' onmouseover='x")
-HOSTILE_SPEC = {"model": {"training_data": HOSTILE[0], "links": ["javascript:alert(1)", 'https://example.org/"onmouseover="x']}}
+BUILT = "2026-01-02"
+ALPHA, BETA, CONTROL = "lab__alpha__cube-awareness", "other-lab__beta", "control__text-only"
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, tiny_scorers):
+    base = five_families(tmp_path_factory.getbasetemp(), tiny_scorers)
     root = tmp_path_factory.mktemp("site")
-    dataset = make_dataset(root / "dataset")
-    subs = [make_submission(root / "submissions", dataset, PROMPT_SET, model=m) for m in ("alpha", "beta")]
-    subs.append(make_submission(root / "submissions", dataset, PROMPT_SET, organization=HOSTILE[0], model=HOSTILE[1],
-                                tag=HOSTILE[2], spec=HOSTILE_SPEC))
-    results = evaluate_all(subs, dataset, root / "results", root / "work")
-    summary = build_site(results, dataset, root / "submissions", root / "site", page_size=48)
-    return {"root": root, "dataset": dataset, "submissions": root / "submissions", "results": results,
-            "site": root / "site", "summary": summary, "ids": sorted(s.name for s in subs), "hostile": subs[2].name}
+    results, submissions = root / "results", root / "submissions"
+    shutil.copytree(base["results"], results)
+    shutil.copytree(base["submissions"], submissions)
+    variants = {}
+    for k, (prompt_set, ids) in enumerate(sorted(base["ids"].items())):
+        if prompt_set != PROMPT_SET:
+            variants[prompt_set] = [variant(base["results"], base["submissions"], ids[0], f"{prompt_set}-v{i}", shift,
+                                            10 * k + i, results, submissions, unflag=prompt_set == "cultivate")
+                                    for i, shift in enumerate((-0.05, 0.05))]
+    summary = build_site(results, base["dataset"], submissions, root / "site", built=BUILT)
+    hostile = next(i for i in base["ids"][PROMPT_SET] if i not in (ALPHA, BETA, CONTROL))
+    return {"root": root, "base": base, "dataset": base["dataset"], "submissions": submissions, "results": results,
+            "site": root / "site", "summary": summary, "ids": sorted(p.name for p in results.iterdir()),
+            "hostile": hostile, "variants": variants}
 
 
 def rebuild(world, tmp_path: Path, edit=None, **options) -> Path:
@@ -53,12 +73,12 @@ def rebuild(world, tmp_path: Path, edit=None, **options) -> Path:
             (folder / "summary.json").write_text(json.dumps(summary))
     site = tmp_path / "site"
     shutil.copytree(world["site"], site)
-    build_site(results, world["dataset"], world["submissions"], site, **options)
+    build_site(results, world["dataset"], world["submissions"], site, **{"built": BUILT, **options})
     return site
 
 
 class Page(HTMLParser):
-    """A parsed page: its tags, script bodies, text, and each table's column keys and body cells."""
+    """A parsed page: its tags, script bodies, text, and each table's column keys, header cells and body cells."""
 
     def __init__(self, path: Path):
         super().__init__(convert_charrefs=True)
@@ -67,7 +87,7 @@ class Page(HTMLParser):
         self.scripts: list[str] = []
         self.text: list[str] = []
         self.tables: dict[str, dict] = {}
-        self._table = self._cell = self._script = None
+        self._table = self._cell = self._script = self._head = None
         self._body = False
         self.feed(self.source)
         self.close()
@@ -76,23 +96,31 @@ class Page(HTMLParser):
         attrs = dict(attrs)
         self.tags.append((tag, attrs))
         if tag == "table":
-            self._table = self.tables.setdefault(attrs.get("id"), {"keys": [], "rows": []})
+            self._table = self.tables.setdefault(attrs.get("id"), {"keys": [], "heads": [], "rows": []})
         elif tag == "th" and self._table is not None:
             self._table["keys"].append(attrs.get("data-key"))
+            self._head = {"attrs": attrs, "text": []}
+            self._table["heads"].append(self._head)
         elif tag == "tbody":
             self._body = True
         elif tag == "tr" and self._body:
             self._table["rows"].append([])
+            self._table.setdefault("row_attrs", []).append(attrs)
         elif tag == "td" and self._body:
-            self._cell = {"attrs": attrs, "text": []}
+            self._cell = {"attrs": attrs, "text": [], "tags": []}
             self._table["rows"][-1].append(self._cell)
         elif tag == "script":
             self._script = []
+        if self._cell is not None and tag != "td":
+            self._cell["tags"].append((tag, attrs))
 
     def handle_endtag(self, tag):
         if tag == "td" and self._cell is not None:
-            self._cell["text"] = "".join(self._cell["text"]).strip()
+            self._cell["text"] = " ".join("".join(self._cell["text"]).split())
             self._cell = None
+        elif tag == "th" and self._head is not None:
+            self._head["text"] = " ".join("".join(self._head["text"]).split())
+            self._head = None
         elif tag == "tbody":
             self._body = False
         elif tag == "table":
@@ -103,7 +131,7 @@ class Page(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
-        for sink in (self._cell and self._cell["text"], self._script):
+        for sink in (self._cell and self._cell["text"], self._head and self._head["text"], self._script):
             if sink is not None:
                 sink.append(data)
 
@@ -112,38 +140,54 @@ class Page(HTMLParser):
         t = self.tables[table_id]
         return [dict(zip(t["keys"], row)) for row in t["rows"]]
 
+    def heads(self, table_id: str) -> dict[str, dict]:
+        t = self.tables[table_id]
+        return dict(zip(t["keys"], t["heads"]))
+
+    def plain(self) -> str:
+        return " ".join("".join(self.text).split())
+
 
 def pages(site: Path) -> list[Page]:
     return [Page(p) for p in sorted(site.rglob("*.html"))]
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def summaries(world) -> dict[str, dict]:
     return {sid: json.loads((world["results"] / sid / "summary.json").read_text()) for sid in world["ids"]}
 
 
-def test_pages_for_every_slice_model_image_page_and_metric(world):
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+# --- structure
+
+
+def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     site = world["site"]
     folders = {"country": "country", "region_group": "region", "continent": "region", "era": "era", "category": "category"}
-    expected = {"index.html", "slices.html", "metrics.html"}
+    expected = {"index.html", "slices.html", "metrics.html", "trust.html"}
+    prompt_sets, families = set(), set()
     for sid, summary in summaries(world).items():
-        expected |= {f"model/{sid}.html"} | {f"model/{sid}/images-{n}.html" for n in range(1, 5)}  # 176 images / 48
+        expected |= {f"model/{sid}.html", f"model/{sid}/images-1.html"}
         expected |= {f"metric/{card['name']}.html" for card in summary["metrics_info"]}
+        prompt_sets.add(summary["provenance"]["prompt_set"])
+        families.add(summary["provenance"]["family"])
         for e in summary["metrics"]:
             if e["slice_type"] in folders:
                 name = e["slice"] if e["slice_type"] == "country" else slug(e["slice"])
                 expected.add(f"{folders[e['slice_type']]}/{name}.html")
-    assert {"country/IT.html", "country/NG.html", "region/gn.html", "region/gs.html", "region/europe.html",
-            "region/africa.html", "category/cuisine.html", "era/medieval.html"} <= expected
+    assert families == {"cube", "cultdiff", "cultivate", "cure", "ecb"}
+    expected |= {f"leaderboard/{ps}.html" for ps in prompt_sets} | {f"gallery/{ps}.html" for ps in prompt_sets}
+    expected |= {f"family/{f}.html" for f in families}
     built = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
-    assert built == expected
-    assert world["summary"]["pages"] == len(expected)
+    assert expected <= built, sorted(expected - built)
+    rest = {p for p in built - expected if not re.match(r"(model/[^/]+/images-\d+|prompt/[^/]+/[^/]+|map/[^/]+/[^/]+)\.html$", p)}
+    assert not rest, rest
+    assert world["summary"]["pages"] == len(built)
     it = Page(site / "country" / "IT.html")
-    assert {row["submission"]["text"] for row in it.table(f"{PROMPT_SET}-g1")} == set(world["ids"])
-    assert not (site / "model" / world["ids"][0] / "images-5.html").exists()
+    assert {row["submission"]["text"] for row in it.table(f"{PROMPT_SET}-g1")} >= {"lab / alpha (cube-awareness)",
+                                                                                 "Other Lab / beta"}
 
 
 def test_links_resolve_and_nothing_is_fetched_from_elsewhere(world):
@@ -160,6 +204,8 @@ def test_links_resolve_and_nothing_is_fetched_from_elsewhere(world):
                     assert {"noopener", "noreferrer"} <= set(attrs.get("rel", "").split())
                 elif value.startswith("data:"):
                     assert (tag, attrs.get("rel"), value) == ("link", "icon", "data:,")
+                elif value.startswith("#"):
+                    assert any(a.get("id") == value[1:] for _, a in page.tags), f"{page.path}: {value} names no element"
                 else:
                     assert not re.match(r"^([a-z]+:|/)", value), f"{page.path}: {name}={value} is not relative"
                     target = (page.path.parent / value.split("#")[0]).resolve()
@@ -194,26 +240,90 @@ def test_hostile_strings_appear_only_escaped(world):
             assert s not in page.source, f"{page.path} holds {s!r} unescaped"
         assert not [a for t, a in page.tags if t == "img" and a.get("src") == "x"]
     index = Page(world["site"] / "index.html").table(f"{PROMPT_SET}-g1")
-    assert {row["model"]["text"] for row in index} >= {f"{HOSTILE[0]}/{HOSTILE[1]}"}
+    assert f"{HOSTILE[0]} / {HOSTILE[1]} ({HOSTILE[2]})" in {row["submission"]["text"] for row in index}
 
 
-def test_overlapping_cis_are_tied_ranks(world, tmp_path):
-    values = {"lab__alpha": (0.90, 0.85, 0.95), "lab__beta": (0.88, 0.80, 0.91), world["hostile"]: (0.50, 0.45, 0.55)}
+def test_nothing_private_or_local_is_published(world):
+    """No contact address and no path of the machine that built or scored anywhere in the site."""
+    private = ["lab@example.org", str(world["root"]), str(world["base"]["root"]), str(Path.home()), "/tmp/"]
+    for path in sorted(world["site"].rglob("*")):
+        if path.is_file() and path.suffix in (".html", ".csv", ".json", ".svg"):
+            text = path.read_text(encoding="utf-8")
+            for needle in private:
+                assert needle not in text, f"{path} publishes {needle!r}"
+    card = Page(world["site"] / "model" / f"{ALPHA}.html").plain()
+    listed = card.split("Model card")[1].split("Provenance")[0]
+    assert "model.name" in listed and "contact" not in listed.replace("contact details are not published", "")
+
+
+def test_display_names_stand_in_banner_and_footer(world, tmp_path):
+    index = Page(world["site"] / "index.html")
+    names = {row["submission"]["text"] for row in index.table(f"{PROMPT_SET}-g1")}
+    assert "lab / alpha (cube-awareness)" in names and ALPHA not in names
+    assert "Other Lab / beta" in names  # the organisation as written, not its slug
+    for page in pages(world["site"])[:40] + [index]:
+        banner = [a for t, a in page.tags if t == "p" and a.get("class") == "banner"]
+        assert banner, f"{page.path} lacks the stand-in banner"
+        assert f"Built on {BUILT} by cultureboard" in page.plain()
+    assert "tiny random stand-in" in index.plain()
+
+    def no_standin(sid, summary):
+        for s in summary["provenance"]["scorers"]:
+            s.pop("standin", None)
+
+    site = rebuild(world, tmp_path, no_standin)
+    assert "class=\"banner\"" not in (site / "index.html").read_text()
+
+
+# --- leaderboards
+
+
+def test_overlapping_cis_are_tied_ranks_and_controls_are_not_ranked(world, tmp_path):
+    values = {ALPHA: (0.90, 0.85, 0.95), BETA: (0.88, 0.80, 0.91), world["hostile"]: (0.50, 0.45, 0.55),
+              CONTROL: (0.95, 0.94, 0.96)}
 
     def edit(sid, summary):
         for e in summary["metrics"]:
-            if (e["metric"], e["slice_type"]) == (MAIN, "overall"):
+            if (e["metric"], e["slice_type"]) == (MAIN, "overall") and sid in values:
                 e["value"], e["ci_low"], e["ci_high"] = values[sid]
 
     site = rebuild(world, tmp_path, edit)
-    rows = Page(site / "index.html").table(f"{PROMPT_SET}-g1")
-    assert [(r["submission"]["text"], r["rank"]["text"]) for r in rows] == [
-        ("lab__alpha", "1–2"), ("lab__beta", "1–2"), (world["hostile"], "3")]
+    page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
+    rows = page.table(f"{PROMPT_SET}-g1")
+    assert [r["rank"]["text"] for r in rows] == ["1–2", "1–2", "3", "—"]
+    assert [r["submission"]["text"].split(" control")[0] for r in rows][-1].startswith("control / text-only")
+    assert "control: text-only" in rows[-1]["submission"]["text"]
+    assert page.tables[f"{PROMPT_SET}-g1"]["row_attrs"][-1].get("class") == "control"
     assert "tie" in rows[0]["rank"]["attrs"]["class"] and "overlaps" in rows[0]["rank"]["attrs"]["title"]
-    expected = rank_ties(*zip(*values.values()))
+    expected = rank_ties(*zip(*list(values.values())[:3]))
     assert list(expected.best) == [1, 1, 3] and list(expected.worst) == [2, 2, 3]
-    downloaded = list(csv.DictReader((site / "data" / f"index-{PROMPT_SET}-g1.csv").open()))
-    assert [(r["rank_best"], r["rank_worst"]) for r in downloaded] == [("1", "2"), ("1", "2"), ("3", "3")]
+    downloaded = list(csv.DictReader((site / "data" / f"leaderboard-{PROMPT_SET}-{PROMPT_SET}-g1.csv").open()))
+    assert [(r["rank_best"], r["rank_worst"], r["control"]) for r in downloaded] == [
+        ("1", "2", ""), ("1", "2", ""), ("3", "3", ""), ("", "", "text-only")]
+    # the text-only control scores above every ranked model: the metric is flagged where it is shown
+    heads = page.heads(f"{PROMPT_SET}-g1")
+    assert "text-only control scores high" in heads[MAIN]["text"]
+    assert "text-only control scores high" in Page(site / "metric" / f"{MAIN}.html").plain()
+
+
+def test_a_text_only_control_below_every_model_flags_nothing(world, tmp_path):
+    def edit(sid, summary):
+        for e in summary["metrics"]:
+            if e["slice_type"] == "overall" and e["value"] is not None:
+                low = sid == CONTROL
+                e["value"], e["ci_low"], e["ci_high"] = (-9.0, -9.1, -8.9) if low else (e["value"], e["ci_low"], e["ci_high"])
+
+    site = rebuild(world, tmp_path, edit)
+    page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
+    assert "text-only control scores high" not in page.source
+    flagged = Page(world["site"] / "leaderboard" / f"{PROMPT_SET}.html")  # the real stand-in values, as scored
+    higher = {m: e for m, e in ((e["metric"], e) for e in summaries(world)[CONTROL]["metrics"]) if e["slice_type"] == "overall"}
+    ranked = [summaries(world)[s] for s in (ALPHA, BETA, world["hostile"])]
+    for metric, heads in flagged.heads(f"{PROMPT_SET}-g1").items():
+        if metric in higher:
+            others = [next(e["value"] for e in s["metrics"] if (e["metric"], e["slice_type"]) == (metric, "overall"))
+                      for s in ranked]
+            assert ("text-only control scores high" in heads["text"]) == (higher[metric]["value"] >= min(others)), metric
 
 
 def test_results_of_other_scorer_checkpoints_are_ranked_apart(world, tmp_path):
@@ -224,11 +334,12 @@ def test_results_of_other_scorer_checkpoints_are_ranked_apart(world, tmp_path):
                     s["revision"] = "local:another-checkpoint"
 
     site = rebuild(world, tmp_path, edit)
-    index = Page(site / "index.html")
-    assert [r["submission"]["text"] for r in index.table(f"{PROMPT_SET}-g1")] == ["lab__alpha", "lab__beta"]
-    apart = index.table(f"{PROMPT_SET}-g2")
-    assert [(r["submission"]["text"], r["rank"]["text"]) for r in apart] == [(world["hostile"], "1")]
-    text = " ".join("".join(index.text).split())
+    page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
+    first = [r["submission"]["text"] for r in page.table(f"{PROMPT_SET}-g1")]
+    assert len(first) == 3 and not any(HOSTILE[1] in t for t in first)
+    apart = page.table(f"{PROMPT_SET}-g2")
+    assert [r["rank"]["text"] for r in apart] == ["1"] and HOSTILE[1] in apart[0]["submission"]["text"]
+    text = page.plain()
     assert "Ranked separately" in text and "local:another-checkpoint" in text
     assert "scorer siglip2-so400m" in text and "scorer hpsv2.1" not in text  # only what differs
     metric = Page(site / "metric" / f"{MAIN}.html")
@@ -239,21 +350,223 @@ def test_too_little_data_badge(world, tmp_path):
     era = Page(world["site"] / "era" / "ancient.html")  # one prompt of the dataset is of the ancient era
     rows = era.table(f"{PROMPT_SET}-g1")
     badges = [a for t, a in era.tags if t == "span" and a.get("class") == "badge" and "title" in a]
-    assert all("few prompts" in row[MAIN]["text"] for row in rows) and "fewer than 5" in badges[0]["title"]
+    assert all("few prompts" in row[MAIN]["text"] for row in rows) and any("fewer than 5" in b["title"] for b in badges)
     assert {row["rank"]["text"] for row in rows} == {"—"}  # too few prompts to be ranked
     italy = Page(world["site"] / "country" / "IT.html").table(f"{PROMPT_SET}-g1")
     assert all("few prompts" not in row[MAIN]["text"] and "incomplete" not in row[MAIN]["text"] for row in italy)
 
     def edit(sid, summary):
         for e in summary["metrics"]:
-            if sid == "lab__alpha" and (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "country", "IT"):
+            if sid == ALPHA and (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "country", "IT"):
                 e["coverage"], e["complete"] = 0.5, False
 
     site = rebuild(world, tmp_path, edit)
     page = Page(site / "country" / "IT.html")
-    row = next(r for r in page.table(f"{PROMPT_SET}-g1") if r["submission"]["text"] == "lab__alpha")
+    row = next(r for r in page.table(f"{PROMPT_SET}-g1") if r["submission"]["text"].startswith("lab / alpha"))
     assert "incomplete" in row[MAIN]["text"]
     assert any("coverage 50%" in a.get("title", "") for t, a in page.tags if a.get("class") == "badge")
+
+
+def test_a_slice_without_a_value_is_shown_as_flagged_not_zero(world):
+    """CULTIVate's stand-in judge answers nothing usable: its rows are flagged, the summary has no value."""
+    page = Page(world["site"] / "leaderboard" / "cultivate.html")
+    row = next(r for r in page.table("cultivate-g1") if r["submission"]["text"].startswith("lab / alpha"))
+    cell = row[family_of("cultivate")[0].primary("cultivate")]
+    assert cell["text"].startswith("—") and "no value" in cell["text"] and "flagged" in cell["text"]
+    assert row["rank"]["text"] == "—"
+
+
+def test_leaderboards_show_the_headline_and_a_few_readable_metrics(world):
+    """Readable titles, not metric names; at most the headline and three others (the rest on the metric pages)."""
+    for prompt_set in ("cube-awareness", "cultdiff", "cure-ladder", "cultivate", "ecb"):
+        family, spec = family_of(prompt_set)
+        page = Page(world["site"] / "leaderboard" / f"{prompt_set}.html")
+        heads = page.heads(f"{prompt_set}-g1")
+        metrics = [k for k in heads if k in spec.metrics]
+        assert metrics[0] == family.primary(prompt_set) and 1 <= len(metrics) <= 4
+        for m in metrics:
+            assert heads[m]["text"].startswith(family.card(m).title), (m, heads[m]["text"])
+            assert not re.search(r"\d\.\d+\s*[,_]\s*\d\.\d+", heads[m]["text"]), heads[m]["text"]
+            assert heads[m]["attrs"].get("data-better") == {"higher": "higher", "lower": "lower"}.get(family.card(m).direction)
+        assert heads["rank"]["attrs"]["data-better"] == "lower"
+        for m in set(spec.metrics) - set(metrics):
+            assert (world["site"] / "metric" / f"{m}.html").is_file() or not any(
+                m in summaries(world)[s]["provenance"]["metrics"] for s in world["ids"])
+
+
+def test_scorer_variants_are_shown_as_a_spread(world):
+    """CuRe's ITA per OpenCLIP backbone (metrics named <headline>.<backbone>): the spread column is max - min."""
+    page = Page(world["site"] / "leaderboard" / "cure-ladder.html")
+    rows = page.table("cure-ladder-g1")
+    sid = world["base"]["ids"]["cure-ladder"][0]
+    entries = {e["metric"]: e["value"] for e in summaries(world)[sid]["metrics"] if e["slice_type"] == "overall"}
+    variants = [v for m, v in entries.items() if (m == "cure.ita.cr" or m.startswith("cure.ita.cr.")) and v is not None]
+    assert len(variants) >= 3
+    row = next(r for r in rows if r["submission"]["text"].startswith("lab / alpha"))
+    assert float(row["spread"]["attrs"]["data-sort"]) == pytest.approx(max(variants) - min(variants))
+
+
+def test_entangled_scores_carry_a_badge(world):
+    """beta declares LAION-5B data; HPS v2.1 (cube.quality) was trained on LAION-2B: that cell, and only beta's."""
+    assert entangle.overlap(["LAION-2B", "HPDv2"], "a LAION-5B subset") == ["LAION-2B"]
+    assert entangle.overlap(["WIT-400M"], "trained with a wit of wisdom") == ["WIT-400M"]  # whole words only
+    assert entangle.overlap(["WIT-400M"], "with care") == [] and entangle.overlap(["LAION-2B"], None) == []
+    page = Page(world["site"] / "leaderboard" / f"{PROMPT_SET}.html")
+    for row in page.table(f"{PROMPT_SET}-g1"):
+        beta = row["submission"]["text"] == "Other Lab / beta"
+        assert ("entangled" in row["cube.quality"]["text"]) == beta
+        assert "entangled" not in row[MAIN]["text"]  # SigLIP 2 (WebLI) shares nothing with it
+    assert "LAION-2B" in Page(world["site"] / "model" / f"{BETA}.html").plain()
+
+
+# --- disparity
+
+
+def test_disparity_comes_from_results_disparity_and_is_ranked(world):
+    """The GN - GS gap of the table equals disparity.gaps on the units' means (paired bootstrap, the evaluator's
+    seed and n_boot); the disparity rank is rank_ties on |gap| with the interval of |gap|."""
+    page = Page(world["site"] / "leaderboard" / "cure-ladder.html")
+    table = page.table("cure-ladder-g1-disparity")
+    assert table and (world["site"] / "plots" / "leaderboard-cure-ladder-cure-ladder-g1-frontier.svg").is_file()
+    found = {}
+    for sid in [world["base"]["ids"]["cure-ladder"][0], *world["variants"]["cure-ladder"]]:
+        scores = pd.read_parquet(world["results"] / sid / "scores.parquet")
+        summary = summaries(world)[sid]
+        rows = scores[(scores["metric"] == "cure.ita.cr") & scores["flag"].isna() & scores["country"].notna()]
+        units = rows.groupby("unit_id").agg(value=("value", "mean"), country=("country", "first"),
+                                            region=("region_group", "first"))
+        settings = summary["provenance"]["settings"]
+        gap = next(g for g in gaps(units["value"].to_numpy(), units["country"].to_numpy(), list(units["region"]),
+                                   n_boot=settings["n_boot"], seed=settings["seed"]) if g.kind == "region_group")
+        found[sid] = gap
+    shown = {}
+    for row in table:
+        link = next(a["href"] for t, a in row["submission"]["tags"] if t == "a")
+        shown[Path(link).stem] = (float(row["gap"]["attrs"]["data-sort"]), row["rank"]["text"])
+    assert set(shown) == set(found)
+    for sid, gap in found.items():
+        assert shown[sid][0] == pytest.approx(gap.value)
+    spans = {s: (abs(g.value), 0.0 if g.low <= 0 <= g.high else min(abs(g.low), abs(g.high)), max(abs(g.low), abs(g.high)))
+             for s, g in found.items()}
+    order = sorted(spans)
+    ranks = rank_ties(*zip(*(spans[s] for s in order)), higher_is_better=False)
+    for s, best, worst in zip(order, ranks.best, ranks.worst):
+        assert shown[s][1] == (str(best) if best == worst else f"{best}–{worst}")
+
+
+# --- figures and family views
+
+
+def test_family_slice_types_are_drawn_generically(world):
+    """ECB's edit step (integer slices) is a curve per submission; a crossed slice type is a heatmap."""
+    ecb = (world["site"] / "plots" / "leaderboard-ecb-ecb-g1-edit_step.svg").read_text()
+    lines = re.findall(r'<path class="line"', ecb)
+    assert len(lines) == 3 and "Edit step" in ecb  # alpha and its two copies
+    assert (world["site"] / "plots" / "leaderboard-ecb-ecb-g1-country_x_edit_step.svg").is_file()
+    sid = world["base"]["ids"]["cultdiff"][0]
+    model = Page(world["site"] / "model" / f"{sid}.html")
+    crossed = [a["src"] for t, a in model.tags if t == "img" and "country_x_category" in a.get("src", "")]
+    assert crossed
+    svg = (world["site"] / "model" / crossed[0]).resolve().read_text()
+    summary = summaries(world)[sid]
+    cells = [e for e in summary["metrics"] if e["slice_type"] == "country_x_category" and e["metric"] == "cultdiff.dino"]
+    assert cells and len(re.findall(r'class="cell"', svg)) == sum(e["value"] is not None for e in cells)
+
+
+def test_explanations_of_image_rows_are_labelled_lists(world):
+    sid = world["base"]["ids"]["cultivate"][0]
+    scores = pd.read_parquet(world["results"] / sid / "scores.parquet")
+    row = scores[scores["detail"].notna() & scores["file_name"].notna()].iloc[0]
+    detail = json.loads(row["detail"])
+    page = next(p for p in map(Page, sorted((world["site"] / "model" / sid).glob("images-*.html")))
+                if row["file_name"] in p.source)
+    cell = next(r["notes"] for r in page.table("images") if r["file_name"]["text"] == row["file_name"])
+    labels = [t for t, a in cell["tags"] if t == "dt"]
+    assert labels and all(str(k).replace("_", " ") in cell["text"] for k in detail)
+    assert ("flagged" in cell["text"]) == isinstance(row["flag"], str)
+
+
+def test_family_pages_explain_and_keep_reported_numbers_apart(world):
+    for name, family in load_families().items():
+        path = world["site"] / "family" / f"{name}.html"
+        if not path.is_file():
+            continue
+        page = Page(path)
+        text = page.plain()
+        assert family.description[:60] in text and family.title in text
+        assert all(any(a.get("href") == url for t, a in page.tags if t == "a") for url in family.papers.values())
+        for card in family.metrics:
+            assert card.title in text
+        reported = load_reported(name) if (REPORTED / f"{name}.yaml").is_file() else []
+        for k, table in enumerate(reported, 1):
+            shown = page.table(f"reported-{k}")
+            assert len(shown) == len(table.rows)
+            assert not {"rank", "submission"} & set(page.tables[f"reported-{k}"]["keys"])  # never mixed with ranks
+            first = table.printed[0]
+            assert all(shown[0][c]["text"] == (first[c] or "—") for c in table.numbers)
+        if reported:
+            assert "Reported in the paper" in text and "never ranked" in text
+
+
+def test_world_map_page_colours_countries_by_value(world):
+    page = Page(world["site"] / "map" / f"{PROMPT_SET}-g1" / f"{MAIN}.html")
+    figure = next(a for t, a in page.tags if t == "figure" and a.get("id") == "worldmap")
+    data = json.loads(figure["data-map"])
+    assert data["choices"][0]["label"].startswith("Mean") and len(data["choices"]) == 5  # mean, 3 ranked, control
+    paths = {a["data-iso"]: a["fill"] for t, a in page.tags if t == "path" and "data-iso" in a}
+    assert set(paths) == set(data["countries"]) == {"IT", "NG", "ES"}
+    every = [v for choice in data["choices"] for v in choice["values"] if v is not None]
+    assert (data["vmin"], data["vmax"]) == (min(every), max(every))  # one scale for every choice
+    values = dict(zip(data["countries"], data["choices"][0]["values"]))
+    assert paths == worldmap.colours(values, data["vmin"], data["vmax"])
+    mean = np.mean([next(e["value"] for e in summaries(world)[s]["metrics"]
+                         if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "country", "IT"))
+                    for s in (ALPHA, BETA, world["hostile"])])
+    assert values["IT"] == pytest.approx(mean, abs=1e-6)
+    svg = (world["site"] / "plots" / f"leaderboard-{PROMPT_SET}-{PROMPT_SET}-g1-map.svg").read_text()
+    assert svg.count('class="country"') == 3 and svg.count('class="outside"') > 150
+    fills = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', svg))
+    low, high = min(values, key=values.get), max(values, key=values.get)
+    assert (fills[low], fills[high]) == ("#440154", "#fde725")  # the static map spans the means: viridis' ends
+
+
+def test_map_shapes_cover_the_countries_and_cross_the_antimeridian_cleanly():
+    paths, width, _ = worldmap.shapes()
+    assert {"IT", "NG", "ES", "JP", "BR", "US", "RU", "FJ"} <= set(paths) and "AQ" not in paths
+    for iso in ("RU", "FJ"):  # cut at the 180th meridian: no stroke spans the map
+        xs = [float(x) for x in re.findall(r"[ML](-?[\d.]+) ", paths[iso])]
+        ring_spans = [max(r) - min(r) for r in ([float(x) for x in re.findall(r"[ML](-?[\d.]+) ", part)]
+                                                 for part in paths[iso].split("Z") if part)]
+        assert max(xs) <= width and max(ring_spans) < width / 2, iso
+    assert worldmap.equal_earth(0, 0) == (0.0, 0.0)
+    x, y = worldmap.equal_earth(180, 0)
+    assert x == pytest.approx(2.7066297, abs=1e-6) and y == 0  # Equal Earth's half width at the equator
+    assert worldmap.split_at_antimeridian([(170, 60), (-170, 60), (-170, 70), (170, 70)]) == [
+        [(180.0, 60.0), (180.0, 70.0), (170, 70), (170, 60)], [(-180.0, 60.0), (-170, 60), (-170, 70), (-180.0, 70.0)]]
+
+
+def test_gallery_per_prompt_shows_every_submission_side_by_side(world):
+    gallery = Page(world["site"] / "gallery" / f"{PROMPT_SET}.html")
+    selects = {a["data-field"] for t, a in gallery.tags if t == "select"}
+    assert selects == {"country", "category", "era"}
+    items = [a for t, a in gallery.tags if t == "li" and "data-country" in a]
+    prompts = {p["prompt_id"]: p for p in pd.read_parquet(next((world["dataset"] / "data" / PROMPT_SET).glob("*.parquet"))).to_dict("records")}
+    assert len(items) == len(prompts) and {a["data-country"] for a in items} == {"IT", "NG", "ES"}
+    link = next(a["href"] for t, a in gallery.tags if t == "a" and "prompt/" in a.get("href", ""))
+    page = Page((gallery.path.parent / link).resolve())
+    text = page.text
+    prompt = next(p for p in prompts.values() if p["text"] in "".join(text))
+    images = [a for t, a in page.tags if t == "img"]
+    assert len(images) == 4 * prompt["images_per_prompt"]  # alpha, beta, the hostile one and the control
+    assert all(a["alt"].startswith(prompt["text"]) for a in images)
+    full = [a["href"] for t, a in page.tags if t == "a" and "/images/" in a.get("href", "")]
+    assert len(full) == len(images)
+    for href in full:
+        target = (page.path.parent / href).resolve()
+        sid = target.parent.name
+        meta = [json.loads(line) for line in (world["submissions"] / sid / "metadata.jsonl").read_text().splitlines()]
+        source = next(m for m in meta if m.get("sha256") == target.stem)
+        assert target.read_bytes() == (world["submissions"] / sid / source["file_name"]).read_bytes()
 
 
 def test_downloads_match_the_tables(world):
@@ -261,7 +574,7 @@ def test_downloads_match_the_tables(world):
     checked = 0
     for page in pages(site):
         links = [a["href"] for t, a in page.tags if t == "a" and a.get("href", "").endswith((".csv", ".json"))]
-        for table_id, table in page.tables.items():
+        for table_id in page.tables:
             csv_href = next(h for h in links if h.endswith(f"-{table_id}.csv"))
             csv_path = (page.path.parent / csv_href).resolve()
             downloaded = list(csv.DictReader(csv_path.open(encoding="utf-8")))
@@ -272,32 +585,46 @@ def test_downloads_match_the_tables(world):
             if "images-" in page.path.name:  # a page of the image browser shows a part of the download
                 offset = 48 * (int(page.path.stem.split("-")[1]) - 1)
                 downloaded = downloaded[offset: offset + len(rows)]
+            elif page.path.name == "index.html":  # the overview shows the top of each leaderboard
+                downloaded = downloaded[: len(rows)]
             assert len(rows) == len(downloaded), (page.path, table_id)
             for shown, row in zip(rows, downloaded):
                 for key, cell in shown.items():
                     if f"{key}_best" in row:
                         best, worst = row[f"{key}_best"], row[f"{key}_worst"]
                         assert cell["text"] == ("—" if not best else best if best == worst else f"{best}–{worst}")
-                    elif key == "image":
-                        assert cell["attrs"]["class"].startswith("thumb")
+                    elif key in ("image", "notes"):
+                        continue
                     elif "data-sort" in cell["attrs"]:
                         assert cell["attrs"]["data-sort"] == row[key], (page.path, key)
-                    else:
+                    elif cell["text"] and not [t for t, a in cell["tags"] if t == "span"]:
                         assert cell["text"] == (row[key] or "—"), (page.path, key)
             checked += 1
-    assert checked > 30
+    assert checked > 60
 
 
-def test_thumbnails_are_webp_with_the_longer_side_capped(world):
-    for sid in world["ids"]:
+def test_csv_cells_that_a_spreadsheet_would_run_are_quoted(tmp_path):
+    site = Site(tmp_path)
+    rows = [{"x": text} for text in ("=1+1", "-2+3", "@SUM(A1)", "+1", "\tx", "-0.1078", "+0.4", "0.019*", "plain")]
+    table = site.table("p.html", "t", [Column("x", "X", "text")], rows)
+    cells = [row[0] for row in csv.reader((tmp_path / table.csv).open())][1:]
+    assert cells == ["'=1+1", "'-2+3", "'@SUM(A1)", "+1", "'\tx", "-0.1078", "+0.4", "0.019*", "plain"]
+    assert [r["x"] for r in json.loads((tmp_path / table.json).read_text())["rows"]][:2] == ["=1+1", "-2+3"]
+
+
+def test_thumbnails_are_webp_and_link_to_the_full_size_file(world):
+    for sid in (ALPHA, BETA):
         thumbs = sorted((world["site"] / "thumbs" / sid).glob("*.webp"))
         metadata = (world["submissions"] / sid / "metadata.jsonl").read_text().splitlines()
-        assert len(thumbs) == len(metadata) == 176
-        for path in thumbs[:20]:
+        assert len(thumbs) == len(metadata) == len(list((world["site"] / "images" / sid).glob("*.png")))
+        for path in thumbs[:10]:
             with Image.open(path) as img:
-                assert img.format == "WEBP" and max(img.size) == 256 and img.size[1] == round(256 * 192 / WIDTH)
-    images = Page(world["site"] / "model" / "lab__alpha" / "images-1.html")
-    assert sum(t == "img" and a["src"].startswith("../../thumbs/lab__alpha/") for t, a in images.tags) == 48
+                assert img.format == "WEBP" and max(img.size) <= 256
+    page = Page(world["site"] / "model" / ALPHA / "images-1.html")
+    pairs = [(t, a) for t, a in page.tags if t in ("a", "img")]
+    for (t1, a1), (t2, a2) in itertools.pairwise(pairs):
+        if t2 == "img" and a2["src"].startswith("../../thumbs/"):
+            assert t1 == "a" and Path(a1["href"]).stem == Path(a2["src"]).stem and a2["alt"]
 
 
 def test_two_builds_are_identical(world, tmp_path):
@@ -309,24 +636,57 @@ def test_two_builds_are_identical(world, tmp_path):
         assert (site / rel).read_bytes() == (world["site"] / rel).read_bytes(), rel
 
 
-def test_ratings_on_the_metric_page(world, tmp_path):
+# --- trust
+
+
+def test_ratings_grey_a_diagnostic_metric_and_keep_it_from_the_headline(world, tmp_path):
     ratings = tmp_path / "ratings"
     ratings.mkdir()
-    row = {"metric": "cube.faithfulness", "target": "faithfulness", "country": None, "n": 12, "pearson": 0.41,
-           "pearson_p": 0.18, "spearman": 0.38, "spearman_p": 0.22}
-    (ratings / "validity.json").write_text(json.dumps({"n_items": 12, "correlations": [row]}))
-    site = rebuild(world, tmp_path, ratings=ratings)
-    page = Page(site / "metric" / "cube.faithfulness.html")
-    shown = page.table("human-ratings")
-    assert [(r["country"]["text"], r["n"]["text"], r["pearson"]["text"]) for r in shown] == [("all", "12", "0.410")]
-    assert "No human ratings" in "".join(Page(site / "metric" / "cube.quality.html").text)
+    rows = [  # the trust-map layout (results/trust.py): Italy too few items, Nigeria a CI that rules agreement out
+        {"metric": MAIN, "human": "cultural relevance", "slice_type": "overall", "slice": "all", "n": 60, "rho": 0.45,
+         "rho_low": 0.2, "rho_high": 0.62, "diagnostic": False, "reason": "x"},
+        {"metric": MAIN, "human": "cultural relevance", "slice_type": "country", "slice": "IT", "n": 12, "rho": 0.5,
+         "rho_low": 0.1, "rho_high": 0.8, "diagnostic": True, "reason": "x"},
+        {"metric": MAIN, "human": "cultural relevance", "slice_type": "country", "slice": "NG", "n": 40, "rho": 0.02,
+         "rho_low": -0.2, "rho_high": 0.25, "diagnostic": True, "reason": "x"}]
+    (ratings / "validity.json").write_text(json.dumps({"validity": rows}))
+    old = tmp_path / "old.json"  # the ratings import's own layout: Pearson and Spearman per country, no CI
+    old.write_text(json.dumps({"n_items": 12, "correlations": [
+        {"metric": "cube.faithfulness", "target": "faithfulness", "country": None, "n": 12, "pearson": 0.41,
+         "pearson_p": 0.18, "spearman": 0.38, "spearman_p": 0.22}]}))
+    site = rebuild(world, tmp_path, ratings=[ratings, old])
+    for country, diagnostic in (("IT", True), ("NG", True), ("ES", False)):
+        page = Page(site / "country" / f"{country}.html")
+        heads = page.heads(f"{PROMPT_SET}-g1")
+        assert ("diagnostic here" in heads[MAIN]["text"]) == diagnostic, country
+        ranks = {row["rank"]["text"] for row in page.table(f"{PROMPT_SET}-g1")}
+        assert (ranks == {"—"}) == diagnostic, (country, ranks)  # never ranked by a diagnostic headline
+        if diagnostic:
+            assert "muted" in heads[MAIN]["attrs"].get("class", "")
+    badge = next(a["title"] for t, a in Page(site / "country" / "NG.html").tags
+                 if t == "span" and a.get("title", "").startswith("Only a diagnostic"))
+    assert "0.25 < 0.3" in badge
+    metric = Page(site / "metric" / f"{MAIN}.html").table("human-ratings")
+    assert [r["slice"]["text"] for r in metric] == ["all", "Italy (IT)", "Nigeria (NG)"]
+    assert [r["verdict"]["text"].split(":")[0] for r in metric] == ["usable", "diagnostic only", "diagnostic only"]
+    trust = Page(site / "trust.html")
+    assert len(trust.table("trust")) == 4
+    nigeria = next(r for r in trust.table("trust") if r["slice"]["text"] == "Nigeria (NG)")
+    assert nigeria["verdict"]["text"].startswith("diagnostic only")
+    assert any(a.get("href") == "trust.html" for t, a in Page(site / "index.html").tags if t == "a")
+    faith = Page(site / "metric" / "cube.faithfulness.html").table("human-ratings")
+    assert [(r["n"]["text"], r["rho"]["text"]) for r in faith] == [("12", "0.380")]
+    assert "too few rated items" in faith[0]["verdict"]["text"]
+
+
+# --- scale, input checks, callers
 
 
 def test_fifty_submissions_keep_pages_small(world, tmp_path):
-    """50 submissions (images left on the Hub, so no thumbnails): every page stays under 200 KB."""
+    """50 submissions of cube-awareness (images left on the Hub, so no thumbnails): every page under 200 KB."""
     results, submissions = tmp_path / "results", tmp_path / "submissions"
     for k in range(50):
-        source = world["ids"][k % 3]
+        source = (ALPHA, BETA, world["hostile"])[k % 3]
         sid = f"org{k:02d}__model"
         shutil.copytree(world["results"] / source, results / sid)
         (submissions / sid).mkdir(parents=True)
@@ -334,11 +694,35 @@ def test_fifty_submissions_keep_pages_small(world, tmp_path):
         spec["images"]["location"] = "hf://datasets/org/images@main"
         (submissions / sid / "submission.yaml").write_text(yaml.safe_dump(spec))
         shutil.copy(world["submissions"] / source / "metadata.jsonl", submissions / sid)
-    summary = build_site(results, world["dataset"], submissions, tmp_path / "site")
-    assert summary["pages"] == 3 + 12 + 4 + 50 * 5 and summary["thumbnails"] == 0
-    assert summary["largest_page_bytes"] < 200_000
-    assert len(Page(tmp_path / "site" / "index.html").table(f"{PROMPT_SET}-g1")) == 50
-    assert "not fetched" in (tmp_path / "site" / "model" / "org00__model.html").read_text()
+    summary = build_site(results, world["dataset"], submissions, tmp_path / "site", built=BUILT)
+    assert summary["thumbnails"] == 0 and summary["largest_page_bytes"] < 200_000
+    assert len(Page(tmp_path / "site" / "leaderboard" / f"{PROMPT_SET}.html").table(f"{PROMPT_SET}-g1")) == 50
+    assert len(Page(tmp_path / "site" / "index.html").table(f"{PROMPT_SET}-g1")) == 10
+    model = (tmp_path / "site" / "model" / "org00__model.html").read_text()
+    assert "on the Hub" in model
+    image = Page(tmp_path / "site" / "model" / "org00__model" / "images-1.html")
+    hub = [a["href"] for t, a in image.tags if t == "a" and a.get("href", "").startswith("https://huggingface.co/")]
+    assert hub and hub[0].startswith("https://huggingface.co/datasets/org/images/resolve/main/images/")
+
+
+def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
+    """A build started from a script read on stdin (no importable __main__) makes its thumbnails in worker
+    processes all the same."""
+    script = textwrap.dedent(f"""
+        from cultureboard.site import thumbs
+        from cultureboard.site.render import build_site
+        thumbs.PROCESS_THRESHOLD = 1
+        info = build_site({str(world['results'])!r}, {str(world['dataset'])!r}, {str(world['submissions'])!r},
+                          {str(tmp_path / 'site')!r}, built={BUILT!r}, workers=2)
+        print(info["thumbnails"], info["missing_images"])
+    """)
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    made, missing = map(int, done.stdout.split()[-2:])
+    assert made == world["summary"]["thumbnails"] and missing == 0
+    for path in sorted((tmp_path / "site" / "thumbs" / ALPHA).glob("*.webp"))[:5]:
+        assert path.read_bytes() == (world["site"] / "thumbs" / ALPHA / path.name).read_bytes()
 
 
 def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
@@ -352,4 +736,6 @@ def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
         build_site(tmp_path / "empty", world["dataset"], world["submissions"], tmp_path / "out")
     with pytest.raises(CultureboardError, match="lacks"):
         build_site(world["results"], world["dataset"], tmp_path, tmp_path / "out")
+    with pytest.raises(CultureboardError, match="has none of validity.json, correlations.json"):
+        build_site(world["results"], world["dataset"], world["submissions"], tmp_path / "out", ratings=tmp_path)
     assert not (tmp_path / "out").exists()

@@ -1,7 +1,14 @@
-// cultureboard: sortable and filterable tables. No inline handlers, no network access.
-// A header click sorts its column (numbers numerically, by each cell's data-sort value when it has one;
-// empty cells last), a second click reverses; an <input class="filter" data-table="ID"> hides the rows
-// of table ID that do not contain its text.
+// cultureboard: sortable and filterable tables, prompt filters and the world map's choice. No inline handlers,
+// no network access, nothing stored.
+//
+// Tables: a header click (or Enter / Space on the focused header) sorts its column by each cell's data-sort value
+// (numbers numerically, empty cells last). The first sort puts the best first: descending for a column marked
+// data-better="higher", ascending for "lower" and for unmarked columns; sorting again reverses. aria-sort tells
+// the order. An <input class="filter" data-table="ID"> hides the rows of table ID that do not contain its text.
+// Prompt lists: each <select data-field="F"> of a .filters[data-list="ID"] group keeps the items of list ID whose
+// data-F equals its value ("" = all). Map: a <select class="map-select" data-target="ID"> recolours the country
+// paths of figure ID from the figure's data-map JSON {countries, names, vmin, vmax, digits, choices: [{label,
+// values}]} with the same viridis ramp as the SVG.
 (function () {
   "use strict";
 
@@ -19,16 +26,19 @@
 
   function sortBy(table, th) {
     var column = Array.prototype.indexOf.call(th.parentNode.children, th);
-    var ascending = th.getAttribute("aria-sort") !== "ascending";
+    var current = th.getAttribute("aria-sort");
+    var best = th.getAttribute("data-better") === "higher" ? "descending" : "ascending";
+    var order = current === null ? best : current === "ascending" ? "descending" : "ascending";
     table.querySelectorAll("th[aria-sort]").forEach(function (h) { h.removeAttribute("aria-sort"); });
-    th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    th.setAttribute("aria-sort", order);
     var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows).map(function (row) {
-      return { row: row, key: sortKey(row.cells[column]) };
+    var rows = Array.prototype.slice.call(body.rows).map(function (row, index) {
+      return { row: row, key: sortKey(row.cells[column]), index: index };
     });
     rows.sort(function (x, y) {
-      if (x.key === null || y.key === null) return (x.key === null) - (y.key === null);
-      return ascending ? compare(x.key, y.key) : compare(y.key, x.key);
+      if (x.key === null || y.key === null) return (x.key === null) - (y.key === null) || x.index - y.index;
+      var c = order === "ascending" ? compare(x.key, y.key) : compare(y.key, x.key);
+      return c || x.index - y.index;
     });
     rows.forEach(function (item) { body.appendChild(item.row); });
   }
@@ -36,6 +46,7 @@
   document.querySelectorAll("table.sortable").forEach(function (table) {
     table.querySelectorAll("thead th").forEach(function (th) {
       th.tabIndex = 0;
+      th.setAttribute("role", "columnheader");
       th.addEventListener("click", function () { sortBy(table, th); });
       th.addEventListener("keydown", function (event) {
         if (event.key === "Enter" || event.key === " ") {
@@ -54,6 +65,58 @@
       Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
         row.hidden = query !== "" && row.textContent.toLowerCase().indexOf(query) === -1;
       });
+    });
+  });
+
+  document.querySelectorAll(".filters[data-list]").forEach(function (group) {
+    var list = document.getElementById(group.getAttribute("data-list"));
+    var selects = group.querySelectorAll("select[data-field]");
+    var count = group.querySelector(".count");
+    if (!list) return;
+    function apply() {
+      var shown = 0;
+      Array.prototype.forEach.call(list.children, function (item) {
+        var keep = Array.prototype.every.call(selects, function (s) {
+          return s.value === "" || item.getAttribute("data-" + s.getAttribute("data-field")) === s.value;
+        });
+        item.hidden = !keep;
+        shown += keep ? 1 : 0;
+      });
+      if (count) count.textContent = shown + " of " + list.children.length + " prompts";
+    }
+    selects.forEach(function (s) { s.addEventListener("change", apply); });
+    apply();
+  });
+
+  var VIRIDIS = [[0x44, 0x01, 0x54], [0x3b, 0x52, 0x8b], [0x21, 0x91, 0x8c], [0x5e, 0xc9, 0x62], [0xfd, 0xe7, 0x25]];
+  var NO_VALUE = "#b9b9b9";
+
+  function colour(t) {
+    t = Math.min(1, Math.max(0, t)) * (VIRIDIS.length - 1);
+    var i = Math.min(Math.floor(t), VIRIDIS.length - 2), f = t - i;
+    return "#" + [0, 1, 2].map(function (k) {
+      var v = Math.round(VIRIDIS[i][k] + (VIRIDIS[i + 1][k] - VIRIDIS[i][k]) * f);
+      return (v < 16 ? "0" : "") + v.toString(16);
+    }).join("");
+  }
+
+  document.querySelectorAll("select.map-select").forEach(function (select) {
+    var figure = document.getElementById(select.getAttribute("data-target"));
+    if (!figure) return;
+    var data = JSON.parse(figure.getAttribute("data-map"));
+    var span = (data.vmax - data.vmin) || 1;
+    var label = figure.querySelector(".map-label");
+    select.addEventListener("change", function () {
+      var choice = data.choices[Number(select.value)];
+      data.countries.forEach(function (iso, k) {
+        var value = choice.values[k];
+        figure.querySelectorAll('path[data-iso="' + iso + '"]').forEach(function (path) {
+          path.setAttribute("fill", value === null ? NO_VALUE : colour((value - data.vmin) / span));
+          var title = path.querySelector("title");
+          if (title) title.textContent = data.names[k] + ": " + (value === null ? "no data" : value.toFixed(data.digits));
+        });
+      });
+      if (label) label.textContent = choice.label;
     });
   });
 

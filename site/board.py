@@ -1,0 +1,260 @@
+"""The board: every loaded result grouped for ranking, with everything derived from the results that several
+pages show (ranks, shown metrics, variant spreads, disparity gaps, controls, entanglement, trust).
+
+Comparability (DESIGN principle 6): the results of a prompt set are split into groups that share the dataset
+revision, every scorer's checkpoint, revision and preprocessing, the metric versions and the family options
+(seed and bootstrap count excepted); ranks are computed within a group only, and a page showing several groups
+of one prompt set says what sets each apart. Control submissions (``control:`` in submission.yaml: reference
+photographs, the prompt's words as an image) sit in the group of their scorers but are never ranked.
+
+Everything family-specific comes from the registry (:func:`~cultureboard.evaluators.engine.registry.family_of`):
+the headline of a prompt set, its metric order, the family's texts and papers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from cultureboard.evaluators.engine.registry import Family, family_of, load_families
+from cultureboard.evaluators.results.disparity import REGION_GAP, gaps
+from cultureboard.evaluators.results.stats import rank_ties
+
+from cultureboard.countries import load_countries
+from cultureboard.errors import CultureboardError
+
+from . import entangle
+from .load import Result
+from .names import MIN_PROMPTS, SLICE_FOLDERS, slice_order
+from .trust import evidence
+
+#: Metrics a leaderboard shows beside the headline (the rest are on the metric and model pages).
+SHOWN_BESIDE = 3
+
+
+@dataclass
+class Group:
+    """Results of one prompt set that may be ranked together (controls beside them, never ranked)."""
+
+    prompt_set: str
+    id: str  # g1, g2, ... in the prompt set
+    results: list[Result]  # ranked submissions
+    controls: list[Result]
+    metrics: list[str]  # every metric, the headline first, then in the family's order
+    shown: list[str]  # what leaderboards show: the headline and a few others
+    differs: list[tuple[str, str]]  # (label, value) that set this group apart; empty when it is alone
+    several: bool = False  # whether the prompt set has other groups
+
+    @property
+    def name(self) -> str:
+        return f"{self.prompt_set}-{self.id}"
+
+    @property
+    def everyone(self) -> list[Result]:
+        return self.results + self.controls
+
+
+@dataclass
+class Board:
+    """Everything the pages show, loaded and checked once."""
+
+    results: dict[str, Result]
+    prompts: dict[str, dict]
+    trust_rows: list[dict] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.cards: dict[str, dict] = {}
+        for r in self.results.values():
+            for card in r.summary["metrics_info"]:
+                self.cards.setdefault(card["name"], card)
+        self.families: dict[str, Family] = load_families()
+        shared = {name for name, n in Counter(r.display for r in self.results.values()).items() if n > 1}
+        for r in self.results.values():  # plots need one label per submission
+            r.label = (f"{r.display} [{r.sid}]" if r.display in shared else r.display) + (
+                f" [control: {r.control}]" if r.control else "")
+        self.groups = _groups(list(self.results.values()), self.cards)
+        self.group_of = {r.sid: g for gs in self.groups.values() for g in gs for r in g.everyone}
+        self.trust = evidence(self.trust_rows)
+        self.standin = sorted(r.sid for r in self.results.values() if r.standin)
+        self._ranks: dict[tuple, dict[str, dict]] = {}
+        self._gaps: dict[tuple[str, str], list | None] = {}
+        self._training = entangle.registry_training_data()
+
+    def family_for(self, prompt_set: str) -> Family | None:
+        """The registered family that scores ``prompt_set`` (None if none does)."""
+        try:
+            return family_of(prompt_set)[0]
+        except CultureboardError:
+            return None
+
+    # --- ranks
+
+    def ranks(self, group: Group, metric: str, slice_type: str, slice_: str) -> dict[str, dict]:
+        """sid -> {rank, best, worst} on ``metric`` in the slice, among the group's ranked results that have a
+        value from at least :data:`MIN_PROMPTS` prompts (fewer give CIs too unreliable to order by); nothing for a
+        descriptive metric (direction "none") or where the metric is only a diagnostic (:meth:`diagnostic`)."""
+        key = (group.name, metric, slice_type, slice_)
+        if key not in self._ranks:
+            card = self.cards[metric]
+            ranked = [r for r in group.results
+                      if (e := r.entries.get((metric, slice_type, slice_))) and e["value"] is not None
+                      and e["n_prompts"] >= MIN_PROMPTS]
+            out = {}
+            if ranked and card["direction"] != "none" and not self.diagnostic(metric, slice_type, slice_):
+                e = [r.entries[(metric, slice_type, slice_)] for r in ranked]
+                rr = rank_ties([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
+                               higher_is_better=card["direction"] == "higher")
+                out = {r.sid: {"rank": int(k), "best": int(b), "worst": int(w)}
+                       for r, k, b, w in zip(ranked, rr.rank, rr.best, rr.worst)}
+            self._ranks[key] = out
+        return self._ranks[key]
+
+    def order(self, group: Group, metric: str, slice_type: str, slice_: str) -> list[Result]:
+        """The group's ranked results by rank on ``metric`` (unranked last, by name), then its controls."""
+        ranks = self.ranks(group, metric, slice_type, slice_)
+        ranked = sorted(group.results, key=lambda r: (ranks[r.sid]["rank"] if r.sid in ranks else np.inf, r.display, r.sid))
+        return ranked + sorted(group.controls, key=lambda r: r.sid)
+
+    def slices(self) -> list[tuple[str, str]]:
+        """Every (slice type, slice) with a page, in page order."""
+        found = {k[1:] for r in self.results.values() for k in r.entries if k[1] in SLICE_FOLDERS}
+        return sorted(found, key=lambda s: (list(SLICE_FOLDERS).index(s[0]), slice_order(*s)))
+
+    # --- what a metric is worth where
+
+    def diagnostic(self, metric: str, slice_type: str, slice_: str) -> dict | None:
+        """The trust row that makes ``metric`` only a diagnostic on this slice (greyed, never the headline), or None."""
+        row = self.trust.get((metric, slice_type, slice_))
+        return row if row is not None and row["diagnostic"] else None
+
+    def text_only_flag(self, group: Group, metric: str) -> str | None:
+        """Why ``metric`` is flagged in ``group``: a text-only control (the prompt's words as an image) scores
+        overall at least as well as a ranked submission; None when it does not (or there is no such control)."""
+        card = self.cards[metric]
+        if card["direction"] == "none":
+            return None
+        sign = 1 if card["direction"] == "higher" else -1
+        ranked = [(r, r.entries.get((metric, "overall", "all"))) for r in group.results]
+        ranked = [(r, e["value"]) for r, e in ranked if e and e["value"] is not None]
+        for control in group.controls:
+            e = control.entries.get((metric, "overall", "all"))
+            if control.control != "text-only" or not e or e["value"] is None or not ranked:
+                continue
+            beaten = [r for r, v in ranked if sign * e["value"] >= sign * v]
+            if beaten:
+                return (f"a picture of the prompt's words ({control.display}) scores {e['value']:.3f}, as well as "
+                        f"{len(beaten)} of {len(ranked)} ranked submission(s): this metric rewards text in the image, "
+                        "not culture")
+        return None
+
+    # --- variants, disparity, entanglement
+
+    def variants(self, metric: str, available) -> list[str]:
+        """``metric`` and the metrics that recompute it with another scorer (named ``<metric>.<scorer>``, e.g. CuRe's
+        ITA per OpenCLIP backbone) among ``available``; just ``[metric]`` when it has none."""
+        return [metric] + sorted(m for m in available if m.startswith(metric + ".") and "." not in m[len(metric) + 1:])
+
+    def spread(self, result: Result, metric: str, available) -> dict | None:
+        """The range of ``metric``'s value over its scorer variants in ``result`` (overall): {low, high, n, of},
+        or None without variants."""
+        names = self.variants(metric, available)
+        values = [(m, e["value"]) for m in names if (e := result.entries.get((m, "overall", "all"))) and e["value"] is not None]
+        if len(names) < 2 or len(values) < 2:
+            return None
+        low, high = min(values, key=lambda x: x[1]), max(values, key=lambda x: x[1])
+        return {"value": high[1] - low[1], "low": low, "high": high, "n": len(values)}
+
+    def gaps(self, result: Result, metric: str) -> list | None:
+        """:func:`~cultureboard.evaluators.results.disparity.gaps` of ``metric``'s units in ``result``: each
+        unit's mean value (flagged rows left out), its country and region group; None with fewer than two
+        countries. Bootstrap settings (seed, n_boot, level) are the evaluator's."""
+        key = (result.sid, metric)
+        if key not in self._gaps:
+            self._gaps[key] = _gaps(result, metric)
+        return self._gaps[key]
+
+    def region_gap(self, result: Result, metric: str):
+        found = self.gaps(result, metric)
+        return next((g for g in found or () if g.name == REGION_GAP), None)
+
+    def entangled(self, result: Result, metric: str) -> list[dict]:
+        """The scorers of ``metric`` whose declared training data overlaps the submission's (``model.training_data``):
+        [{scorer, corpora}], empty when none does or either side declares nothing."""
+        text = result.spec.get("model", {}).get("training_data") if isinstance(result.spec.get("model"), dict) else None
+        found = []
+        for scorer in self.cards[metric]["scorers"]:
+            declared = entangle.declared(result, scorer, self._training)
+            shared = entangle.overlap(declared, text)
+            if shared:
+                found.append({"scorer": scorer, "corpora": shared})
+        return found
+
+
+def _groups(results: list[Result], cards: dict[str, dict]) -> dict[str, list[Group]]:
+    """prompt set -> comparability groups, largest first."""
+    by_key: dict[tuple, list[Result]] = defaultdict(list)
+    for r in results:
+        by_key[r.comparability()].append(r)
+    out: dict[str, list[Group]] = defaultdict(list)
+    for key, members in sorted(by_key.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0])):
+        prompt_set = key[0][1]
+        metrics = _metric_order(prompt_set, sorted({m for r in members for m, _, _ in r.entries}))
+        shown = _shown(metrics, cards)
+        out[prompt_set].append(Group(prompt_set, f"g{len(out[prompt_set]) + 1}", [r for r in members if not r.control],
+                                     [r for r in members if r.control], metrics, shown, list(key)))
+    for groups in out.values():  # keep only what tells the groups apart
+        shared = set.intersection(*(set(g.differs) for g in groups))
+        for g in groups:
+            g.differs = [item for item in g.differs if item not in shared]
+            g.several = len(groups) > 1
+    return dict(sorted(out.items()))
+
+
+def _metric_order(prompt_set: str, metrics: list[str]) -> list[str]:
+    """The headline first (the family's primary metric; the first one if unregistered), then in the order the
+    family lists them, then any others by name."""
+    try:
+        family, spec = family_of(prompt_set)
+    except CultureboardError:
+        return metrics
+    listed = [m for m in spec.metrics if m in metrics]
+    main = family.primary(prompt_set)
+    main = main if main in metrics else (listed or metrics)[0]
+    rest = listed + sorted(set(metrics) - set(listed))
+    return [main] + [m for m in rest if m != main]
+
+
+def _shown(metrics: list[str], cards: dict[str, dict]) -> list[str]:
+    """The headline and up to :data:`SHOWN_BESIDE` others: those with a direction, variants of another metric
+    (shown as its spread) left out."""
+    def variant(m):
+        return any(m.startswith(o + ".") for o in metrics if o != m)
+
+    beside = [m for m in metrics[1:] if cards[m]["direction"] != "none" and not variant(m)]
+    return metrics[:1] + beside[:SHOWN_BESIDE]
+
+
+def _gaps(result: Result, metric: str):
+    scores = result.scores
+    need = {"unit_id", "country", "flag"}
+    if not need <= set(scores.columns):
+        return None
+    rows = scores[(scores["metric"] == metric) & scores["flag"].isna() & scores["value"].notna() & scores["country"].notna()]
+    if rows.empty:
+        return None
+    units = rows.groupby("unit_id", sort=True).agg(value=("value", "mean"), country=("country", "first"),
+                                                   countries=("country", "nunique"))
+    units = units[units["countries"] == 1]
+    if units["country"].nunique() < 2:
+        return None
+    groups_of = {c.iso2: c.region_group for c in load_countries()}
+    regions = [groups_of.get(c) for c in units["country"]]
+    settings = result.summary["provenance"]["settings"]
+    try:
+        return gaps(units["value"].to_numpy(float), units["country"].to_numpy(object), regions,
+                    n_boot=int(settings.get("n_boot", 1000)), level=float(settings.get("ci_level", 0.95)),
+                    seed=int(settings.get("seed", 0)))
+    except ValueError:  # e.g. a country listed in two region groups: no gaps rather than wrong ones
+        return None
+

@@ -1,0 +1,263 @@
+"""The pages about one thing: a submission (model card, provenance, scores per slice, disparity), a metric (its
+card, validity measured and reported, its leaderboard), a family (what it measures in plain language, its metric
+cards, the paper's own tables marked as reported), and the trust map.
+
+Nothing published here names a person or a machine: the submission's contact is left out, and provenance is shown
+field by field (names, versions, revisions, never the scoring machine's paths).
+"""
+
+from __future__ import annotations
+
+from cultureboard.evaluators.results.reported import load_reported, load_validity
+from cultureboard.evaluators.submission.format import FIELDS, get
+
+from cultureboard.errors import CultureboardError
+
+from . import plots
+from .board import Board
+from .figures import map_page
+from .leaderboards import leaderboard, prompt_set_page
+from .names import is_cross, is_ordered, slice_name, slice_order, slice_path, type_label, type_order
+from .write import Column, Site
+
+#: submission.yaml fields never published (a person's address).
+PRIVATE_FIELDS = ("contact",)
+
+
+def family_page(name: str) -> str:
+    return f"family/{name}.html"
+
+
+def model_pages(site: Site, board: Board, r, images: dict) -> None:
+    """model/<id>.html: model card, provenance, scores per slice (the group's shown metrics), curves and crossed
+    slices of the headline, the disparity of the headline, and the image browser's summary."""
+    page, group = f"model/{r.sid}.html", board.group_of[r.sid]
+    card = [{"field": f.path, "help": f.help, "value": get(r.spec, f.path)} for f in FIELDS
+            if get(r.spec, f.path) is not None and f.path not in PRIVATE_FIELDS]
+    plain = sorted({k[1:] for k in r.entries if not is_cross(k[1]) and not _ordered(r, k[1])},
+                   key=lambda s: (type_order(s[0]), slice_order(*s)))
+    headline = group.metrics[0]
+    columns = [Column("slice_type", "Slice type", "text"), Column("slice", "Slice", "link"),
+               Column("rank", "Rank", "rank", f"Rank range on {board.cards[headline]['title']} among the comparable "
+                      "submissions", better="lower")]
+    columns += [Column(m, board.cards[m]["title"], "score", f"{m}: {board.cards[m]['direction']} is better",
+                       better=board.cards[m]["direction"] if board.cards[m]["direction"] != "none" else None)
+                for m in group.shown]
+    rows = [{"slice_type": type_label(st),
+             "slice": {"text": slice_name(st, s), "href": slice_path(st, s) or prompt_set_page(group.prompt_set)},
+             "rank": None if r.control else board.ranks(group, headline, st, s).get(r.sid),
+             **{m: r.entries.get((m, st, s)) for m in group.shown}} for st, s in plain]
+    everything = _all_metrics(site, board, page, r, group)
+    gaps = board.gaps(r, headline)
+    gap_rows = [{"kind": "Global North - South" if g.kind == "region_group" else slice_name("country", g.name),
+                 "gap": {"value": g.value, "ci_low": g.low, "ci_high": g.high, "n_images": 0, "n_prompts": g.n_prompts,
+                         "coverage": None, "complete": True}, "p": g.p, "q": g.p_adjusted} for g in gaps or ()]
+    gap_columns = [Column("kind", "Gap", "text"),
+                   Column("gap", f"Difference of {board.cards[headline]['title']}", "score",
+                          "A country's mean minus the model's mean over all prompts, or Global North minus Global South; "
+                          "95% CI from a paired bootstrap over prompts within countries"),
+                   Column("p", "p", "num"), Column("q", "q (BH)", "num", "Benjamini-Hochberg adjusted over these gaps")]
+    site.page(page, "model.html", r.display, r=r, group=group, card=card, provenance=_provenance(r),
+              per_slice=site.table(page, "slices", columns, rows), everything=everything,
+              figures=_model_figures(site, board, page, r, group),
+              gaps=site.table(page, "gaps", gap_columns, gap_rows) if gap_rows else None,
+              notes=[(m, _facts_text(facts)) for m, facts in sorted(r.summary["provenance"].get("notes", {}).items())],
+              refused=r.summary["provenance"].get("refused") or [], controls=_control_text(r),
+              entangled=[{"metric": m, "title": board.cards[m]["title"], "found": board.entangled(r, m)}
+                         for m in group.metrics if board.entangled(r, m)],
+              **images)
+
+
+def _ordered(r, slice_type: str) -> bool:
+    from cultureboard.evaluators.results.aggregate import SLICE_TYPES
+
+    return slice_type not in SLICE_TYPES and is_ordered({s for (_, t, s) in r.entries if t == slice_type})
+
+
+def _control_text(r) -> str | None:
+    from .leaderboards import CONTROLS
+
+    return CONTROLS.get(r.control) if r.control else None
+
+
+def _all_metrics(site: Site, board: Board, page: str, r, group) -> object:
+    """Every metric of the submission over all prompts (the leaderboards show only a few)."""
+    columns = [Column("metric", "Metric", "link"), Column("value", "Over all prompts", "score", better=None),
+               Column("direction", "Direction", "text"), Column("rank", "Rank", "rank", better="lower")]
+    rows = [{"metric": {"text": board.cards[m]["title"], "href": f"metric/{m}.html"},
+             "value": r.entries.get((m, "overall", "all")), "direction": board.cards[m]["direction"],
+             "rank": None if r.control else board.ranks(group, m, "overall", "all").get(r.sid)}
+            for m in group.metrics if (m, "overall", "all") in r.entries]
+    return site.table(page, "metrics", columns, rows)
+
+
+def _model_figures(site: Site, board: Board, page: str, r, group) -> list[dict]:
+    """The headline over each ordered slice type (a curve) and each crossed one (a heatmap a x b)."""
+    from cultureboard.evaluators.results.aggregate import SLICE_TYPES
+
+    metric = group.metrics[0]
+    title = board.cards[metric]["title"]
+    out = []
+    types = sorted({t for (m, t, _) in r.entries if m == metric and t not in SLICE_TYPES}, key=type_order)
+    for slice_type in types:
+        entries = [(s, e) for (m, t, s), e in r.entries.items() if m == metric and t == slice_type]
+        label = type_label(slice_type)
+        if is_ordered(s for s, _ in entries):
+            svg = plots.curve_svg([{"model": r.label, "x": int(s), "value": e["value"], "low": e["ci_low"],
+                                    "high": e["ci_high"]} for s, e in entries], f"{title} by {label.lower()}", x_label=label)
+        elif is_cross(slice_type):
+            a, b = slice_type.split("_x_", 1)
+            cells = []
+            for s, e in sorted(entries, key=lambda x: slice_order(slice_type, x[0])):
+                parts = s.split(" x ", 1)
+                if len(parts) == 2:
+                    cells.append({"model": slice_name(a, parts[0]), "country": slice_name(b, parts[1]), "value": e["value"]})
+            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}",
+                                    desc=f"Heatmap of {title} for {r.display}: {type_label(a).lower()} (rows) by "
+                                         f"{type_label(b).lower()} (columns).")
+        else:
+            continue
+        out.append({"src": site.plot(page, slice_type, svg), "alt": f"{title} of {r.display} by {label.lower()}"})
+    return out
+
+
+def _provenance(r) -> list[tuple[str, str]]:
+    """What the evaluator recorded, field by field: names, versions and revisions (nothing of the machine)."""
+    p = r.summary["provenance"]
+    code = p["code"]
+    git = (code["git"].get("commit") or "unknown") + (" (with uncommitted changes)" if code["git"].get("dirty") else "")
+    rows = [("Submission sha256", p["submission"]["sha256"]),
+            ("Dataset", f"{p['dataset']['folder'].rsplit('/', 1)[-1]} at {p['dataset']['revision']}"),
+            ("Reference photographs", str(p["dataset"].get("references_revision") or "not used")),
+            ("Evaluator", f"cultureboard {code['cultureboard']}, git {git}, Python {code['python']}"),
+            ("Packages", ", ".join(f"{k} {v}" for k, v in sorted(code["packages"].items()))),
+            ("Device", f"{p['device']}, {p['dtype']}"),
+            ("Settings", ", ".join(f"{k} = {v}" for k, v in sorted(p["settings"].items()))),
+            ("Options", ", ".join(f"{k} = {v}" for k, v in sorted(p.get("options", {}).items())) or "none")]
+    for s in p["scorers"]:
+        standin = " — a tiny random stand-in: its scores measure nothing" if s.get("standin") else ""
+        kind = s.get("kind") or s.get("backend")
+        rows.append((f"Scorer {s['name']}", f"{s['model_id']} @ {s['revision']} ({kind}, {s.get('dtype')}){standin}"))
+    return rows
+
+
+def metric_pages(site: Site, board: Board) -> None:
+    """metric/<name>.html for every metric, and metrics.html listing them."""
+    listing = []
+    for name, card in sorted(board.cards.items()):
+        page = f"metric/{name}.html"
+        groups = [g for gs in board.groups.values() for g in gs if name in g.metrics]
+        boards = [{"group": g, "table": leaderboard(site, board, page, g, "overall", "all", [name]),
+                   "map": map_page(g, name) if name in g.shown and any((name, "country") == k[:2] for r in g.everyone
+                                                                      for k in r.entries) else None,
+                   "flag": board.text_only_flag(g, name)} for g in groups]
+        boards = [b for b in boards if b["table"]]
+        checkpoints = sorted({(s["name"], s["model_id"], s["revision"], bool(s.get("standin"))) for g in groups
+                              for r in g.everyone for s in r.summary["provenance"]["scorers"] if s["name"] in card["scorers"]})
+        trust = [row for row in board.trust_rows if row["metric"] == name]
+        columns = [Column("human", "Human judgement", "text"), Column("slice", "Slice", "text"),
+                   Column("n", "Rated items", "num", better="higher"),
+                   Column("rho", "Spearman rho", "num", "Sign-normalised: above 0 agrees with the humans", better="higher"),
+                   Column("rho_low", "CI low", "num"), Column("rho_high", "CI high", "num"),
+                   Column("verdict", "Verdict", "text"), Column("source", "Source", "text")]
+        rows = [{"human": t["human"], "slice": slice_name(t["slice_type"], t["slice"]) if t["slice_type"] != "overall" else "all",
+                 "n": t["n"], "rho": t["rho"], "rho_low": t["rho_low"], "rho_high": t["rho_high"],
+                 "verdict": ("diagnostic only: " if t["diagnostic"] else "usable: " if t["diagnostic"] is False else "")
+                 + t["reason"], "source": t["source"] + (f" ({t['submission']})" if t.get("submission") else ""),
+                 "_muted": bool(t["diagnostic"])} for t in trust]
+        family = board.families.get(card["family"])
+        site.page(page, "metric.html", card["title"], card=card, boards=boards, checkpoints=checkpoints,
+                  ratings=site.table(page, "human-ratings", columns, rows) if rows else None,
+                  papers=dict(family.papers) if family else {}, family=family,
+                  notes=_notes(board, name))
+        listing.append({"metric": {"text": card["title"], "href": page}, "name": name,
+                        "family": {"text": family.title if family else card["family"], "href": family_page(card["family"])}
+                        if family else None,
+                        "direction": "descriptive" if card["direction"] == "none" else f"{card['direction']} is better",
+                        "scorer": ", ".join(card["scorers"]) or "none", "unit": card["unit"],
+                        "results": sum(len(g.everyone) for g in groups)})
+    columns = [Column("metric", "Metric", "link"), Column("name", "Name", "text"), Column("family", "Family", "link"),
+               Column("direction", "Direction", "text"), Column("scorer", "Scorers", "text"),
+               Column("unit", "Unit", "text"), Column("results", "Submissions", "num", better="higher")]
+    site.page("metrics.html", "metrics.html", "Metrics", table=site.table("metrics.html", "metrics", columns, listing))
+
+
+def _notes(board: Board, metric: str) -> list[dict]:
+    """The evaluator's facts about ``metric`` (e.g. its chance level), each with the submissions that recorded it."""
+    seen: dict[str, list[str]] = {}
+    for r in board.results.values():
+        facts = r.summary["provenance"].get("notes", {}).get(metric)
+        if facts:
+            seen.setdefault(_facts_text(facts), []).append(r.display)
+    return [{"text": text, "who": who} for text, who in sorted(seen.items())]
+
+
+def _facts_text(facts) -> str:
+    from .gallery import explain
+
+    parts = []
+    for item in explain(facts):
+        parts.append(f"{item['label']}: " + (item["text"] if "text" in item else ", ".join(item["entries"])))
+    return "; ".join(parts)
+
+
+def family_pages(site: Site, board: Board) -> None:
+    """family/<name>.html for every registered family with results: what it measures and how, in plain language;
+    its paper; its prompt sets; its metric cards with their validity; the paper's own numbers, marked as reported."""
+    try:
+        validity = load_validity()
+    except CultureboardError:
+        validity = []
+    present = {board.cards[g.metrics[0]]["family"] for gs in board.groups.values() for g in gs}
+    for name in sorted(present):
+        family = board.families.get(name)
+        if family is None:
+            continue
+        page = family_page(name)
+        cards = [board.cards.get(m.name) or m.to_dict() for m in family.metrics]
+        try:
+            tables = load_reported(name)
+        except CultureboardError:
+            tables = []
+        reported = []
+        for k, t in enumerate(tables, 1):
+            columns = [Column(c, c.replace("_", " "), "text") for c in t.labels]
+            columns += [Column(c, c.replace("_", " "), "text", "As printed in the paper") for c in t.numbers]
+            rows = [{**{c: row[c] for c in t.labels}, **{c: printed[c] for c in t.numbers}}
+                    for row, printed in zip(t.rows, t.printed)]
+            reported.append({"table": t, "data": site.table(page, f"reported-{k}", columns, rows)})
+        mine = [v for v in validity if v["family"] == name]
+        validity_table = None
+        if mine:
+            columns = [Column(c, c.replace("_", " ").capitalize(), "text") for c in ("metric", "human", "statistic", "slice")]
+            columns += [Column("value", "Value (as printed)", "text"), Column("source", "Source", "text")]
+            validity_table = site.table(page, "reported-validity", columns,
+                                        [{**{c: v[c] for c in ("metric", "human", "statistic", "slice")},
+                                          "value": v["printed"], "source": v["source"]} for v in mine])
+        prompt_sets = [{"name": ps.name, "href": prompt_set_page(ps.name), "gallery": f"gallery/{ps.name}.html",
+                        "headline": board.cards.get(family.primary(ps.name)) or family.card(family.primary(ps.name)).to_dict(),
+                        "results": sum(len(g.everyone) for g in board.groups.get(ps.name, []))}
+                       for ps in family.prompt_sets]
+        site.page(page, "family.html", family.title, family=family, cards=cards, reported=reported,
+                  validity=validity_table, validity_note=next((v["note"] for v in mine if v.get("note")), ""),
+                  validity_source=next(({"paper": v["paper"], "url": v["url"]} for v in mine), None),
+                  prompt_sets=prompt_sets, scored=set(board.cards))
+
+
+def trust_page(site: Site, board: Board) -> None:
+    """trust.html: per metric and slice, Spearman's rho with human judgements and whether the metric is only a
+    diagnostic there (greyed)."""
+    rows = sorted(board.trust.values(), key=lambda t: (t["metric"], type_order(t["slice_type"]),
+                                                       slice_order(t["slice_type"], t["slice"])))
+    columns = [Column("metric", "Metric", "link"), Column("human", "Human judgement", "text"),
+               Column("slice", "Slice", "text"), Column("n", "Rated items", "num", better="higher"),
+               Column("rho", "Spearman rho", "num", better="higher"), Column("rho_low", "CI low", "num"),
+               Column("rho_high", "CI high", "num", better="higher"), Column("verdict", "Verdict", "text")]
+    table = site.table("trust.html", "trust", columns, [
+        {"metric": {"text": board.cards[t["metric"]]["title"] if t["metric"] in board.cards else t["metric"],
+                    "href": f"metric/{t['metric']}.html"} if t["metric"] in board.cards else None,
+         "human": t["human"], "slice": "all" if t["slice_type"] == "overall" else slice_name(t["slice_type"], t["slice"]),
+         "n": t["n"], "rho": t["rho"], "rho_low": t["rho_low"], "rho_high": t["rho_high"],
+         "verdict": ("diagnostic only: " if t["diagnostic"] else "usable: " if t["diagnostic"] is False else "") + t["reason"],
+         "_muted": bool(t["diagnostic"])} for t in rows]) if rows else None
+    site.page("trust.html", "trust.html", "Trust: where each metric tracks human judgement", table=table)

@@ -1,0 +1,219 @@
+"""Images: a gallery per prompt with every submission's images side by side, and each submission's image
+browser with its per-image scores and explanations.
+
+* ``gallery/<prompt set>.html``: the prompts, filterable by country, category and era (app.js; without script
+  every row shows); a prompt set with more than :data:`PROMPTS_PER_PAGE` prompts gets one page per country
+  (``gallery/<prompt set>/<country>.html``) instead;
+* ``prompt/<prompt set>/<prompt>.html``: the prompt's text and slices, then one row per submission (display name,
+  controls marked) with its images: thumbnails linked to the full-size file, alt text from the prompt, and the
+  headline value of each image;
+* ``model/<id>/images-<n>.html``: ``page_size`` images a page with prompt, every per-image score, the family's
+  flag where it could not score one, and the explanations of the rows' ``detail`` (any family's: a dict shown as
+  labelled lists, e.g. the descriptors an image shows and misses).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+from cultureboard.naming import slug
+
+from .board import Board
+from .names import country_name, slice_order
+from .write import Column, Site
+
+#: A prompt set with more prompts than this gets one gallery page per country.
+PROMPTS_PER_PAGE = 400
+#: What an explanation shows of one value: list items and characters.
+MAX_ITEMS, MAX_CHARS = 24, 240
+FILTERS = ("country", "category", "era")
+
+
+def prompt_page(prompt_set: str, prompt_id: str) -> str:
+    return f"prompt/{prompt_set}/{slug(prompt_id)}.html"
+
+
+def gallery_pages(site: Site, board: Board, media: dict) -> dict[str, str]:
+    """Write the galleries and prompt pages; returns prompt set -> its gallery page."""
+    out = {}
+    for prompt_set, groups in board.groups.items():
+        members = [r for g in groups for r in g.everyone]
+        prompts = sorted({im["prompt_id"] for r in members for im in r.images}, key=lambda p: _prompt_key(board, p))
+        if not prompts:
+            continue
+        headline = groups[0].metrics[0]
+        _prompt_pages(site, board, prompt_set, prompts, members, headline, media)
+        rows = [_prompt_row(board, prompt_set, p) for p in prompts]
+        page = f"gallery/{prompt_set}.html"
+        if len(rows) <= PROMPTS_PER_PAGE:
+            site.page(page, "gallery.html", f"Images: {prompt_set}", prompt_set=prompt_set, rows=rows,
+                      filters=_filters(rows), countries=[], current=None)
+        else:
+            by_country: dict[str, list[dict]] = {}
+            for row in rows:
+                by_country.setdefault(row["country"] or "none", []).append(row)
+            countries = [{"code": c, "name": country_name(c) if c != "none" else "no country", "n": len(rs),
+                          "href": f"gallery/{prompt_set}/{slug(c)}.html"} for c, rs in sorted(by_country.items())]
+            for c in countries:
+                subset = by_country[c["code"]]
+                site.page(c["href"], "gallery.html", f"Images: {prompt_set}, {c['name']}", prompt_set=prompt_set,
+                          rows=subset, filters=_filters(subset, ("category", "era")), countries=countries,
+                          current=c["code"])
+            site.page(page, "gallery.html", f"Images: {prompt_set}", prompt_set=prompt_set, rows=[], filters=[],
+                      countries=countries, current=None)
+        out[prompt_set] = page
+    return out
+
+
+def _prompt_key(board: Board, prompt_id: str) -> tuple:
+    p = board.prompts.get(prompt_id, {})
+    return (str(p.get("country") or ""), str(p.get("category") or ""), slice_order("era", str(p.get("era") or "")),
+            prompt_id)
+
+
+def _prompt_row(board: Board, prompt_set: str, prompt_id: str) -> dict:
+    p = board.prompts.get(prompt_id, {})
+    return {"prompt_id": prompt_id, "text": p.get("text") or prompt_id, "href": prompt_page(prompt_set, prompt_id),
+            "country": p.get("country"), "country_name": country_name(p["country"]) if p.get("country") else "",
+            "category": p.get("category"), "era": p.get("era"), "edit_step": p.get("edit_step")}
+
+
+def _filters(rows: list[dict], fields=FILTERS) -> list[dict]:
+    """One select per field with more than one value: {field, label, options: [(value, label)]}."""
+    out = []
+    for f in fields:
+        values = sorted({str(r[f]) for r in rows if r.get(f) is not None}, key=lambda v: slice_order(f, v))
+        if len(values) > 1:
+            labels = [(v, country_name(v) if f == "country" else v) for v in values]
+            out.append({"field": f, "label": f.capitalize(), "options": labels})
+    return out
+
+
+def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str], members, headline: str,
+                  media: dict) -> None:
+    values = {}
+    for r in members:
+        rows = r.scores[(r.scores["metric"] == headline) & r.scores["file_name"].notna() & r.scores["value"].notna()]
+        values[r.sid] = rows.groupby("file_name")["value"].mean().to_dict()
+    by_prompt: dict[str, dict[str, list[dict]]] = {}
+    for r in members:
+        for im in r.images:
+            by_prompt.setdefault(im["prompt_id"], {}).setdefault(r.sid, []).append(im)
+    card = board.cards[headline]
+    ordered = board.order(board.group_of[members[0].sid], headline, "overall", "all")
+    order = {r.sid: k for k, r in enumerate(ordered)}
+    for prompt_id in prompts:
+        row = _prompt_row(board, prompt_set, prompt_id)
+        lines = []
+        for r in sorted(members, key=lambda r: (order.get(r.sid, len(order)), r.display, r.sid)):
+            images = by_prompt.get(prompt_id, {}).get(r.sid, [])
+            if not images:
+                continue
+            lines.append({"r": r, "images": [_image(r, im, media, row["text"], values[r.sid].get(im["file_name"]))
+                                             for im in images]})
+        site.page(row["href"], "prompt.html", f"Prompt: {row['text'][:80]}", prompt=row, lines=lines, card=card,
+                  prompt_set=prompt_set, fields=_fields(board.prompts.get(prompt_id, {})))
+
+
+def _fields(prompt: dict) -> list[tuple[str, str]]:
+    keys = ("country", "continent", "region_group", "category", "subcategory", "era", "level", "edit_step")
+    return [(k.replace("_", " "), country_name(prompt[k]) if k == "country" else str(prompt[k]))
+            for k in keys if prompt.get(k) not in (None, "")]
+
+
+def _image(r, im: dict, media: dict, text: str, value) -> dict:
+    found = media.get((r.sid, im["sha256"]), {"status": "not fetched", "full": None})
+    return {"thumb": f"thumbs/{r.sid}/{im['sha256']}.webp" if found["status"] == "ok" else None,
+            "status": found["status"], "full": found["full"] or _hub_url(r, im), "sample": im["sample_idx"],
+            "alt": f"{text} (sample {im['sample_idx']})", "value": value}
+
+
+def _hub_url(r, im: dict) -> str | None:
+    """The image's address on the Hub, for a submission whose images live there (an external link)."""
+    from cultureboard.evaluators.submission.format import get, parse_location
+
+    location = parse_location(str(get(r.spec, "images.location", "")))
+    if location is None or location.kind != "hub":
+        return None
+    return f"https://huggingface.co/datasets/{location.path}/resolve/{location.revision}/{im['file_name']}"
+
+
+# --- a submission's image browser
+
+
+def explain(detail) -> list[dict]:
+    """A row's ``detail`` as labelled items {label, text} or {label, entries}: lists as items, mappings one level
+    down as "key: value", long text cut; bookkeeping numbers (e.g. images) are kept, nothing is interpreted."""
+    if not isinstance(detail, dict):
+        return []
+    out = []
+    for key, value in detail.items():
+        label = str(key).replace("_", " ")
+        if isinstance(value, list):
+            items = [_short(v) for v in value[:MAX_ITEMS]] + ([f"… {len(value) - MAX_ITEMS} more"] if len(value) > MAX_ITEMS else [])
+            out.append({"label": label, "entries": items or ["none"]})
+        elif isinstance(value, dict):
+            items = [f"{str(k).replace('_', ' ')}: {_short(v)}" for k, v in list(value.items())[:MAX_ITEMS]]
+            out.append({"label": label, "entries": items or ["none"]})
+        elif value is not None:
+            out.append({"label": label, "text": _short(value)})
+    return out
+
+
+def _short(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) \
+        else f"{value:.4g}" if isinstance(value, float) else str(value)
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+
+
+def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dict:
+    """model/<id>/images-<n>.html; returns what the model page says about them."""
+    scored = r.scores[r.scores["file_name"].notna()]
+    metrics = [m for m in board.group_of[r.sid].metrics if m in set(scored["metric"])]
+    good = scored[scored["value"].notna()]
+    values = good.groupby(["file_name", "metric"])["value"].mean().to_dict()
+    notes: dict[str, list[dict]] = {}
+    if "detail" in scored or "flag" in scored:
+        for row in scored.sort_values(["file_name", "metric"]).itertuples():
+            flag, detail = getattr(row, "flag", None), getattr(row, "detail", None)
+            items = explain(json.loads(detail)) if isinstance(detail, str) and detail else []
+            if isinstance(flag, str) or items:
+                notes.setdefault(row.file_name, []).append({"metric": board.cards[row.metric]["title"], "flag": flag
+                                                            if isinstance(flag, str) else None, "explained": items})
+    columns = [Column("image", "Image", "thumb"), Column("prompt", "Prompt", "text"), Column("sample_idx", "Sample", "num")]
+    columns += [Column(m, board.cards[m]["title"], "num", f"{m}: {board.cards[m]['direction']} is better",
+                       better=board.cards[m]["direction"] if board.cards[m]["direction"] != "none" else None)
+                for m in metrics]
+    columns += [Column("notes", "Explanations", "notes"), Column("prompt_id", "Prompt id", "text"),
+                Column("file_name", "File", "text"), Column("sha256", "sha256", "text")]
+    rows = []
+    for im in r.images:
+        text = board.prompts.get(im["prompt_id"], {}).get("text")
+        rows.append({"image": _image(r, im, media, text or im["prompt_id"], None), "prompt": text,
+                     "sample_idx": im["sample_idx"], **{m: values.get((im["file_name"], m)) for m in metrics},
+                     "notes": _dedupe(notes.get(im["file_name"], [])), "prompt_id": im["prompt_id"],
+                     "file_name": im["file_name"], "sha256": im["sha256"]})
+    table = site.table(f"model/{r.sid}.html", "images", columns, rows)
+    count = max(1, math.ceil(len(rows) / page_size))
+    links = [f"model/{r.sid}/images-{n}.html" for n in range(1, count + 1)]
+    for n, path in enumerate(links, 1):
+        part = dataclasses.replace(table, rows=rows[(n - 1) * page_size: n * page_size], partial=count > 1)
+        site.page(path, "images.html", f"Images of {r.display}, page {n} of {count}", r=r, table=part, pages=links,
+                  current=n)
+    statuses = [row["image"]["status"] for row in rows]
+    return {"image_pages": links, "n_images": len(rows), "fetched": "not fetched" not in statuses,
+            "missing": sum(s in ("missing", "unreadable") for s in statuses)}
+
+
+def _dedupe(notes: list[dict]) -> list[dict]:
+    """Notes of one image with the metrics that gave the same flag and explanation merged."""
+    merged: dict[str, dict] = {}
+    for n in notes:
+        key = json.dumps([n["flag"], n["explained"]], sort_keys=True)
+        if key in merged:
+            merged[key]["metric"] += ", " + n["metric"]
+        else:
+            merged[key] = dict(n)
+    return list(merged.values())

@@ -1,0 +1,176 @@
+"""Leaderboard tables and the pages made of them: the overview, a page per prompt set (its full leaderboard,
+plots, disparity ranking and map), and a page per country, region, era and category.
+
+Uncertainty (DESIGN principle 4): every number is shown with its 95% CI, n images and n prompts; ranks are
+ranges from :func:`cultureboard.evaluators.results.stats.rank_ties` (overlapping CIs are ties); a slice entry
+with fewer than ``MIN_PROMPTS`` prompts or an incomplete coverage carries a visible badge, and one with fewer
+prompts is not ranked. A leaderboard shows the headline and a few other metrics (``board.SHOWN_BESIDE``); the
+rest are on the metric and submission pages and in the downloads.
+"""
+
+from __future__ import annotations
+
+from cultureboard.errors import CultureboardError
+
+from . import figures
+from .board import Board, Group
+from .names import slice_name, slice_path, type_label
+from .write import Column, Site, Table
+
+#: Rows of a prompt set's leaderboard shown on the overview (the full table is on the prompt set's page).
+OVERVIEW_ROWS = 10
+
+
+def prompt_set_page(prompt_set: str) -> str:
+    return f"leaderboard/{prompt_set}.html"
+
+
+def score_column(board: Board, group: Group, metric: str, slice_type: str, slice_: str) -> Column:
+    """A metric's column: best first on the first click, a badge where a text-only control beats a ranked model
+    and greyed where the metric is only a diagnostic on this slice."""
+    card = board.cards[metric]
+    badges = []
+    if flag := board.text_only_flag(group, metric):
+        badges.append({"label": "text-only control scores high", "title": f"Flagged: {flag}."})
+    if row := board.diagnostic(metric, slice_type, slice_):
+        badges.append({"label": "diagnostic here", "title": f"Only a diagnostic on this slice, never the headline: "
+                       f"{row['reason']} (correlation with {row['human']} in {row['source']})."})
+    direction = "descriptive, never ranked" if card["direction"] == "none" else f"{card['direction']} is better"
+    return Column(metric, card["title"], "score", f"{metric}: {direction}; value [95% CI], n = images / prompts",
+                  better=card["direction"] if card["direction"] != "none" else None, badges=badges,
+                  muted=any(b["label"] == "diagnostic here" for b in badges))
+
+
+def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: str, slice_: str,
+                metrics: list[str] | None = None, *, limit: int | None = None, name: str | None = None) -> Table | None:
+    """The group's submissions ranked on the first of ``metrics`` (default: the group's shown metrics) in one
+    slice, its controls after them, marked; None when none has an entry. ``limit``: show only the first rows
+    (the downloads still hold every row)."""
+    metrics = metrics or group.shown
+    main = board.cards[metrics[0]]
+    members = [r for r in board.order(group, metrics[0], slice_type, slice_)
+               if any((m, slice_type, slice_) in r.entries for m in metrics)]
+    if not members:
+        return None
+    ranks = board.ranks(group, metrics[0], slice_type, slice_)
+    unranked = ("descriptive: never ranked" if main["direction"] == "none" else
+                "not ranked: only a diagnostic here" if board.diagnostic(metrics[0], slice_type, slice_) else "")
+    columns = [Column("rank", "Rank", "rank", f"Rank range on {main['title']}: entries whose 95% CIs overlap are "
+                      f"tied{'; ' + unranked if unranked else ''}", better="lower"),
+               Column("submission", "Submission", "link", "Organisation / model (tag), from submission.yaml"),
+               Column("weights", "Weights", "text", "open: public weights; closed: an API"),
+               Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}",
+                      better="higher")]
+    columns += [score_column(board, group, m, slice_type, slice_) for m in metrics]
+    variants = board.variants(metrics[0], group.metrics)
+    if len(variants) > 1 and slice_type == "overall":
+        columns.append(Column("spread", f"Spread over {len(variants)} scorers", "range",
+                              f"{main['title']} recomputed with each scorer variant ({', '.join(variants)}): the "
+                              "largest minus the smallest value, with the two ends", better="lower"))
+    rows = []
+    for r in members:
+        row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
+               "weights": str(r.spec.get("model", {}).get("weights")),
+               "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
+               **{m: r.entries.get((m, slice_type, slice_)) for m in metrics}, "_marks": marks(board, r, metrics)}
+        if any(c.key == "spread" for c in columns):
+            row["spread"] = board.spread(r, metrics[0], group.metrics)
+        if r.control:
+            row["_control"] = r.control
+            row["_marks"]["submission"] = [{"label": f"control: {r.control}", "title": CONTROLS.get(r.control, "")}]
+        rows.append(row)
+    table = site.table(page, name or group.name, columns, rows)
+    if limit is not None and len(rows) > limit:
+        table.rows, table.partial = rows[:limit], True
+    return table
+
+
+CONTROLS = {
+    "reference-photos": "A control, never ranked: the artifacts' reference photographs scored as if a model had made "
+                        "them (the ceiling of each metric, and a check of its sense).",
+    "text-only": "A control, never ranked: each prompt rendered as a picture of its own words (no image at all); a "
+                 "metric that rates it as high as real models rewards text, not culture.",
+}
+
+
+def marks(board: Board, r, metrics: list[str]) -> dict[str, list[dict]]:
+    """Per-cell badges: the scorer of a metric shares training data with the submission (entanglement)."""
+    out = {}
+    for m in metrics:
+        found = board.entangled(r, m)
+        if found:
+            what = "; ".join(f"{e['scorer']} was trained on {', '.join(e['corpora'])}" for e in found)
+            out[m] = [{"label": "entangled", "title": f"Shared training data: {what}, and the model declares it too; "
+                       "the score may be inflated."}]
+    return out
+
+
+def sections(site: Site, board: Board, page: str, slice_type: str, slice_: str, *, headline_only: bool = False,
+             limit: int | None = None) -> list[dict]:
+    """One section per family, one part per prompt set with entries in the slice, one leaderboard per
+    comparability group: [{family, prompt_sets: [...]}] (family None for an unregistered prompt set)."""
+    by_family: dict = {}
+    for part in _prompt_set_parts(site, board, page, slice_type, slice_, headline_only, limit):
+        key = part["family"].name if part["family"] else ""
+        by_family.setdefault(key, {"family": part["family"], "prompt_sets": []})["prompt_sets"].append(part)
+    return [by_family[k] for k in sorted(by_family)]
+
+
+def _prompt_set_parts(site: Site, board: Board, page: str, slice_type: str, slice_: str, headline_only: bool,
+                      limit: int | None) -> list[dict]:
+    out = []
+    for prompt_set, groups in board.groups.items():
+        tables = []
+        for g in groups:
+            table = leaderboard(site, board, page, g, slice_type, slice_, g.shown[:1] if headline_only else None,
+                                limit=limit)
+            if table is not None:
+                tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows)})
+        if tables:
+            out.append({"prompt_set": prompt_set, "href": prompt_set_page(prompt_set),
+                        "family": board.family_for(prompt_set),
+                        "main": board.cards[groups[0].metrics[0]], "groups": tables,
+                        "several": len(groups) > 1})
+    return out
+
+
+def overview(site: Site, board: Board) -> None:
+    """index.html: per family, per prompt set the top of each leaderboard on its headline."""
+    site.page("index.html", "index.html", "Leaderboard",
+              sections=sections(site, board, "index.html", "overall", "all", headline_only=True, limit=OVERVIEW_ROWS),
+              top=OVERVIEW_ROWS)
+
+
+def prompt_set_pages(site: Site, board: Board) -> None:
+    """leaderboard/<prompt set>.html: every group's full leaderboard, its controls, figures and disparity."""
+    for prompt_set, groups in board.groups.items():
+        page = prompt_set_page(prompt_set)
+        parts = []
+        for g in groups:
+            parts.append({"group": g, "table": leaderboard(site, board, page, g, "overall", "all"),
+                          "figures": figures.group_figures(site, board, page, g),
+                          "disparity": figures.disparity_table(site, board, page, g)})
+        family = board.family_for(prompt_set)
+        site.page(page, "prompt_set.html", f"Leaderboard: {prompt_set}", prompt_set=prompt_set, parts=parts,
+                  family=family, main=board.cards[groups[0].metrics[0]], several=len(groups) > 1)
+
+
+def slice_pages(site: Site, board: Board) -> None:
+    """A page per country, region group, continent, era and category (headline only: the submission pages have
+    every metric per slice), and slices.html listing them."""
+    listing = []
+    for slice_type, slice_ in board.slices():
+        path = slice_path(slice_type, slice_)
+        if path in site.sizes:
+            raise CultureboardError(f"slice {slice_!r}", f"has the same page name as another {slice_type} ({path})",
+                                    "rename one of them in the dataset")
+        title = f"{type_label(slice_type)}: {slice_name(slice_type, slice_)}"
+        site.page(path, "slice.html", title, sections=sections(site, board, path, slice_type, slice_, headline_only=True),
+                  slice_type=slice_type, slice=slice_)
+        listing.append({"type": type_label(slice_type), "slice": {"text": slice_name(slice_type, slice_), "href": path},
+                        "results": sum(any(k[1:] == (slice_type, slice_) for k in r.entries)
+                                       for r in board.results.values())})
+    columns = [Column("type", "Type", "text"), Column("slice", "Slice", "link"),
+               Column("results", "Submissions", "num", "Submissions with scores on this slice", better="higher")]
+    site.page("slices.html", "slices.html", "Slices", table=site.table("slices.html", "slices", columns, listing))
+

@@ -1,0 +1,202 @@
+"""Loading what the site shows: each result with its submission, each checked on its own.
+
+A result that cannot be shown (a name unfit for paths, a missing submission, an unreadable or malformed
+summary, scores, submission.yaml or metadata.jsonl) is left out and named on every page, never a crash: the
+table :data:`SUMMARY_SHAPE` says what the pages read from an evaluator summary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from cultureboard.evaluators.submission.format import (
+    MAX_SUBMISSION_ID,
+    METADATA,
+    SUBMISSION_YAML,
+    get,
+    read_metadata,
+    read_spec,
+)
+
+from cultureboard.atomic import output_folders
+from cultureboard.errors import CultureboardError
+
+from .names import NAME, display_name
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_FIX = "rerun `cultureboard evaluate` for this submission"
+
+
+@dataclass
+class Result:
+    """One submission's results, its submission.yaml and metadata.jsonl."""
+
+    sid: str
+    summary: dict
+    scores: pd.DataFrame
+    spec: dict
+    folder: Path  # the submission folder
+    images: list[dict]  # metadata.jsonl rows with a file, by prompt and sample
+    entries: dict[tuple[str, str, str], dict]  # (metric, slice type, slice) -> summary entry
+    display: str = ""  # "Organisation / Model name (tag)"
+    label: str = ""  # the display name, made unique among the site's results (plots); set by the board
+    control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
+
+    @property
+    def prompt_set(self) -> str:
+        return self.summary["provenance"]["prompt_set"]
+
+    @property
+    def standin(self) -> bool:
+        """Whether any scorer of this result is a tiny random stand-in (its scores measure nothing)."""
+        return any(s.get("standin") is True for s in self.summary["provenance"]["scorers"])
+
+    def comparability(self) -> tuple[tuple[str, str], ...]:
+        """What must be equal for two results to be ranked together, as (label, value) pairs."""
+        p = self.summary["provenance"]
+        key = [("prompt set", p["prompt_set"]), ("dataset revision", p["dataset"]["revision"]),
+               ("reference images revision", str(p["dataset"].get("references_revision"))), ("dtype", p["dtype"])]
+        for s in p["scorers"]:
+            key += [(f"scorer {s['name']}", f"{s['model_id']} @ {s['revision']}"),
+                    (f"scorer {s['name']} preprocessing", str(s.get("preprocessing")))]
+        key += [(f"metric {m} version", str(v)) for m, v in sorted(p.get("metrics", {}).items())]
+        key += [(f"option {k}", json.dumps(v)) for k, v in sorted(p.get("options", {}).items())]
+        key += [(f"setting {k}", json.dumps(v)) for k, v in sorted(p["settings"].items()) if k not in ("seed", "n_boot")]
+        return tuple(key)
+
+
+def load_results(results: Path, submissions: Path) -> tuple[list[Result], list[dict]]:
+    """Every result of ``results`` with its submission, each loaded in isolation: an entry that cannot be
+    shown is left out and returned as {submission, file, source, problem, fix} (``file``: the last part of
+    ``source``, for the pages); none usable is an error."""
+    folders = ([p for p in output_folders(results) if (p / "summary.json").is_file()]
+               if results.is_dir() else [])
+    if not folders:
+        raise CultureboardError(results, "holds no results (no <submission id>/summary.json)",
+                                "pass the --out folder of `cultureboard evaluate`")
+    loaded, skipped = [], []
+    for folder in folders:
+        try:
+            loaded.append(_load_one(folder, submissions / folder.name))
+        except CultureboardError as exc:
+            skipped.append({"submission": folder.name, "file": Path(exc.source).name, "source": exc.source,
+                            "problem": exc.problem, "fix": exc.fix})
+    if not loaded:
+        first = skipped[0]
+        raise CultureboardError(results, f"holds no usable result: all {len(skipped)} were left out (first: "
+                                f"{first['source']}: {first['problem']})", first["fix"])
+    return loaded, skipped
+
+
+def _load_one(folder: Path, sub: Path) -> Result:
+    sid = folder.name
+    if not NAME.fullmatch(sid) or len(sid) > MAX_SUBMISSION_ID:
+        raise CultureboardError(folder, "is not named like a submission id", "keep only evaluator outputs there")
+    if not all(os.path.isfile(sub / name) and not os.path.islink(sub / name) for name in (SUBMISSION_YAML, METADATA)):
+        raise CultureboardError(folder, f"was scored from a submission that the submissions folder lacks ({sid})",
+                                "pass the --submissions folder that holds every scored submission")
+    summary = read_summary(folder / "summary.json")
+    spec, lines = read_spec(sub / SUBMISSION_YAML), read_metadata(sub / METADATA)
+    images = []
+    for n, im in enumerate(lines, 1):
+        if im.get("refused") is True:  # a declared refusal: no file, counted in the summary
+            continue
+        if not (_SHA256.fullmatch(str(im.get("sha256"))) and isinstance(im.get("prompt_id"), str)
+                and isinstance(im.get("file_name"), str) and type(im.get("sample_idx")) is int):
+            raise CultureboardError(f"{sub / METADATA}:{n}", "lacks a well-formed file_name, prompt_id, sample_idx "
+                                    "or sha256", f"run `cultureboard validate {sub}` and fix what it reports")
+        images.append(im)
+    images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
+    try:
+        scores = pd.read_parquet(folder / "scores.parquet")
+    except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
+        raise CultureboardError(folder / "scores.parquet", f"cannot be read ({exc.__class__.__name__})", _FIX) from None
+    if missing := {"file_name", "metric", "value"} - set(scores.columns):
+        raise CultureboardError(folder / "scores.parquet", f"lacks the columns {sorted(missing)}", _FIX)
+    entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
+    control = get(spec, "control")
+    return Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
+                  control=control if isinstance(control, str) else None)
+
+
+#: What the pages read from an evaluator summary: dotted path -> kind (a type, a tuple of types, None for
+#: null, or ``object``: present, of any value). A summary that differs is left out; keep this in step with
+#: the evaluator's summary and the templates (which fail on a missing key).
+SUMMARY_SHAPE = {
+    "provenance.prompt_set": str, "provenance.dtype": str, "provenance.device": str, "provenance.dataset.revision": str,
+    "provenance.dataset.folder": str, "provenance.submission.sha256": str, "provenance.code.cultureboard": str,
+    "provenance.code.python": str, "provenance.code.git.commit": (str, None), "provenance.code.git.dirty": object,
+    "provenance.code.packages": dict, "provenance.settings": dict, "provenance.metrics": dict,
+    "provenance.options": dict, "provenance.scorers": list, "metrics": list, "metrics_info": list,
+}
+#: ... of each scorer of the provenance, each metric entry and each metric card. A value and its CI are null
+#: together (every row of the slice flagged).
+_SCORER_SHAPE = {"name": str, "model_id": str, "revision": str}
+_ENTRY_SHAPE = {"metric": str, "slice_type": str, "slice": str, "value": (float, None), "ci_low": (float, None),
+                "ci_high": (float, None), "n_images": int, "n_prompts": int, "coverage": (float, None)}
+_CARD_SHAPE = {"name": str, "title": str, "direction": str, "family": str, "unit": str, "formula": str, "range": str,
+               "source": str, "scorers": list, "version": int, "validity": list, "chance": object, "proxy_for": object}
+_DIRECTIONS = ("higher", "lower", "none")
+_ABSENT = object()
+
+
+def _bad(value, kind) -> bool:
+    if value is _ABSENT or kind is object:
+        return value is _ABSENT
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if value is None:
+        return None not in kinds
+    if isinstance(value, bool):
+        return bool not in kinds
+    if float in kinds and isinstance(value, (int, float)):
+        return not math.isfinite(value)
+    return not isinstance(value, tuple(k for k in kinds if k is not None))
+
+
+def shape_problem(summary) -> str | None:
+    """The first part of ``summary`` that is not of its kind in the tables above (float: a finite number), or None."""
+    if not isinstance(summary, dict):
+        return "it is not a JSON object"
+    for path, kind in SUMMARY_SHAPE.items():
+        if _bad(get(summary, path, _ABSENT), kind):
+            return f"{path} is missing or not of the right kind"
+    for key, shape in (("provenance.scorers", _SCORER_SHAPE), ("metrics", _ENTRY_SHAPE), ("metrics_info", _CARD_SHAPE)):
+        for i, item in enumerate(get(summary, key)):
+            wrong = [k for k, kind in shape.items() if not isinstance(item, dict) or _bad(item.get(k, _ABSENT), kind)]
+            if wrong:
+                return f"{key}[{i}] lacks a well-formed {', '.join(wrong)}"
+            if key == "metrics":
+                ends = (item["value"], item["ci_low"], item["ci_high"])
+                if (None in ends) != (ends == (None, None, None)):
+                    return f"metrics[{i}] has a value or CI end without the others"
+                if item["ci_low"] is not None and item["ci_low"] > item["ci_high"]:
+                    return f"metrics[{i}] has a CI whose low end is above its high end"
+            if key == "metrics_info" and item["direction"] not in _DIRECTIONS:
+                return f"metrics_info[{i}] has the direction {item['direction']!r}, not one of {', '.join(_DIRECTIONS)}"
+    return None
+
+
+def read_summary(path: Path) -> dict:
+    """summary.json (never through a link), checked for what the pages rely on: the shape above, names safe
+    in paths, a card for every metric."""
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), encoding="utf-8") as fh:
+            summary = json.load(fh)
+    except OSError as exc:
+        raise CultureboardError(path, f"cannot be read ({exc.strerror})", _FIX) from None
+    except (ValueError, RecursionError) as exc:
+        raise CultureboardError(path, f"is not JSON ({exc.__class__.__name__}: {str(exc)[:80]})", _FIX) from None
+    if problem := shape_problem(summary):
+        raise CultureboardError(path, f"is not an evaluator summary: {problem}", _FIX)
+    names = {card["name"] for card in summary["metrics_info"]} | {summary["provenance"]["prompt_set"]}
+    uncarded = {e["metric"] for e in summary["metrics"]} - names
+    if uncarded or not all(NAME.fullmatch(n) for n in names):
+        raise CultureboardError(path, f"has metrics without a card {sorted(uncarded)} or names unfit for file names "
+                                f"{sorted(n for n in names if not NAME.fullmatch(n))}", _FIX)
+    return summary

@@ -1,0 +1,213 @@
+"""A world map coloured by a metric per country, as SVG, drawn from vendored Natural Earth shapes (no network).
+
+The shapes are ``data/world-atlas/countries-110m.json`` (TopoJSON of Natural Earth's 1:110m country
+boundaries, public domain; see ``data/world-atlas/SOURCE.md``), keyed to ISO 3166-1 alpha-2 codes by
+``data/iso3166-numeric.csv``. Each TopoJSON arc is decoded (delta-encoded integers times the transform's scale
+plus its translate give degrees), rings are joined from their arcs (a negative index ``~i`` is arc ``i``
+reversed; consecutive arcs share an end point), and every point is projected with the Equal Earth projection
+(Šavrič, Patterson and Jenny 2018): with :math:`\\theta = \\arcsin(\\tfrac{\\sqrt3}{2}\\sin\\varphi)`,
+:math:`x = \\frac{2\\sqrt3\\,\\lambda\\cos\\theta}{3(9A_4\\theta^8 + 7A_3\\theta^6 + 3A_2\\theta^2 + A_1)}` and
+:math:`y = A_4\\theta^9 + A_3\\theta^7 + A_2\\theta^3 + A_1\\theta`. Antarctica is left out.
+
+:func:`map_svg` returns a standalone SVG document (for an ``<img>``); :func:`map_body` the same drawing as an
+inline ``<svg>`` whose country paths carry ``data-iso`` so a script can recolour them (the site's map pages).
+Colours are the plots' viridis ramp; a country of the data without a value is mid grey, a country outside the
+data pale. Countries too small for the 1:110m shapes (Singapore) are named in
+the caption instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import itertools
+import json
+import math
+from pathlib import Path
+
+from .plots import _colour, _distinct_digits, _document, _esc, _fmt, _n, _text
+
+DATA = Path(__file__).parent / "data"
+TOPOLOGY = DATA / "world-atlas" / "countries-110m.json"
+CODES = DATA / "iso3166-numeric.csv"
+WIDTH = 960.0
+OUTSIDE = "#f1f1f1"  # a country the data does not cover
+NO_VALUE = "#b9b9b9"  # a country of the data without a value
+_A1, _A2, _A3, _A4 = 1.340264, -0.081106, 0.000893, 0.003796
+_M = math.sqrt(3) / 2
+
+
+def equal_earth(lon: float, lat: float) -> tuple[float, float]:
+    """Equal Earth coordinates (unit sphere; y up) of a point in degrees."""
+    lam, phi = math.radians(lon), math.radians(lat)
+    theta = math.asin(_M * math.sin(phi))
+    t2 = theta * theta
+    t6 = t2 * t2 * t2
+    x = lam * math.cos(theta) / (_M * (_A1 + 3 * _A2 * t2 + t6 * (7 * _A3 + 9 * _A4 * t2)))
+    y = theta * (_A1 + _A2 * t2 + t6 * (_A3 + _A4 * t2))
+    return x, y
+
+
+@functools.cache
+def shapes() -> tuple[dict[str, str], float, float]:
+    """({iso2: SVG path data}, width, height) of every coded country but Antarctica, in pixels (x right, y down)."""
+    topo = json.loads(TOPOLOGY.read_text(encoding="utf-8"))
+    (sx, sy), (tx, ty) = topo["transform"]["scale"], topo["transform"]["translate"]
+    arcs = []
+    for arc in topo["arcs"]:
+        x = y = 0
+        points = []
+        for dx, dy in arc:
+            x, y = x + dx, y + dy
+            points.append((x * sx + tx, y * sy + ty))
+        arcs.append(points)
+    with CODES.open(encoding="utf-8") as fh:
+        codes = {row["numeric"]: row["iso2"] for row in csv.DictReader(fh)}
+    rings: dict[str, list[list[tuple[float, float]]]] = {}
+    for geometry in topo["objects"]["countries"]["geometries"]:
+        iso = codes.get(geometry.get("id", ""))
+        if iso is None or iso == "AQ":
+            continue
+        polygons = geometry["arcs"] if geometry["type"] == "MultiPolygon" else [geometry["arcs"]]
+        for polygon in polygons:
+            for ring in polygon:
+                points: list[tuple[float, float]] = []
+                for index in ring:
+                    part = arcs[index] if index >= 0 else arcs[~index][::-1]
+                    points += part[1:] if points else part
+                for part in split_at_antimeridian(points):
+                    rings.setdefault(iso, []).append([equal_earth(lon, lat) for lon, lat in part])
+    xs = [p[0] for rs in rings.values() for r in rs for p in r]
+    ys = [p[1] for rs in rings.values() for r in rs for p in r]
+    scale = (WIDTH - 2) / (max(xs) - min(xs))
+    x0, y0 = min(xs), max(ys)
+    paths = {}
+    for iso, found in sorted(rings.items()):
+        parts = []
+        for ring in found:
+            pixels, last = [], None
+            for px, py in ring:
+                point = (round(1 + (px - x0) * scale), round(1 + (y0 - py) * scale))  # whole pixels: small files
+                if point != last:
+                    pixels.append(point)
+                    last = point
+            if len(pixels) >= 3:
+                parts.append("M" + "L".join(f"{a} {b}" for a, b in pixels) + "Z")
+        paths[iso] = "".join(parts)
+    return paths, WIDTH, round(2 + (max(ys) - min(ys)) * scale, 1)
+
+
+def split_at_antimeridian(ring: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """A ring (lon, lat in degrees) that crosses the 180th meridian (a step of more than 180 degrees of longitude,
+    as Russia's and Fiji's do) as two rings, one each side, cut along the meridian: the longitudes are made
+    continuous, then the ring is clipped to each half-plane (Sutherland-Hodgman) and the far part shifted by 360."""
+    unwrapped, shift = [ring[0]], 0.0
+    for (a, _), (b, lat) in itertools.pairwise(ring):
+        if b - a > 180:
+            shift -= 360
+        elif a - b > 180:
+            shift += 360
+        unwrapped.append((b + shift, lat))
+    low, high = min(p[0] for p in unwrapped), max(p[0] for p in unwrapped)
+    if low >= -180 and high <= 180:
+        return [ring]
+    edge = 180.0 if high > 180 else -180.0
+    inside = _clip(unwrapped, edge, keep_below=edge > 0)
+    outside = [(lon - math.copysign(360, edge), lat) for lon, lat in _clip(unwrapped, edge, keep_below=edge < 0)]
+    return [part for part in (inside, outside) if len(part) >= 3]
+
+
+def _clip(ring: list[tuple[float, float]], edge: float, keep_below: bool) -> list[tuple[float, float]]:
+    """The part of ``ring`` with longitude <= ``edge`` (``keep_below``) or >= it."""
+    def keep(p):
+        return p[0] <= edge if keep_below else p[0] >= edge
+
+    out = []
+    for a, b in zip(ring, ring[1:] + ring[:1]):
+        if keep(b):
+            if not keep(a):
+                out.append(_cross(a, b, edge))
+            out.append(b)
+        elif keep(a):
+            out.append(_cross(a, b, edge))
+    return out
+
+
+def _cross(a, b, edge: float) -> tuple[float, float]:
+    t = (edge - a[0]) / (b[0] - a[0])
+    return edge, a[1] + t * (b[1] - a[1])
+
+
+def colours(values: dict[str, float | None], vmin: float, vmax: float) -> dict[str, str]:
+    """iso2 -> fill: the viridis colour of its value on [vmin, vmax], grey where it has none."""
+    span = (vmax - vmin) or 1.0
+    return {iso: NO_VALUE if v is None else _colour((v - vmin) / span) for iso, v in values.items()}
+
+
+def _paths(values: dict[str, float | None], vmin: float, vmax: float, names: dict[str, str], digits: int) -> list[str]:
+    paths, _, _ = shapes()
+    fills = colours(values, vmin, vmax)
+    out = []
+    for iso, d in paths.items():
+        if iso in values:
+            label = f"{names.get(iso, iso)}: {_fmt(values[iso], digits)}"
+            out.append(f'<path class="country" data-iso="{_esc(iso)}" d="{d}" fill="{fills[iso]}" stroke="#fff" '
+                       f'stroke-width="0.5"><title>{_esc(label)}</title></path>')
+        else:
+            out.append(f'<path class="outside" d="{d}" fill="{OUTSIDE}" stroke="#fff" stroke-width="0.5"/>')
+    return out
+
+
+def _legend(vmin: float, vmax: float, y: float, digits: int) -> list[str]:
+    ramp_w, steps = 220.0, 40
+    body = ['<g class="legend">']
+    for k in range(steps):
+        body.append(f'<rect x="{_n(8 + k * ramp_w / steps)}" y="{_n(y)}" width="{_n(ramp_w / steps + 0.5)}" height="10" '
+                    f'fill="{_colour(k / (steps - 1))}"/>')
+    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
+        body.append(_text(8 + frac * ramp_w, y + 24, _fmt(vmin + frac * (vmax - vmin), digits), anchor=anchor,
+                          extra=f' class="tick" data-frac="{frac}"'))
+    body += [f'<rect x="{_n(8 + ramp_w + 24)}" y="{_n(y)}" width="14" height="10" fill="{NO_VALUE}" stroke="#999"/>',
+             _text(8 + ramp_w + 42, y + 9, "no value"),
+             f'<rect x="{_n(8 + ramp_w + 120)}" y="{_n(y)}" width="14" height="10" fill="{OUTSIDE}" stroke="#ccc"/>',
+             _text(8 + ramp_w + 138, y + 9, "not in this prompt set"), "</g>"]
+    return body
+
+
+def scale_of(values) -> tuple[float, float, int]:
+    """(vmin, vmax, digits) of the legend for the finite ``values`` (0..1 when there are none)."""
+    finite = [v for v in values if v is not None]
+    vmin, vmax = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    return vmin, vmax, _distinct_digits([vmin, (vmin + vmax) / 2, vmax], 2)
+
+
+def map_svg(values: dict[str, float | None], title: str, *, names: dict[str, str], vmin: float | None = None,
+            vmax: float | None = None, desc: str | None = None) -> str:
+    """A standalone SVG world map of ``values`` (iso2 -> value or None; the countries of the data)."""
+    low, high, digits = scale_of(values.values())
+    vmin, vmax = low if vmin is None else vmin, high if vmax is None else vmax
+    _, width, height = shapes()
+    top = 28.0
+    body = [f'<g transform="translate(0 {_n(top)})">', *_paths(values, vmin, vmax, names, digits), "</g>",
+            *_legend(vmin, vmax, top + height + 10, digits)]
+    if desc is None:
+        shown = sorted((v, names.get(k, k)) for k, v in values.items() if v is not None)
+        desc = (f"World map of {len(values)} countries coloured from {_fmt(vmin, digits)} (dark purple) to "
+                f"{_fmt(vmax, digits)} (yellow); " + "; ".join(f"{n}: {_fmt(v, digits)}" for v, n in shown) + ".")
+    return _document(width, top + height + 44, title, desc, body)
+
+
+def map_body(values: dict[str, float | None], label: str, *, names: dict[str, str], vmin: float, vmax: float,
+             digits: int) -> str:
+    """The map as an inline ``<svg>`` (no XML declaration, no ids) for a page whose script recolours it."""
+    _, width, height = shapes()
+    body = _paths(values, vmin, vmax, names, digits) + _legend(vmin, vmax, height + 10, digits)
+    return (f'<svg class="worldmap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(width)} {_n(height + 44)}" '
+            f'width="{_n(width)}" height="{_n(height + 44)}" role="img" aria-label="{_esc(label)}" '
+            f'font-family="system-ui, sans-serif" font-size="11" fill="#222">' + "".join(body) + "</svg>")
+
+
+def missing_shapes(codes) -> list[str]:
+    """The codes among ``codes`` that have no shape on the map."""
+    paths, _, _ = shapes()
+    return sorted(c for c in codes if c not in paths)

@@ -1,0 +1,131 @@
+"""Writing the site: pages through Jinja (autoescaped), every table with its CSV and JSON download, plots.
+
+Safety: Jinja autoescapes every template, pages carry a Content-Security-Policy that allows only the site's own
+files, scripts are files (no inline script, style or event handler), external links (model and paper pages) are
+plain anchors with ``rel="noopener noreferrer"``, and a downloaded CSV cell that a spreadsheet would run as a
+formula gets a leading apostrophe. The same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from .names import caveat, link, num, pct
+
+HERE = Path(__file__).parent
+CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; "
+       "form-action 'none'")
+
+
+@dataclass
+class Column:
+    key: str
+    label: str
+    kind: str  # text | link | rank | score | range | num | pct | notes (explanations) | thumb (not downloaded)
+    title: str = ""
+    better: str | None = None  # "higher" or "lower": the first click on the header puts the best first
+    badges: list[dict] = field(default_factory=list)  # [{label, title}] shown in the header (a flagged metric)
+    muted: bool = False  # the column's metric is only a diagnostic here: greyed
+
+
+@dataclass
+class Table:
+    id: str
+    columns: list[Column]
+    rows: list[dict]  # column key -> value; "_marks": {key: [{label, title}]}, "_control": kind of a control row
+    csv: str  # site-relative paths of the downloads
+    json: str
+    partial: bool = False  # the downloads hold more rows than this table (image browser pages)
+    caption: str = ""
+
+
+@dataclass
+class Site:
+    """Writes pages and their tables' downloads into the (temporary) output folder."""
+
+    root: Path
+    globals: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        self.env.filters.update(num=num, pct=pct)
+        self.env.globals.update(csp=CSP, caveat=caveat, link=link, **self.globals)
+        self.sizes: dict[str, int] = {}
+
+    def page(self, path: str, template: str, title: str, **context) -> None:
+        html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title, **context)
+        self.write(path, html)
+        self.sizes[path] = len(html.encode("utf-8"))
+
+    def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
+        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json."""
+        stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
+        controls = any(row.get("_control") for row in rows)
+        flat = [_flatten(columns, row, controls) for row in rows]
+        keys = list(flat[0]) if flat else [c.key for c in columns if c.kind != "thumb"]
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(keys)
+        writer.writerows([_csv_cell(row[k]) for k in keys] for row in flat)
+        self.write(stem + ".csv", buffer.getvalue())
+        self.write(stem + ".json", json.dumps({"page": page, "table": name, "columns": keys, "rows": flat},
+                                              ensure_ascii=False, allow_nan=False) + "\n")
+        return Table(name, columns, rows, stem + ".csv", stem + ".json", caption=caption)
+
+    def plot(self, page: str, name: str, svg: str) -> str:
+        path = f"plots/{page.removesuffix('.html').replace('/', '-')}-{name}.svg"
+        self.write(path, svg)
+        return path
+
+    def write(self, path: str, text: str) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8", newline="\n")
+
+
+def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
+    """A table row as plain values: a score becomes value, CI, n, coverage, caveat and badge columns; a rank its
+    range; a spread its width and ends; a control row says which control it is."""
+    flat: dict = {}
+    marks = row.get("_marks") or {}
+    for c in columns:
+        v = row[c.key]
+        if c.kind == "link":
+            flat[c.key] = v and v["text"]
+        elif c.kind == "rank":
+            flat |= {f"{c.key}_best": v and v["best"], f"{c.key}_worst": v and v["worst"]}
+        elif c.kind == "score":
+            note = v and caveat(v)
+            flat |= {c.key: v and v["value"], f"{c.key}_ci_low": v and v["ci_low"], f"{c.key}_ci_high": v and v["ci_high"],
+                     f"{c.key}_n_images": v and v["n_images"], f"{c.key}_n_prompts": v and v["n_prompts"],
+                     f"{c.key}_coverage": v and v.get("coverage"), f"{c.key}_caveat": note and note["title"],
+                     f"{c.key}_badges": "; ".join(m["title"] for m in marks.get(c.key, ())) or None}
+        elif c.kind == "range":
+            flat |= {c.key: v and v["value"], f"{c.key}_low": v and v["low"][1], f"{c.key}_low_metric": v and v["low"][0],
+                     f"{c.key}_high": v and v["high"][1], f"{c.key}_high_metric": v and v["high"][0]}
+        elif c.kind == "notes":
+            flat[c.key] = json.dumps(v, ensure_ascii=False, sort_keys=True) if v else None
+        elif c.kind != "thumb":
+            flat[c.key] = v
+    if controls:
+        flat["control"] = row.get("_control")
+    return flat
+
+
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\*?")
+
+
+def _csv_cell(value):
+    """Text that a spreadsheet would run as a formula (starting with = + - @, a tab or a carriage return) gets a
+    leading apostrophe (CSV injection); a plain signed number such as a paper's printed "-0.1078" is left as it is."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
