@@ -2,8 +2,10 @@
 
 An output folder ``T`` (a dataset, one submission's results, a site, ...) is written by :func:`atomic_dir`:
 
-1. ``T`` is locked: an ``fcntl.flock`` on the file ``.T.lock`` next to it, held while it is written and
-   released by the kernel when the process ends, however it ends. A second writer fails at once with
+1. ``T`` is locked: a POSIX record lock (``fcntl.lockf``) on the file ``.T.lock`` next to it, held while it
+   is written and released by the kernel when the process ends, however it ends. Unlike ``flock``, a record
+   lock is not inherited by forked children, so worker processes (a DataLoader's) that outlive a killed
+   writer for a moment do not keep its output locked. A second writer fails at once with
    ``T: is being written by process N`` instead of racing the first. The holder removes the lock file
    before it lets go (a killed holder leaves it, harmless, until the next writer), and a lock taken on a
    file that was removed meanwhile is taken again, so the file never outlives a run.
@@ -22,8 +24,8 @@ lock); it finishes or restores a missing ``T`` and deletes every other leftover.
 they check and write, and readers that list outputs use :func:`output_folders`, which skips hidden names
 and recovers interrupted replacements it can lock. Pid and host are recorded in the lock file (and the pid
 in work folder names) to name the writer in messages; the lock, not the pid, decides who is alive, since
-pids are reused. (``flock`` over NFS works on current Linux; on a file system without working locks the
-lock protects nothing.)
+pids are reused. (Record locks work over NFS; on a file system without working locks the lock protects
+nothing.) A record lock belongs to the process, so threads of one process are kept apart by a registry.
 
 Outputs get the permissions of ordinary files: folders ``0o777 & ~umask``, files ``0o666 & ~umask`` (0755 /
 0644 under the usual umask 022), so a web server running as another user can serve a site. Nothing is
@@ -231,7 +233,7 @@ def _busy(target: Path, lock: Path) -> CultureboardError:
 
 
 def _acquire(target: Path, lock: Path) -> int:
-    """An open descriptor of ``lock`` holding its flock. A holder removes the file before it lets go, so a
+    """An open descriptor of ``lock`` holding its record lock. A holder removes the file before it lets go, so a
     lock taken on a file that is no longer at ``lock`` is dropped and taken again on the new file."""
     while True:
         try:
@@ -239,8 +241,8 @@ def _acquire(target: Path, lock: Path) -> int:
         except OSError as exc:
             raise _os_error(target, exc, "locked") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except (BlockingIOError, PermissionError):  # held elsewhere (EAGAIN, or EACCES on some systems)
             os.close(fd)
             raise _busy(target, lock) from None
         except OSError:  # a file system without locks: write unlocked, as before locks existed
@@ -282,7 +284,7 @@ def output_lock(target: str | os.PathLike) -> Iterator[None]:
                 del _HELD[key]
                 with contextlib.suppress(OSError):
                     os.unlink(lock)  # while still held: see _acquire
-                os.close(held.fd)  # releases the flock
+                os.close(held.fd)  # releases the lock
 
 
 # --- recovery

@@ -432,3 +432,32 @@ def test_outputs_follow_the_umask(tmp_path, umask, folder_mode, file_mode):
     assert len(files) > 5
     assert {oct(p.stat().st_mode & 0o777) for p in folders} == {oct(folder_mode)}
     assert {oct(p.stat().st_mode & 0o777) for p in files} == {oct(file_mode)}
+
+
+FORKING_WRITER = """
+import os, sys, time
+from pathlib import Path
+from cultureboard.atomic import output_lock
+
+target = Path(sys.argv[1])
+with output_lock(target):
+    if os.fork() == 0:  # a worker process (a DataLoader's) that outlives its parent for a while
+        os.close(1), os.close(2)
+        time.sleep(20)
+        os._exit(0)
+    print("locked", flush=True)
+    os.kill(os.getpid(), 9)
+"""
+
+
+def test_a_killed_writers_forked_workers_do_not_keep_the_lock(tmp_path):
+    target = tmp_path / "results" / "lab__model"
+    target.parent.mkdir()
+    script = tmp_path / "writer.py"
+    script.write_text(FORKING_WRITER)
+    out = subprocess.run([sys.executable, str(script), str(target)], capture_output=True, text=True, timeout=60)
+    assert "locked" in out.stdout
+    from cultureboard.atomic import output_lock
+
+    with output_lock(target):  # the worker still lives, the lock is free
+        pass
