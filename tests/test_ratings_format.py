@@ -192,7 +192,11 @@ def test_hub_config_and_card(tmp_path):
     lines = card["markdown"].splitlines()
     assert "| cube | 3 | 2 | faithfulness (likert:1..5), relevance (ordinal:no=0,maybe=0.5,yes=1) | CC-BY-4.0 | " \
            "https://arxiv.org/abs/2407.06863 |" in lines
-    assert "| cultdiff | 1 | 1 | similarity (interval:0..1) | CC-BY-NC-4.0 | - |" in lines
+    from cultureboard.evaluators.results.studies import get_study
+
+    study = get_study("cultdiff", required=False)  # registered by the cultdiff family
+    url = study.url if study else "-"
+    assert f"| cultdiff | 1 | 1 | similarity (interval:0..1) | CC-BY-NC-4.0 | {url} |" in lines
     with pytest.raises(CultureboardError, match="is not a dataset folder"):
         write_ratings_config(ROWS, tmp_path / "nothing")
     json.dumps(card)  # the card pieces are plain data
