@@ -194,14 +194,14 @@ class OpenClipScorer(EmbeddingScorer):
 
 # ------------------------------------------------------------------------------------------ backends
 
-def _locate_transformers(name: str, entry: Mapping, memo=None):
+def locate_transformers(name: str, entry: Mapping, memo=None):
     if "path" in entry:
         return local_files(name, entry, memo)
     folder, revision = hub_files(name, entry["model"], str(entry.get("revision", "main")), TRANSFORMERS_FILES)
     return folder, entry["model"], revision
 
 
-def _check_transformers(entry: Mapping) -> str | None:
+def check_transformers(entry: Mapping) -> str | None:
     if "path" not in entry and "model" not in entry:
         return "needs a Hub `model` id or a local `path`"
     unknown = set(entry.get("text") or {}) - set(TEXT_DEFAULTS)
@@ -245,11 +245,11 @@ def _check_open_clip_files(name: str, checkpoint: Path) -> None:
 
 
 register_backend("transformers-dual-encoder", Backend(
-    kind="embedding", locate=_locate_transformers, check=_check_transformers,
+    kind="embedding", locate=locate_transformers, check=check_transformers,
     build=lambda name, entry, files, model_id, revision, device, dtype: TransformersScorer(
         name, model_id, revision, device, dtype, files, True, entry.get("text") or {})))
 register_backend("transformers-image-encoder", Backend(
-    kind="embedding", locate=_locate_transformers, check=_check_transformers,
+    kind="embedding", locate=locate_transformers, check=check_transformers,
     build=lambda name, entry, files, model_id, revision, device, dtype: TransformersScorer(
         name, model_id, revision, device, dtype, files, False, {})))
 register_backend("open_clip", Backend(

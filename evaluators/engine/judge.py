@@ -28,9 +28,9 @@ import numpy as np
 from cultureboard.errors import CultureboardError
 
 from .cache import Cache, item_sha256
-from .embedding import TRANSFORMERS_FILES, hf_image_settings
+from .embedding import check_transformers, hf_image_settings, locate_transformers
 from .images import ImageSource
-from .scorers import Backend, hub_files, local_files, register_backend
+from .scorers import Backend, register_backend
 
 
 class JudgeScorer:
@@ -89,19 +89,8 @@ class JudgeScorer:
         return self.processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
 
 
-def _locate_vlm(name: str, entry: Mapping, memo=None):
-    if "path" in entry:
-        return local_files(name, entry, memo)
-    folder, revision = hub_files(name, entry["model"], str(entry.get("revision", "main")), TRANSFORMERS_FILES)
-    return folder, entry["model"], revision
-
-
-def _check_vlm(entry: Mapping) -> str | None:
-    return None if ("path" in entry or "model" in entry) else "needs a Hub `model` id or a local `path`"
-
-
 register_backend("transformers-vlm", Backend(
-    kind="judge", locate=_locate_vlm, check=_check_vlm,
+    kind="judge", locate=locate_transformers, check=check_transformers,
     build=lambda name, entry, files, model_id, revision, device, dtype: JudgeScorer(
         name, model_id, revision, device, dtype, files, entry.get("settings") or {})))
 
@@ -112,50 +101,38 @@ def _key(identity: Mapping, kind: str) -> dict:
     return {"kind": kind, **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")}}
 
 
-def _batched(scorer, items: list, run: Callable) -> list:
-    out = []
-    for start in range(0, len(items), scorer.batch_size):
-        out.extend(run(items[start:start + scorer.batch_size]))
-    return out
+def _cached(cache: Cache, identity: Mapping, kind: str, keys: list[str], items: list[tuple[ImageSource, str]],
+            model: Callable, compute: Callable) -> dict:
+    """{key: value} for every key: from the cache, the rest computed ``compute(scorer, images, texts)`` in the
+    judge's batches, each batch stored at once (a killed run loses at most the batch in flight)."""
+    store = cache.store(_key(identity, kind))
+    found = store.get(keys)
+    todo = list({k: item for k, item in zip(keys, items) if k not in found}.items())
+    if todo:
+        scorer = model()
+        for start in range(0, len(todo), scorer.batch_size):
+            part = todo[start:start + scorer.batch_size]
+            values = compute(scorer, [src.open() for _, (src, _t) in part], [text for _, (_s, text) in part])
+            store.put([k for k, _ in part], values)
+            found.update(zip((k for k, _ in part), values))
+    return found
 
 
 def answer_probability(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
                        answer: str = "Yes") -> np.ndarray:
     """P(``answer``) for each (image, question), in [0, 1]."""
-    store = cache.store(_key(identity, "judge-probability"))
     keys = [item_sha256(src.sha256, question, answer) for src, question in items]
-    found = store.get(keys)
-    todo = list({k: item for k, item in zip(keys, items) if k not in found}.items())
-    if todo:
-        scorer = model()
-
-        def run(part):
-            logp = scorer.answer_logprob([src.open() for _, (src, _q) in part], [q for _, (_s, q) in part], answer)
-            store.put([k for k, _ in part], logp)
-            found.update(zip((k for k, _ in part), logp))
-            return logp
-
-        _batched(scorer, todo, run)
+    found = _cached(cache, identity, "judge-probability", keys, items, model,
+                    lambda scorer, images, texts: scorer.answer_logprob(images, texts, answer))
     return np.exp(np.array([float(found[k]) for k in keys]))
 
 
 def answers(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
             max_new_tokens: int = 256) -> list[str]:
     """The judge's greedy answer to each (image, prompt)."""
-    store = cache.store(_key(identity, "judge-answer"))
     keys = [item_sha256(src.sha256, prompt, max_new_tokens) for src, prompt in items]
-    found = store.get(keys)
-    todo = list({k: item for k, item in zip(keys, items) if k not in found}.items())
-    if todo:
-        scorer = model()
-
-        def run(part):
-            texts = scorer.generate([src.open() for _, (src, _p) in part], [p for _, (_s, p) in part], max_new_tokens)
-            store.put([k for k, _ in part], texts)
-            found.update(zip((k for k, _ in part), texts))
-            return texts
-
-        _batched(scorer, todo, run)
+    found = _cached(cache, identity, "judge-answer", keys, items, model,
+                    lambda scorer, images, texts: scorer.generate(images, texts, max_new_tokens))
     return [str(found[k]) for k in keys]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...engine.embedding import TransformersScorer, _check_transformers, _locate_transformers
+from ...engine.embedding import TransformersScorer, check_transformers, locate_transformers
 from ...engine.scorers import Backend, register_backend
 from ...engine.tiny_scorers import TINY_IMAGE_SIZE, register_tiny, save_tiny_dinov2, save_tiny_open_clip
 
@@ -48,7 +48,7 @@ class PatchMeanScorer(TransformersScorer):
 
 
 register_backend("transformers-patch-mean", Backend(
-    kind="embedding", locate=_locate_transformers, check=_check_transformers,
+    kind="embedding", locate=locate_transformers, check=check_transformers,
     build=lambda name, entry, files, model_id, revision, device, dtype: PatchMeanScorer(
         name, model_id, revision, device, dtype, files, False, {})))
 
