@@ -54,6 +54,7 @@ DEFAULTS = {
     "ecb_subset": None,  # ecb: {countries, subcategories, steps}, a slice for demos (None: the whole set)
     "descriptor_proposers": None,  # cultivate descriptors: proposer LLM specs (None: the --llm backend)
     "cure_images": None,  # cure-ladder: [images per artifact prompt, per category prompt] (None: 4, 80)
+    "cube_images": None,  # cube: [images per cube-awareness prompt, per cube-diversity prompt] (None: 4, 8)
     "cultivate_activities": None,  # cultivate: an activity catalogue (YAML) in place of the packaged one
 }
 
@@ -96,12 +97,13 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
     options["seed"] = artifact_space.option_int(options["seed"], "seed", 0, from_config.get("seed"))
     options["max_malformed"] = artifact_space.option_fraction(options["max_malformed"], "max_malformed",
                                                               from_config.get("max_malformed"))
-    if options["cure_images"] is not None:
-        sizes, source = options["cure_images"], from_config.get("cure_images")
-        if not isinstance(sizes, (list, tuple)) or len(sizes) != 2:
-            raise artifact_space.option_error("cure_images", sizes, source, "is not two numbers",
-                                              "give [images per artifact prompt, images per category prompt]")
-        options["cure_images"] = [artifact_space.option_int(v, "cure_images", 1, source) for v in sizes]
+    for key, pair in (("cure_images", "images per artifact prompt, images per category prompt"),
+                      ("cube_images", "images per cube-awareness prompt, images per cube-diversity prompt")):
+        if options[key] is not None:
+            sizes, source = options[key], from_config.get(key)
+            if not isinstance(sizes, (list, tuple)) or len(sizes) != 2:
+                raise artifact_space.option_error(key, sizes, source, "is not two numbers", f"give [{pair}]")
+            options[key] = [artifact_space.option_int(v, key, 1, source) for v in sizes]
     options["max_question_fallback"] = artifact_space.option_fraction(
         options["max_question_fallback"], "max_question_fallback", from_config.get("max_question_fallback"))
     if not options["dump"] and not options["sparql"]:
@@ -119,6 +121,10 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         per_prompt, per_category = o["cure_images"]
         families["cure-ladder"] = partial(families["cure-ladder"], images_per_prompt=per_prompt,
                                           category_images=per_category)
+    if o["cube_images"] is not None:  # fewer images per prompt (the demo's)
+        awareness, diversity = o["cube_images"]
+        families["cube-awareness"] = partial(families["cube-awareness"], images_per_prompt=awareness)
+        families["cube-diversity"] = partial(families["cube-diversity"], images_per_prompt=diversity)
     if o["cultivate_activities"] is not None:  # another catalogue (the demo's is small): read and checked first
         catalogue = load_activities(str(o["cultivate_activities"]))
         families["cultivate"] = partial(families["cultivate"], activities=catalogue)

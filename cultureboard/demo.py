@@ -1,127 +1,264 @@
 """``cultureboard demo``: the whole pipeline, offline, on the embedded defaults.
 
-build the dataset from the shipped sample dump -> generate submissions with tiny local stand-in
-generators -> validate them -> evaluate them with tiny stand-in scorers -> render the site.
+build the dataset from the shipped sample dump -> generate one submission per prompt set of every family with
+tiny local stand-in generators -> validate them -> evaluate them with tiny stand-in scorers -> render the site.
 
-The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights,
-saved and loaded through the real loading code; they are cached (``$CULTUREBOARD_CACHE/standins``, by
-default ``~/.cache/cultureboard``) together with the embeddings, so a second run is quick. Their scores
-measure nothing. ``scorers="default"`` uses the registry's real checkpoints and ``pipelines`` real
-diffusers pipelines: the same steps on a machine with network access and a GPU.
+The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
+and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
+are made once under ``$CULTUREBOARD_CACHE/standins`` (default ``~/.cache/cultureboard``). The demo's
+dataset and the submissions the stand-ins generate are kept in ``$CULTUREBOARD_CACHE/demo``, each keyed by
+the sha256 of everything that makes it (options, input files, the dataset's revision, the pipeline's
+files, settings, device, the code and library versions), and the embeddings in the engine's cache: a rerun,
+also into a new folder, builds and generates nothing and loads no model, and gives the same bytes.
+``scorers="default"`` uses the registry's real checkpoints and ``pipelines`` real diffusers pipelines: the
+same steps on a machine with network access and a GPU (real pipelines are not cached here; ``generate``
+resumes an interrupted run by itself).
 
 The output folder holds ``dataset/``, ``submissions/``, ``results/`` and ``site/``, so any single step
-can be rerun by hand on it.
+can be rerun by hand on it. ``benchmarks/demo_speed.py`` times a first run and a rerun.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 from .atomic import claim_folder
 from .errors import CultureboardError
+from .standins import DEFAULT, TINY, cache_root, code_fingerprint, fingerprint, make_once, standins_root
 
-#: A small slice of the sample (two Global North countries, one Global South) keeps the demo quick; Spain and
-#: Mexico give the cultdiff set prompts (it keeps CultDiff's ten countries only).
-DEMO_COUNTRIES = ["IT", "JP", "NG", "ES", "MX"]
-#: The stand-in models, and the prompt sets (those the evaluator scores today) each generates.
-STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate"), "tiny-b": ("cube-awareness", "cultdiff", "cure-ladder")}
-#: The cultivate prompt set from a small activity catalogue (6 prompts of the 576; seed reference descriptors).
-CULTIVATE_ACTIVITIES = "data/cultivate_demo_activities.yaml"
-#: cure-ladder with 1 image per artifact prompt and 2 per category prompt (CuRe: 4 and 80), so that its images and
-#: LPIPS pairs stay few; cure.div_delta needs two images of P(n), so the demo shows it flagged.
-CURE_IMAGES = [1, 2]
-#: Family options for the stand-in scorers: the tiny judge writes random tokens, so a short answer fails cultivate's
-#: JSON check as surely as a long one (a real judge gets the defaults).
-STANDIN_OPTIONS = {"cultivate": {"max_new_tokens": 16}}
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("CULTUREBOARD_CACHE", Path.home() / ".cache" / "cultureboard"))
-
-
-def _standin_pipelines(root: Path) -> dict[str, str]:
-    from .evaluators.submission.tiny_pipelines import save_tiny_text2image
-
-    out = {}
-    for seed, name in enumerate(STANDIN_MODELS):
-        folder = root / name
-        if not (folder / "model_index.json").is_file():
-            save_tiny_text2image(folder, seed=seed)
-        out[name] = str(folder)
-    return out
-
-
-def _standin_scorers(root: Path) -> Path:
-    from .evaluators.engine.tiny_scorers import TINY_CONFIG, save_tiny_scorers
-
-    config = root / TINY_CONFIG
-    if not config.is_file():
-        save_tiny_scorers(root)
-    return config
+#: A small slice of the sample dump: one Global North and two Global South countries on three continents
+#: (27 artifacts); Spain and Mexico are CultDiff countries, so the cultdiff set has prompts.
+DEMO_COUNTRIES = ["ES", "MX", "NG"]
+#: The stand-in models (their weights' seeds), and the prompt sets each generates: one submission of every
+#: family's prompt set, and cube-awareness twice, so that the leaderboards rank two models.
+STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate", "ecb"),
+                  "tiny-b": ("cube-awareness", "cultdiff", "cure-ladder")}
+#: The prompt sets a real pipeline given with ``--pipeline`` generates.
+PIPELINE_SETS = ("cube-awareness", "cube-diversity")
+#: Build options that keep every prompt set small (the full sets hold thousands of images).
+BUILD_OPTIONS = {
+    # 1 image per cube-awareness prompt, 2 per cube-diversity prompt: its pools of 5 rephrasings x 2 images
+    # still fill CUBE's groups of 8
+    "cube_images": [1, 2],
+    # cure-ladder with 1 image per artifact prompt and 2 per category prompt (CuRe: 4 and 80); cure.div_delta
+    # needs two images of P(n), so the demo shows it flagged
+    "cure_images": [1, 2],
+    # 6 main-dish chains of 2 edits and 2 attribute-addition chains (24 images); without an LLM the culture
+    # questions are ECB's template ones (the dataset records the 100% fallback)
+    "ecb_subset": {"countries": ["KR", "NG"], "subcategories": ["main_dish"], "steps": 2},
+    "max_question_fallback": 1.0,
+}
+#: Packaged data files of the build options: the cultivate set from a small activity catalogue (6 prompts of
+#: the 576, covered by the seed reference descriptors), and ECB's knowledge corpus (two short CC0 notes).
+BUILD_FILES = {"cultivate_activities": "data/cultivate_demo_activities.yaml", "knowledge": "data/ecb_demo_knowledge"}
+#: Generation settings of the stand-ins: 64 px images (the smallest the validator accepts, the stand-ins'
+#: size), 2 denoising steps (an edit step at strength 0.6 needs at least 2), large batches.
+STANDIN_GENERATION = {"steps": 2, "batch_size": 64}
+#: Family options with the stand-in scorers. Their judge writes random tokens that never parse: cube maps
+#: images by retrieval (the judge's answers would fall back to it anyway, after three asks per image), and
+#: cultivate asks for a short answer once (a real judge gets the defaults: 512 tokens, 2 retries).
+STANDIN_OPTIONS = {"cube-diversity": {"mapping": "retrieval"}, "cultivate": {"max_new_tokens": 16, "retries": 0}}
+STEPS = 5
 
 
-def demo(out: str | Path = "cultureboard-demo", *, scorers: str = "tiny", pipelines: dict[str, str] | None = None,
-         countries: list[str] | None = None, echo: Callable[[str], None] = print) -> dict:
-    """Run every step into ``out``; returns the paths of what it wrote."""
-    from diffusers.utils import logging as diffusers_logging
-    from transformers.utils import logging as transformers_logging
-
-    from .builder import build
-    from .builder.references import synthetic_references
-    from .evaluators.engine.evaluate import evaluate
-    from .evaluators.submission.generate import generate
-    from .evaluators.submission.validate import validate
-    from .site.render import build_site
-
-    diffusers_logging.set_verbosity_error()
-    transformers_logging.set_verbosity_error()
+def demo(out: str | Path = "cultureboard-demo", *, scorers: str = TINY, pipelines: dict[str, str] | None = None,
+         countries: list[str] | None = None, echo: Callable[[str], None] = print, bars: bool = False) -> dict:
+    """Run every step into ``out``; ``echo`` gets a line per step (the first before anything heavy is
+    imported), ``bars`` shows a progress bar over each generation's images. Returns what it wrote and how long
+    each step took: ``{"out", "dataset", "submissions", "results", "site", "cached", "seconds": {step: s}}``."""
+    started = time.perf_counter()
     out = Path(out)
+    standin = pipelines is None
+    echo(f"cultureboard demo -> {out}: build, generate, validate, evaluate, site"
+         + (" with tiny random stand-in models" if standin else ""))
     if out.exists() and not out.is_dir():
         raise CultureboardError(out, "is a file", "choose a folder for --out")
     claim_folder(out, kind="demo")
-    standins = cache_root() / "standins"
+    _quiet_libraries()
+    import torch
+
+    threads = torch.get_num_threads()
+    if standin and scorers == TINY:
+        # the stand-ins' tensors are tiny: threads cost more than they save (2-3x on a busy 2-core machine)
+        torch.set_num_threads(1)
+    try:
+        return _run(out, scorers, pipelines, countries or DEMO_COUNTRIES, echo, bars, started)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: list[str],
+         echo: Callable[[str], None], bars: bool, started: float) -> dict:
+    from .evaluators.engine.evaluate import evaluate
+    from .evaluators.submission.validate import validate
+    from .site.render import build_site
+    from .standins import resolve_scorers
+
     dataset, submissions, results, site = (out / name for name in ("dataset", "submissions", "results", "site"))
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
 
-    echo(f"[1/5] build: the dataset from the shipped sample dump -> {dataset}")
-    build(dataset, countries=countries or DEMO_COUNTRIES,
-          cultivate_activities=str(resources.files("cultureboard.builder").joinpath(CULTIVATE_ACTIVITIES)),
-          cure_images=CURE_IMAGES)
+    def lap(step: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[step] = round(now - clock, 2)
+        clock = now
 
-    synthetic_references(dataset)
-    echo("      references: synthetic images stand in for reference photographs (`cultureboard references` fetches "
-         "real ones from Wikimedia Commons)")
+    seconds["start"] = round(clock - started, 2)
+    echo(f"[1/{STEPS}] build: the dataset of {', '.join(countries)} from the shipped sample dump -> {dataset}")
+    hit = _build(dataset, countries)
+    echo(("      reused from the cache (built from the same inputs); " if hit else "      ")
+         + "synthetic images stand in for reference photographs (`cultureboard fetch-references` fetches real ones "
+         "from Wikimedia Commons)")
+    cached = ["dataset"] if hit else []
+    lap("build")
 
-    models = pipelines or _standin_pipelines(standins / "generators")
-    scorer_config = None if scorers == "default" else (_standin_scorers(standins / "scorers") if scorers == "tiny" else scorers)
-    written, options = [], {}
-    for name, pipeline in models.items():
-        for prompt_set in STANDIN_MODELS.get(name, ("cube-awareness", "cube-diversity")):
-            folder = submissions / f"demo__{name}__{prompt_set}"
-            echo(f"[2/5] generate: {prompt_set} with {name} -> {folder}")
-            generate(dataset, prompt_set, pipeline, folder, organization="demo", model_name=name, tag=prompt_set,
-                     contact="cultureboard demo", steps=2, batch_size=16, progress=False)
-            written.append(folder)
-            options[folder] = STANDIN_OPTIONS.get(prompt_set) if scorers == "tiny" else None
+    standin = pipelines is None
+    jobs = [(name, ps) for name in (STANDIN_MODELS if standin else pipelines)
+            for ps in (STANDIN_MODELS[name] if standin else PIPELINE_SETS)]
+    echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
+         + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
+            else ", ".join(pipelines)))
+    models = _standin_pipelines() if standin else pipelines
+    written = []
+    for k, (name, prompt_set) in enumerate(jobs, start=1):
+        folder = submissions / f"demo__{name}__{prompt_set}"
+        hit = _generate(dataset, prompt_set, name, models[name], folder, standin, bars)
+        echo(f"      {k}/{len(jobs)} {folder.name}: " + ("reused from the cache" if hit else "generated"))
+        written.append(folder)
+        if hit:
+            cached.append(folder.name)
+    lap("generate")
 
     for folder in written:
         report = validate(folder, dataset)
-        echo(f"[3/5] validate: {folder.name}: {'valid' if report.valid else 'INVALID'} "
-             f"({len(report.errors)} errors, {len(report.warnings)} warnings)")
         if not report.valid:
             raise CultureboardError(folder, "was generated but does not validate", report.to_text().splitlines()[0])
+    echo(f"[3/{STEPS}] validate: {len(written)} submissions valid")
+    lap("validate")
 
-    for folder in written:
-        echo(f"[4/5] evaluate: {folder.name} -> {results / folder.name}")
+    echo(f"[4/{STEPS}] evaluate: {'tiny stand-in scorers' if scorers == TINY else scorers} -> {results}")
+    scorer_config = resolve_scorers(scorers)
+    for k, folder in enumerate(written, start=1):
+        echo(f"      {k}/{len(written)} {folder.name}")
+        prompt_set = folder.name.split("__")[-1]
         evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings",
-                 options=options[folder])
+                 options=STANDIN_OPTIONS.get(prompt_set) if scorers == TINY else None)
+    lap("evaluate")
 
-    echo(f"[5/5] site: {site}")
+    echo(f"[5/{STEPS}] site: {site}")
     build_site(results, dataset, submissions, site)
+    lap("site")
+
+    total = round(time.perf_counter() - started, 2)
     note = ("These demo scores come from random-weight stand-in models (tiny diffusers and scorer models built "
-            "locally): they exercise every step but measure nothing.") if scorers == "tiny" else (
-            "Scores come from the scorer checkpoints named in " + ("the registry." if scorers == "default" else scorers))
-    echo(f"\nOpen the leaderboard: {(site / 'index.html').resolve()}\n{note}")
-    return {"dataset": dataset, "submissions": written, "results": results, "site": site}
+            "locally): they exercise every step but measure nothing.") if scorers == TINY else (
+            "Scores come from the scorer checkpoints named in " + ("the registry." if scorers == DEFAULT else scorers))
+    echo(f"\nDone in {total:.0f} s (" + ", ".join(f"{step} {s:.0f} s" for step, s in seconds.items()) + ")."
+         f"\nOpen the leaderboard: {(site / 'index.html').resolve()}\n{note}")
+    return {"out": str(out), "dataset": str(dataset), "submissions": [str(f) for f in written],
+            "results": str(results), "site": str(site), "cached": cached, "seconds": {**seconds, "total": total}}
+
+
+def _quiet_libraries() -> None:
+    """No progress bars or advice from transformers, diffusers and the Hub client: the demo prints its own
+    lines. Libraries not imported yet read it from the environment (so that a rerun never pays for importing
+    one it does not use); diffusers' loading bar is switched off where it is imported (:func:`_generate`)."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for library in ("transformers", "diffusers"):
+        if library in sys.modules:
+            logging = __import__(f"{library}.utils.logging", fromlist=["logging"])
+            logging.set_verbosity_error()
+            logging.disable_progress_bar()
+
+
+def _build(dataset: Path, countries: list[str]) -> bool:
+    """Build the dataset folder with synthetic reference images; a copy from the cache when one was built from
+    the same inputs (True), else built and stored there."""
+    from .builder import build
+    from .builder.build import sample_dump_path
+    from .builder.references import synthetic_references
+    from .provenance import code_provenance, folder_sha256
+
+    packaged = resources.files("cultureboard.builder")
+    files = {key: str(packaged.joinpath(path)) for key, path in BUILD_FILES.items()}
+    key = fingerprint({
+        "countries": countries, "options": BUILD_OPTIONS,
+        "files": {key: folder_sha256(path) for key, path in {**files, "dump": sample_dump_path()}.items()},
+        "code": code_provenance(("pyarrow", "msgspec", "numpy", "pyyaml", "transformers", "sentence-transformers")),
+        "builder": code_fingerprint(("cultureboard.builder", "cultureboard.countries", "cultureboard.records",
+                                     "cultureboard.dataset_folder", "cultureboard.atomic"), ()),
+        "countries_table": folder_sha256(str(resources.files("cultureboard").joinpath("data/countries.csv"))),
+    })
+    entry = cache_root() / "demo" / "datasets" / key
+    if entry.is_dir():
+        _copy_into(entry / "dataset", dataset)
+        return True
+    build(dataset, countries=countries, **BUILD_OPTIONS, **files)
+    synthetic_references(dataset)
+    make_once(entry, lambda tmp: shutil.copytree(dataset, tmp / "dataset"))
+    return False
+
+
+def _copy_into(source: Path, target: Path) -> None:
+    """Replace ``target`` (a folder of the claimed demo folder) with a copy of ``source``."""
+    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    if target.exists():
+        shutil.rmtree(target)
+    os.rename(tmp, target)
+
+
+def _standin_pipelines() -> dict[str, str]:
+    from .standins import standin_pipeline
+
+    return {name: str(standin_pipeline(name, seed)) for seed, name in enumerate(STANDIN_MODELS)}
+
+
+def _generate(dataset: Path, prompt_set: str, name: str, pipeline: str, folder: Path, standin: bool,
+              bars: bool) -> bool:
+    """Generate ``folder``; a stand-in's submission is taken from the cache when one was made from the same
+    inputs (True), else generated and stored there."""
+    settings = {"organization": "demo", "model_name": name, "tag": prompt_set, "contact": "cultureboard demo"}
+    if standin:
+        settings.update(STANDIN_GENERATION)
+        entry = cache_root() / "demo" / "submissions" / _generation_key(dataset, prompt_set, pipeline, settings)
+        if entry.is_dir():
+            _copy_into(entry / folder.name, folder)
+            return True
+    from diffusers.utils import logging
+
+    from .evaluators.submission.generate import generate
+
+    logging.disable_progress_bar()  # "Loading pipeline components": the demo prints a line per submission
+    generate(dataset, prompt_set, pipeline, folder, **settings, progress=bars)
+    if standin:
+        make_once(entry, lambda tmp: shutil.copytree(folder, tmp / folder.name))
+    return False
+
+
+def _generation_key(dataset: Path, prompt_set: str, pipeline: str, settings: dict) -> str:
+    """sha256 of everything that makes a stand-in submission: the dataset's revision (its prompt sets), the
+    prompt set, the pipeline's files, the settings, the device and thread count, the code that generates (its
+    files, the git commit) and the library versions."""
+    import torch
+
+    from .dataset_folder import local_revision
+    from .device import choose_device
+    from .provenance import code_provenance, folder_sha256
+
+    return fingerprint({
+        "dataset": local_revision(dataset), "prompt_set": prompt_set, "pipeline": folder_sha256(pipeline),
+        "settings": settings, "device": choose_device(None), "threads": torch.get_num_threads(),
+        "code": code_provenance(("diffusers", "transformers", "torch")),
+        "generate": code_fingerprint(("cultureboard.evaluators.submission",), ()),
+    })

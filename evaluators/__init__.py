@@ -7,8 +7,16 @@ the diversity maths :func:`vendi_score` and :func:`qvendi_score` (with the label
 :func:`vendi_from_labels`).
 """
 
-from .engine.evaluate import evaluate, merge_shards
-from .families.vendi import qvendi_score, vendi_from_labels, vendi_score
-from .submission.validate import validate
+import importlib
 
+#: Public name -> the module defining it, imported on first use (PEP 562): importing one stage (``validate`` in a
+#: pull request's check) does not import the engine's pandas and scipy.
+_PUBLIC = {"evaluate": ".engine.evaluate", "merge_shards": ".engine.evaluate", "validate": ".submission.validate",
+           "vendi_score": ".families.vendi", "qvendi_score": ".families.vendi", "vendi_from_labels": ".families.vendi"}
 __all__ = ["evaluate", "merge_shards", "validate", "vendi_score", "qvendi_score", "vendi_from_labels"]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
