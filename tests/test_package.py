@@ -212,8 +212,11 @@ BAD = {
                               "downloads", "differ in size: 96x64.*64x64"),
     "spec not YAML": (lambda env: setattr(env, "spec", "organization: [Acme\n"), "spec.yaml", "is not valid YAML"),
     "spec not a mapping": (lambda env: setattr(env, "spec", "- Acme\n"), "spec.yaml", "is not a YAML mapping"),
-    "spec lacks organization": (_set("organization", None), "spec.yaml", "lacks required field.*organization"),
-    "spec lacks model.name": (_set("model.name", None), "spec.yaml", "lacks required field.*model.name"),
+    # an --out named <org>__<model>[__<tag>] gives what the spec leaves out: here it is named otherwise
+    "spec lacks organization": (lambda env: (_set("organization", None)(env), setattr(env, "out", env.out.with_name("api"))),
+                                "spec.yaml", "lacks required field.*organization"),
+    "spec lacks model.name": (lambda env: (_set("model.name", None)(env), setattr(env, "out", env.out.with_name("api"))),
+                              "spec.yaml", "lacks required field.*model.name"),
     "spec contradicts the images": (_set("generation.width", 1024), "spec.yaml", "generation.width: 1024 but package found 96"),
     "folder misnamed": (lambda env: setattr(env, "out", env.out.with_name("acme__imagen")), "acme__imagen",
                         f"must be named {SID}"),

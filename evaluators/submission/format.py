@@ -136,6 +136,15 @@ def submission_id(spec: dict) -> str:
     return "__".join(slug(str(p)) for p in parts if p)
 
 
+def parse_submission_id(name: str) -> dict | None:
+    """``{"organization", "model", "tag"}`` of a folder named ``<org>__<model>[__<tag>]`` (each part a slug:
+    ``submission_id`` of the result is ``name`` again; tag None when absent), or None for any other name."""
+    parts = name.split("__")
+    if len(parts) not in (2, 3) or any(not p or slug(p) != p for p in parts):
+        return None
+    return {"organization": parts[0], "model": parts[1], "tag": parts[2] if len(parts) == 3 else None}
+
+
 def submission_id_problem(sid: str) -> str | None:
     """Why ``sid`` cannot name a submission (too long for the names derived from it), or None."""
     if len(sid) > MAX_SUBMISSION_ID:

@@ -1,8 +1,10 @@
 """Generate a submission: run a diffusers pipeline over a prompt set (``cultureboard generate``).
 
 The output folder ``--out`` *is* the submission folder, so its name must be the submission id
-``<org>__<model>[__<tag>]`` (:func:`cultureboard.evaluators.submission.submission_id`); a folder with
-another name is refused before anything is loaded, and nothing is renamed or guessed from it.
+``<org>__<model>[__<tag>]`` (:func:`cultureboard.evaluators.submission.format.submission_id`). The
+organization, model name and tag not given are read from a folder so named (``--out
+submissions/acme__flux-dev`` alone is enough); any that are given must agree with it. A folder with
+another name is refused before anything is loaded, and nothing is renamed.
 
 Seeds and determinism: image ``k`` of a prompt uses the prompt set's ``seeds[k]`` through its own
 ``torch.Generator(device="cpu")``. The initial noise is then drawn on the CPU whatever the device, so it
@@ -31,6 +33,7 @@ import hashlib
 import inspect
 import io
 import json
+import math
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,6 +56,7 @@ from .format import (
     METADATA,
     SUBMISSION_YAML,
     get,
+    parse_submission_id,
     submission_id,
     write_submission,
 )
@@ -71,7 +75,7 @@ _PRECISION = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp3
 
 
 def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Path, *, i2i_pipeline: str | None = None,
-             organization: str = "local", model_name: str | None = None, tag: str | None = None,
+             organization: str | None = None, model_name: str | None = None, tag: str | None = None,
              contact: str = "unknown", license: str = "unknown", batch_size: int = 4, steps: int | None = None,
              guidance_scale: float | None = None, device: str | None = None, dtype: str | torch.dtype | None = None,
              strength: float = 0.6, limit: int | None = None, progress: bool = True) -> dict:
@@ -79,6 +83,8 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     pipeline ``pipeline`` (a local folder or a Hub id, optionally ``ID@REVISION``) into the submission
     folder ``out`` and write its ``submission.yaml`` and ``metadata.jsonl``.
 
+    ``organization``, ``model_name`` and ``tag`` default to the parts of ``out``'s name when it is a submission
+    id, else to ``local``, the pipeline's last path part and none.
     ``steps`` and ``guidance_scale`` default to the pipeline's own defaults (recorded as used); ``device``
     to cuda, then mps, then cpu; ``dtype`` to fp16 on cuda and fp32 elsewhere. ``strength`` is the
     img2img strength of edit steps (ignored by pipelines without one, e.g. InstructPix2Pix);
@@ -92,15 +98,19 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     rows = _select(read_prompt_set(dataset, prompt_set), limit, f"{dataset}: prompt set {prompt_set}")
     stages = _stages(rows, f"{dataset}: prompt set {prompt_set}")
 
-    identity = {"organization": organization, "tag": tag, "model": {"name": model_name or _default_name(pipeline)}}
+    identity = _identity(out, pipeline, organization, model_name, tag)
+    organization, tag = identity["organization"], identity["tag"]
     if out.name != submission_id(identity):
         raise CultureboardError(
             out, f"is not named after the submission id {submission_id(identity)!r}",
-            "a submission folder must be named <org>__<model>[__<tag>] from --organization, --model-name and --tag: "
-            f"use --out {out.parent / submission_id(identity)}, or change those options to match the folder name",
+            "a submission folder must be named <org>__<model>[__<tag>], which gives --organization, --model-name "
+            f"and --tag, or is made from them: use --out {out.parent / submission_id(identity)}, or leave out the "
+            "options that disagree with the folder name",
         )
     if batch_size < 1:
         raise CultureboardError("--batch-size", f"must be at least 1, not {batch_size}", "pass a positive batch size")
+    if steps is not None and steps < 1:
+        raise CultureboardError("--steps", f"must be at least 1, not {steps}", "pass a positive number of steps")
 
     device = choose_device(device)
     torch_dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, choose_dtype(device, dtype))
@@ -145,6 +155,11 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
         spec["generation"]["i2i_pipeline"] = type(i2i_pipe).__name__
         if "strength" in inspect.signature(i2i_pipe.__call__).parameters:
             spec["generation"]["i2i_strength"] = strength
+            if steps is not None and int(steps * strength) < 1:  # diffusers would fail on an empty schedule
+                raise CultureboardError(f"--steps {steps} --strength {strength}", "leave the edit steps no denoising "
+                                        "step (image-to-image runs int(steps x strength) of them)",
+                                        f"pass --steps {math.ceil(1 / strength) if strength > 0 else 1} or more, or "
+                                        "a higher --strength")
     spec["generation"]["extra"] = extra
 
     settings = {path: get(spec, path) for path in RESUME_SETTINGS}
@@ -185,6 +200,18 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     journal.unlink()
     return {"submission": out.name, "out": str(out), "images": len(meta), "generated": len(pending),
             "skipped": len(meta) - len(pending), "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _identity(out: Path, pipeline: str, organization: str | None, model_name: str | None, tag: str | None) -> dict:
+    """The submission's organization, model name and tag: those given, the rest from ``out``'s name when it is a
+    submission id, else the defaults (``local``, the pipeline's name, none)."""
+    named = parse_submission_id(out.name)
+    if named is not None:
+        organization = organization or named["organization"]
+        model_name = model_name or named["model"]
+        tag = named["tag"] if tag is None else tag
+    return {"organization": organization or "local", "tag": tag,
+            "model": {"name": model_name or _default_name(pipeline)}}
 
 
 def image_file(prompt_id: str, k: int) -> str:

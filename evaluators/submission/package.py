@@ -39,6 +39,7 @@ from .format import (
     get,
     metadata_lines,
     parse_metadata_line,
+    parse_submission_id,
     read_spec,
     submission_id,
     submission_id_problem,
@@ -111,7 +112,9 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     ``metadata.jsonl`` and ``submission.yaml``; ``out`` is written whole or not at all, and must be new or
     empty (an earlier output holds no marker file, so delete it to package again).
 
-    ``spec`` is a partial submission.yaml (a path or a dict); package fills ``format_version``, ``date``
+    ``spec`` is a partial submission.yaml (a path or a dict); the ``organization``, ``model.name`` and ``tag`` it
+    leaves out are read from ``out``'s name when that is a submission id ``<org>__<model>[__<tag>]`` (those it
+    gives must agree with the name); package fills ``format_version``, ``date``
     (today, UTC), ``seeds.scheme``, ``prompt_set`` (name, dataset folder name, revision),
     ``images.location``, ``generation.width/height`` (from the images, which must share one size) and,
     for closed weights, ``generation.pipeline: api`` and null for unknown settings. ``seed_honoured=False``
@@ -137,6 +140,7 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     images = [im for im in images if im.file]
     width, height = _one_size(images, from_folder, problems)
     problems.raise_any()
+    _names_from_folder(spec, out, spec_source)
     _complete_spec(spec, spec_source, dataset=Path(dataset), prompt_set=prompt_set, width=width, height=height,
                    seed_honoured=seed_honoured)
     check_json_values(spec, spec_source)
@@ -407,6 +411,17 @@ def _fact(spec: dict, path: str, value: Any, source: str) -> None:
         raise CultureboardError(source, f"says {path}: {node[key]!r} but package found {value!r}",
                                 f"remove {path} from the spec; package fills it")
     node[key] = value
+
+
+def _names_from_folder(spec: dict, out: Path, source: str) -> None:
+    """The organization, model name and tag the spec leaves out, from ``out``'s name when it is a submission id."""
+    named = parse_submission_id(out.name)
+    if named is None:
+        return
+    for path, value in (("organization", named["organization"]), ("model.name", named["model"]), ("tag", named["tag"])):
+        if value is not None and get(spec, path) is None:
+            node, key = _node(spec, path, source)
+            node[key] = value
 
 
 def _lacks(spec: dict, field) -> bool:
