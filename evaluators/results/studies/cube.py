@@ -11,7 +11,7 @@ from . import register_study
 
 @register_study(
     "cube", title="CUBE cultural awareness ratings (Kannen et al. 2024, section 4, appendix E)",
-    url="https://arxiv.org/abs/2407.06863", licence=None,
+    url="https://arxiv.org/abs/2407.06863", licence=None, writer="cultureboard.evaluators.results.ratings:import_ratings",
     note="CUBE released no ratings: a file in its layout is its collector's data, published under the "
          "collector's licence; the rated prompts of CUBE-1K are CC BY-NC-SA 4.0.",
 )

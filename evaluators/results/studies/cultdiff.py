@@ -90,6 +90,7 @@ def _answer(value) -> float | None:
 @register_study(
     "cultdiff", title="CultDiff image-image similarity, description match and realism ratings (Bayramli et al. "
     "2025, section 3.2, appendix A.3)", url="https://arxiv.org/abs/2502.08914", licence=None,
+    writer="cultureboard.evaluators.families.cultdiff.human:import_study",
     note="CultDiff released no ratings: a file in its layout is its collector's data, published under the "
          "collector's licence.",
 )

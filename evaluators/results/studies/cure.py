@@ -57,7 +57,7 @@ COLUMNS = ("rater", "artifact", *QUESTIONS, "rater_country", "submission", "mode
 
 @register_study(
     STUDY, title="CuRe user study (Rege et al. 2025, section 3, appendix D)", url="https://arxiv.org/abs/2506.08071",
-    licence=None,
+    licence=None, writer="cultureboard.evaluators.results.studies.cure:import_cure_ratings",
     note="CuRe has not released its ratings (user_study/ is 'Coming Soon' in aniketrege/cure-bench): a file in "
          "this layout is its collector's data, published under the collector's licence.",
 )

@@ -62,7 +62,7 @@ CHAIN_METRIC = re.compile(r"^ecb\.(attribute\.)?(clipscore|aesthetic|dreamsim|cu
 
 @register_study(
     STUDY, title="ECB expert survey (Seo et al. 2025, section 3.4, appendix B)", url="https://arxiv.org/abs/2510.20042",
-    licence=None,
+    licence=None, writer="cultureboard.evaluators.results.studies.ecb:import_ecb_ratings",
     note="ECB released no ratings: a file in the survey app's layout is its collector's data, published under the "
          "collector's licence.",
 )
