@@ -1,18 +1,36 @@
 """The ``cultureboard`` command line: a thin shell over the public Python functions.
 
+Grammar: every command is a verb, then what it acts on. A verb that acts on several kinds of things takes
+the thing as a subcommand (``build dataset | site``, ``import cube-1k | cure | ratings``, ``publish dataset |
+results``, ``train cultdiff-s``); a verb with one object is joined to it (``extract-artifacts``,
+``fetch-references``, ``make-control``, ``list-metrics``, ``merge-shards``, ``compare-results``,
+``convert-dump``); ``generate``, ``package``, ``validate``, ``evaluate`` and ``demo`` act on submissions.
+The earlier names keep working, hidden from the help (:data:`ALIASES`), and ``build`` alone is ``build
+dataset``. An option that several commands share is defined once below (``--dataset``, ``--prompt-set``,
+``--device``, ``--dtype``, ``--scorers``, ``--json``). ``--json`` prints one JSON object on stdout for a
+machine to read; messages then go to stderr.
+
 Bad input is reported as one line, ``error: SOURCE: PROBLEM (fix: FIX)``, with a non-zero exit code
 (1 for bad input, 2 for a usage error) and no traceback.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import sys
 from pathlib import Path
 
 import click
 
 from . import __version__
+from .demo import DEMO_COUNTRIES
 from .errors import CultureboardError
+
+#: Earlier command names -> the command they are now (still accepted, not listed in the help).
+ALIASES = {"artifacts": "extract-artifacts", "references": "fetch-references", "control": "make-control",
+           "metrics": "list-metrics", "dump-to-rdf": "convert-dump", "site build": "build site",
+           "ratings import": "import ratings"}
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -20,13 +38,83 @@ def _csv(value: str | None) -> list[str] | None:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _plain(value):
+    """JSON for what the Python functions return besides JSON values: paths, numpy scalars, sets."""
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    return str(value)
+
+
+def _emit(as_json: bool, data: dict, text: str) -> None:
+    """``data`` as one JSON object (``--json``), or ``text`` for a person."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=_plain) if as_json else text)
+
+
+# ------------------------------------------------------------------------------------ shared options
+
+def dataset_option(required: bool = True):
+    return click.option("--dataset", required=required, type=click.Path(file_okay=False),
+                        help="Dataset folder (written by `cultureboard build dataset` or `import`, or downloaded "
+                             "from the Hub): its prompt sets, artifacts and references.")
+
+
+def prompt_set_option(required: bool = True, default_note: str = ""):
+    return click.option("--prompt-set", required=required,
+                        help="Prompt set, e.g. cube-awareness (`cultureboard list-metrics` lists them)" + default_note + ".")
+
+
+device_option = click.option("--device", help="cuda, mps or cpu (default: the best available).")
+dtype_option = click.option("--dtype", help="float16 (fp16), bfloat16 (bf16) or float32 (fp32) (default: float16 "
+                                            "on cuda, float32 otherwise).")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print one JSON object on stdout, for a machine to read (messages go to stderr).")
+
+
+def scorers_option(default: str):
+    return click.option("--scorers", default=default, show_default=True,
+                        help="tiny: random-weight stand-ins of every scorer, made once in $CULTUREBOARD_CACHE/standins "
+                             "(default ~/.cache/cultureboard): every step runs on a CPU in seconds, no score means "
+                             "anything; default: the registry's real checkpoints; or a scorer config FILE (YAML) "
+                             "pointing scorers at local folders or adding new ones.")
+
+
+class DefaultGroup(click.Group):
+    """A group that runs its ``default`` subcommand when none is named: ``build --out DIR`` is ``build dataset
+    --out DIR``."""
+
+    def __init__(self, *args, default: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.default = default
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [self.default, *args]
+        return super().parse_args(ctx, args)
+
+
+def alias(group: click.Group, command: click.Command, name: str) -> None:
+    """Keep the earlier name ``name`` of ``command`` working in ``group``, hidden from the help."""
+    earlier = copy.copy(command)
+    earlier.hidden = True
+    group.add_command(earlier, name)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Earlier names still accepted: " + "; ".join(f"{old} = {new}" for old, new in ALIASES.items())
+                    + "; `build --out DIR` = `build dataset --out DIR`.")
 @click.version_option(__version__, prog_name="cultureboard")
 def cli() -> None:
-    """Benchmarks and a leaderboard for the cultural competence of text-to-image models."""
+    """Benchmarks and a leaderboard for the cultural competence of text-to-image models.
+
+    Start with `cultureboard demo`: every step, offline, in about a minute.
+    """
 
 
-@cli.command()
+# ------------------------------------------------------------------------------------ build
+
+@cli.command(name="extract-artifacts")
 @click.option("--dump", type=click.Path(dir_okay=False), help="A Wikidata JSON dump (.json, .json.gz, .json.bz2).")
 @click.option("--sparql", metavar="URL", help="A SPARQL 1.1 endpoint with Wikidata's RDF vocabulary.")
 @click.option("--concepts", required=True, help="Comma-separated concepts, e.g. cuisine,landmarks,art.")
@@ -35,7 +123,7 @@ def cli() -> None:
 @click.option("--concepts-file", type=click.Path(dir_okay=False), help="YAML file of concept roots (default: the packaged CUBE Table 8 roots).")
 @click.option("--max-malformed", default=0.01, show_default=True, help="Largest fraction of malformed dump lines tolerated.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Output folder for artifacts.parquet and report.json.")
-def artifacts(dump, sparql, concepts, countries, hops, concepts_file, max_malformed, out):
+def extract_artifacts(dump, sparql, concepts, countries, hops, concepts_file, max_malformed, out):
     """Extract cultural artifacts from a knowledge base (CUBE Algorithm 1)."""
     from cultureboard.builder.artifact_space import artifacts as run
 
@@ -46,7 +134,12 @@ def artifacts(dump, sparql, concepts, countries, hops, concepts_file, max_malfor
         click.echo(f"skipped {report['dump']['malformed']} malformed dump lines (see report.json)")
 
 
-@cli.command()
+@cli.group(cls=DefaultGroup, default="dataset")
+def build() -> None:
+    """Build the dataset (the default: `build --out DIR`) or the leaderboard site."""
+
+
+@build.command(name="dataset")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Dataset folder to write (Hub layout).")
 @click.option("--config", type=click.Path(dir_okay=False), help="YAML build config; options given here override it.")
 @click.option("--dump", type=click.Path(dir_okay=False), help="Wikidata JSON dump (default: the shipped sample).")
@@ -61,49 +154,100 @@ def artifacts(dump, sparql, concepts, countries, hops, concepts_file, max_malfor
 @click.option("--seed", type=int, help="Seed of the stratified sampling (default 0).")
 @click.option("--knowledge", type=click.Path(file_okay=False),
               help="ECB culture questions: a folder of country articles with sources.yaml (builder/knowledge.py).")
-def build(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed, knowledge):
+@json_option
+def build_dataset(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed,
+                  knowledge, as_json):
     """Build the benchmark dataset folder: artifact spaces and the prompt sets of the five families."""
     from cultureboard.builder import build as run
 
     provenance = run(out, config=config, dump=dump, sparql=sparql, concepts=_csv(concepts), countries=_csv(countries),
                      hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed,
                      knowledge=knowledge)
-    _print_rows(out, provenance["rows"])
+    _print_rows(out, provenance["rows"], as_json)
 
 
-def _print_rows(out, rows: dict) -> None:
-    for name, n in rows.items():
-        click.echo(f"  {name:<20} {n:>6} rows")
-    click.echo(f"dataset written to {out} (load with datasets.load_dataset({str(out)!r}, CONFIG))")
+def _print_rows(out, rows: dict, as_json: bool) -> None:
+    text = "\n".join(f"  {name:<20} {n:>6} rows" for name, n in rows.items())
+    _emit(as_json, {"out": str(out), "rows": rows},
+          f"{text}\ndataset written to {out} (load with datasets.load_dataset({str(out)!r}, CONFIG))")
+
+
+@build.command(name="site")
+@click.option("--results", required=True, type=click.Path(file_okay=False), help="Results folder (one subfolder per submission).")
+@dataset_option()
+@click.option("--submissions", required=True, type=click.Path(file_okay=False), help="Submissions folder (model cards, images).")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the site to.")
+@click.option("--ratings", type=click.Path(file_okay=False), help="Output of `cultureboard import ratings`, for metric validity.")
+@json_option
+def build_site(results, dataset, submissions, out, ratings, as_json):
+    """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
+    from cultureboard.site.render import build_site as run
+
+    info = run(results, dataset, submissions, out, ratings=ratings)
+    for entry in info["skipped"]:
+        click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
+                   "left out of the site", err=True)
+    _emit(as_json, info, f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
+                         f"open {Path(out) / 'index.html'}")
 
 
 @cli.group(name="import")
 def import_() -> None:
-    """Import the official released data of a paper as a dataset folder."""
+    """Import the official released data of a paper as a dataset folder, or human ratings."""
 
 
 @import_.command(name="cube-1k")
 @click.argument("source")
 @click.option("--out", required=True, type=click.Path(file_okay=False))
-def import_cube_1k(source, out):
+@json_option
+def import_cube_1k(source, out, as_json):
     """CUBE-1K JSON (a path or the official URL) -> the cube-awareness config, prompts verbatim."""
     from cultureboard.builder import import_dataset
 
-    _print_rows(out, import_dataset("cube-1k", source, out)["rows"])
+    _print_rows(out, import_dataset("cube-1k", source, out)["rows"], as_json)
 
 
 @import_.command(name="cure")
 @click.argument("source")
 @click.option("--out", required=True, type=click.Path(file_okay=False))
-def import_cure(source, out):
+@json_option
+def import_cure(source, out, as_json):
     """CuRe CSV folder (a path or the official base URL) -> the cure-ladder config."""
     from cultureboard.builder import import_dataset
 
-    _print_rows(out, import_dataset("cure", source, out)["rows"])
+    _print_rows(out, import_dataset("cure", source, out)["rows"], as_json)
 
 
-@cli.command()
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder (its artifacts config).")
+@import_.command(name="ratings")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--study", default="cube", show_default=True,
+              help="The registered study whose layout FILE is in: cube, cure, cultdiff, cultivate, ecb (see "
+                   "evaluators/results/studies/).")
+@dataset_option()
+@prompt_set_option(required=False, default_note="; default: the study's own, where it has one")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for the ratings and their tables.")
+@click.option("--scores", type=click.Path(dir_okay=False), help="An evaluator scores.parquet: adds the validity report (cube, cultdiff).")
+@click.option("--submissions", type=click.Path(file_okay=False), help="Submissions folder, when ratings name images by file or sha256 (cube, cultdiff).")
+@click.option("--results", type=click.Path(file_okay=False), help="A results folder holding the rated submissions: adds the correlation tables (cure, ecb).")
+@json_option
+def import_ratings(file, study, dataset, prompt_set, out, scores, submissions, results, as_json):
+    """Import human ratings of any registered study: the common format, agreement, and the study's own tables
+    (CUBE Tables 3/10/11/12, CuRe Tables 1-3, ...) with correlations to automatic scores."""
+    from cultureboard.evaluators.results.studies import write_study
+
+    done = write_study(study, file, dataset, out, prompt_set=prompt_set, scores=scores, submissions=submissions,
+                       results=results)
+    # the writers count in their own words: ratings or rows; artifacts, images or items (images); raters or annotators
+    ratings = done.get("ratings", done.get("rows"))
+    things = next(((done[k], "images" if k == "items" else k) for k in ("artifacts", "images", "items") if k in done), None)
+    raters = done.get("raters", done.get("annotators"))
+    _emit(as_json, {"study": study, **done},
+          f"{ratings} ratings" + (f" of {things[0]} {things[1]}" if things else "")
+          + (f" by {raters} raters" if raters is not None else "") + f" written to {done['out']} (study {study})")
+
+
+@cli.command(name="fetch-references")
+@dataset_option()
 @click.option("--per-artifact", default=4, show_default=True, help="Images kept per artifact, at most.")
 @click.option("--commons-api", default="https://commons.wikimedia.org/w/api.php", show_default=True,
               help="MediaWiki API of Wikimedia Commons.")
@@ -112,15 +256,18 @@ def import_cure(source, out):
 @click.option("--connections", default=3, show_default=True, help="Parallel downloads (1-4).")
 @click.option("--max-side", default=1024, show_default=True, help="Largest side kept; bigger originals come as Commons thumbnails.")
 @click.option("--max-bytes", default=20 * 2**20, show_default=True, help="Largest file downloaded.")
-def references(dataset, per_artifact, commons_api, contact, connections, max_side, max_bytes):
+@json_option
+def fetch_references(dataset, per_artifact, commons_api, contact, connections, max_side, max_bytes, as_json):
     """Add real photographs of each artifact from Wikimedia Commons (free licences only) as the references config."""
-    from cultureboard.builder.references import MISSING_CONFIG, references as run
+    from cultureboard.builder.references import MISSING_CONFIG
+    from cultureboard.builder.references import references as run
 
     report = run(dataset, contact=contact or "", per_artifact=per_artifact, commons_api=commons_api,
-                 connections=connections, max_side=max_side, max_bytes=max_bytes, echo=click.echo)
-    click.echo(f"{report['images']} images of {report['with_images']} of {report['artifacts']} artifacts "
-               f"(downloaded {report['downloaded']}, reused {report['reused']}); {report['missing']} artifacts "
-               f"without a usable image are listed in the {MISSING_CONFIG} config")
+                 connections=connections, max_side=max_side, max_bytes=max_bytes,
+                 echo=lambda line: click.echo(line, err=as_json))
+    _emit(as_json, report, f"{report['images']} images of {report['with_images']} of {report['artifacts']} artifacts "
+                           f"(downloaded {report['downloaded']}, reused {report['reused']}); {report['missing']} "
+                           f"artifacts without a usable image are listed in the {MISSING_CONFIG} config")
 
 
 @cli.group()
@@ -146,38 +293,59 @@ def publish_dataset(folder, repo, revision, create_pr):
     click.echo(f"submissions pin: dataset_revision: {result['commit']}")
 
 
+@publish.command(name="results")
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("--repo", required=True, help="Hub dataset repository for results, ORG/NAME.")
+@click.option("--submission", help="Check that this submission id has results and name it in the commit (every submission is uploaded, so the splits and `latest` always agree).")
+def publish_results(results, repo, submission):
+    """Upload results to a Hub dataset: one split per submission plus `latest`."""
+    from cultureboard.evaluators.results.publish import publish_results as run
+
+    info = run(results, repo, submission=submission)
+    click.echo(f"uploaded results to {repo}: commit {info['commit']}")
+
+
+# ------------------------------------------------------------------------------------ submissions
+
 @cli.command()
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
-@click.option("--prompt-set", required=True, help="Prompt set to generate, e.g. cube-awareness.")
+@dataset_option()
+@prompt_set_option()
 @click.option("--pipeline", required=True, help="diffusers pipeline: Hub id (ID or ID@REVISION) or local folder.")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/<org>__<model>[__<tag>].")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Submission folder submissions/<org>__<model>[__<tag>]: its name gives the organization, model "
+                   "name and tag not passed below.")
 @click.option("--i2i-pipeline", help="Image-to-image or instruction-edit pipeline for I2I chains (default: derived from --pipeline).")
-@click.option("--organization", default="local", show_default=True, help="Organization: first part of the folder name.")
-@click.option("--model-name", help="Short model name: second part of the folder name (default: from --pipeline).")
-@click.option("--tag", help="Optional variant tag: last part of the folder name.")
+@click.option("--organization", help="Organization: first part of the folder name (default: from --out, else local).")
+@click.option("--model-name", help="Short model name: second part of the folder name (default: from --out, else from --pipeline).")
+@click.option("--tag", help="Optional variant tag: last part of the folder name (default: from --out).")
 @click.option("--contact", default="unknown", show_default=True, help="Name and e-mail or GitHub handle.")
 @click.option("--license", "license_", default="unknown", show_default=True, help="The model's licence.")
 @click.option("--batch-size", default=4, show_default=True)
 @click.option("--steps", type=int, help="Denoising steps (default: the pipeline's).")
 @click.option("--guidance-scale", type=float, help="Guidance scale (default: the pipeline's).")
 @click.option("--strength", default=0.6, show_default=True, help="img2img strength of edit steps.")
-@click.option("--device", help="cuda, mps or cpu (default: the best available).")
-@click.option("--dtype", help="fp16, bf16 or fp32 (default: fp16 on cuda, fp32 otherwise).")
+@device_option
+@dtype_option
 @click.option("--limit", type=int, help="Only the first N prompts (a smoke test).")
+@json_option
 def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, model_name, tag, contact, license_,
-             batch_size, steps, guidance_scale, strength, device, dtype, limit):
+             batch_size, steps, guidance_scale, strength, device, dtype, limit, as_json):
     """Generate a complete submission with any diffusers pipeline."""
     from diffusers.utils import logging as diffusers_logging
+    from transformers.utils import logging as transformers_logging
 
     from cultureboard.evaluators.submission.generate import generate as run
 
-    diffusers_logging.set_verbosity_error()
+    for logging in (diffusers_logging, transformers_logging):  # one bar, over the images, instead of theirs
+        logging.set_verbosity_error()
+        logging.disable_progress_bar()
 
     result = run(dataset, prompt_set, pipeline, out, i2i_pipeline=i2i_pipeline, organization=organization,
                  model_name=model_name, tag=tag, contact=contact, license=license_, batch_size=batch_size, steps=steps,
                  guidance_scale=guidance_scale, strength=strength, device=device, dtype=dtype, limit=limit)
-    click.echo(f"{result['images']} images in {result['out']} ({result['generated']} generated, {result['skipped']} kept "
-               f"from an earlier run); check it with: cultureboard validate {result['out']} --dataset {dataset}")
+    _emit(as_json, result, f"{result['images']} images in {result['out']} ({result['generated']} generated, "
+                           f"{result['skipped']} kept from an earlier run); check it with: cultureboard validate "
+                           f"{result['out']} --dataset {dataset}")
 
 
 @cli.command()
@@ -186,45 +354,52 @@ def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, mod
               help="CSV (header file,prompt_id,sample_idx[,edit_step,source_file,refused,reason]) or JSONL mapping each image, relative to --from-folder, to its prompt and sample (refused rows: no file).")
 @click.option("--spec", required=True, type=click.Path(dir_okay=False),
               help="Partial submission.yaml: organization, contact, model.*, generation settings you know; package fills the rest.")
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder the images were made from.")
-@click.option("--prompt-set", required=True, help="Prompt set the images answer.")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder to write: submissions/<org>__<model>[__<tag>].")
+@dataset_option()
+@prompt_set_option()
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Submission folder submissions/<org>__<model>[__<tag>]: its name gives the organization, model.name "
+                   "and tag the spec leaves out.")
 @click.option("--seeds-ignored", is_flag=True, help="The model took no seed: record generation.extra.seed_honoured: false.")
-def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored):
-    """Package images made elsewhere (closed APIs) as a submission."""
+@json_option
+def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored, as_json):
+    """Package images made elsewhere (closed APIs) as a submission; every mapping problem is reported at once."""
     from cultureboard.evaluators.submission.package import package as run
 
     result = run(from_folder, mapping, out, dataset=dataset, prompt_set=prompt_set, spec=spec, seed_honoured=not seeds_ignored)
     refused = result["slots"] - result["missing"] - result["images"]
-    click.echo(f"{result['images']} images and {refused} declared refusals packaged into {result['out']}")
+    text = f"{result['images']} images and {refused} declared refusals packaged into {result['out']}"
     if result["missing"]:
         first = ", ".join(f"{m['prompt_id']}#{m['sample_idx']}" for m in result["missing_slots"][:3])
-        click.echo(f"{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}); "
-                   "the validator will report the submission incomplete")
+        text += (f"\n{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}); "
+                 "the validator will report the submission incomplete")
+    _emit(as_json, {**result, "refused": refused}, text)
 
 
-@cli.command()
+@cli.command(name="make-control")
 @click.argument("kind", type=click.Choice(["reference-photos", "text-only"]))
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
-@click.option("--prompt-set", required=True, help="Prompt set the control answers, e.g. cube-awareness.")
+@dataset_option()
+@prompt_set_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND.")
 @click.option("--size", default=512, show_default=True, help="Side of the square images, in pixels.")
-def control(kind, dataset, prompt_set, out, size):
+@json_option
+def make_control(kind, dataset, prompt_set, out, size, as_json):
     """Make a control submission: the reference photographs, or the prompt's words as an image (never ranked)."""
-    from cultureboard.evaluators.submission.controls import make_control
+    from cultureboard.evaluators.submission.controls import make_control as run
 
-    result = make_control(kind, dataset, prompt_set, out, size=size)
-    click.echo(f"{result['images']} images and {result['refused']} declared refusals written to {result['out']}")
+    result = run(kind, dataset, prompt_set, out, size=size)
+    _emit(as_json, result, f"{result['images']} images and {result['refused']} declared refusals written to {result['out']}")
 
 
 @cli.command()
 @click.argument("submission", required=False, type=click.Path())
-@click.option("--dataset", type=click.Path(file_okay=False), help="Dataset folder, to check coverage and the revision.")
+@dataset_option(required=False)
 @click.option("--changed-files", type=click.Path(dir_okay=False), help="A pull request's changed paths (git diff --name-only), to check its scope.")
-@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable report (for the PR comment).")
+@json_option
 @click.option("--full-decode", is_flag=True, help="Also decode every pixel (slow; by default the file structure and sha256 are checked).")
 def validate(submission, dataset, changed_files, as_json, full_decode):
-    """Report every problem of a submission; exit 0 when valid, 1 when not, 2 on usage errors."""
+    """Report every problem of a submission; exit 0 when valid, 1 when not, 2 on usage errors.
+
+    Without --dataset, coverage and the dataset revision are not checked."""
     from cultureboard.evaluators.submission.validate import Report, check_pr_scope
     from cultureboard.evaluators.submission.validate import validate as run
 
@@ -246,34 +421,48 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
     raise click.exceptions.Exit(0 if report.valid else 1)
 
 
+# ------------------------------------------------------------------------------------ results
+
 @cli.command()
 @click.argument("submission", type=click.Path(file_okay=False))
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
+@dataset_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Results folder (results/): writes OUT/<submission id>/.")
-@click.option("--scorers", type=click.Path(dir_okay=False), help="Scorer config (YAML): point scorers at local folders or add new ones.")
+@scorers_option("default")
 @click.option("--shard", help="Score only part i of n (i/n); join the parts with `cultureboard merge-shards`.")
-@click.option("--device", help="cuda, mps or cpu (default: the best available).")
-@click.option("--dtype", help="float16, bfloat16 or float32 (default: float16 on cuda, float32 otherwise).")
+@device_option
+@dtype_option
 @click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of any random groups a family draws.")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard metrics`).")
-def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, options):
-    """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance."""
+              help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard list-metrics`).")
+@json_option
+def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, options, as_json):
+    """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance.
+
+    `--scorers tiny` runs every step on your own submission in seconds with random stand-in scorers (the scores
+    mean nothing): a check that the submission and your set-up work before a real scoring run."""
     from cultureboard.evaluators.engine.evaluate import evaluate as run
     from cultureboard.evaluators.engine.evaluate import parse_shard
+    from cultureboard.standins import resolve_scorers
 
-    target = run(submission, dataset, out, scorers=scorers, shard=parse_shard(shard), device=device, dtype=dtype,
+    chosen = parse_shard(shard)
+    target = run(submission, dataset, out, scorers=resolve_scorers(scorers), shard=chosen, device=device, dtype=dtype,
                  cache=cache, seed=seed, option_overrides=options)
-    click.echo(f"results written to {target}")
+    record = json.loads((target / ("shard.json" if chosen else "summary.json")).read_text(encoding="utf-8"))
+    provenance = record["provenance"]
+    _emit(as_json, {"results": str(target), "submission": provenance["submission"]["id"],
+                    "prompt_set": provenance["prompt_set"], "family": provenance["family"],
+                    "metrics": sorted(provenance["metrics"]), "scorers": [s["name"] for s in provenance["scorers"]],
+                    "shard": list(chosen) if chosen else None, "stand_in_scorers": scorers == "tiny"},
+          f"results written to {target}" + (" (tiny stand-in scorers: these scores measure nothing)"
+                                             if scorers == "tiny" else ""))
 
 
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the registry as JSON.")
-def metrics(as_json):
+@cli.command(name="list-metrics")
+@json_option
+def list_metrics(as_json):
     """List every benchmark family, its prompt sets, options and metric cards (with versions)."""
     import dataclasses
-    import json
 
     from cultureboard.evaluators.engine.registry import load_families
 
@@ -300,7 +489,7 @@ def metrics(as_json):
 @cli.command(name="merge-shards")
 @click.argument("results", type=click.Path(file_okay=False))
 @click.argument("submission_id")
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the prompt set.")
+@dataset_option()
 def merge_shards(results, submission_id, dataset):
     """Join the shards of a sharded evaluation into the result an unsharded run gives."""
     from cultureboard.evaluators.engine.evaluate import merge_shards as run
@@ -308,87 +497,24 @@ def merge_shards(results, submission_id, dataset):
     click.echo(f"results written to {run(results, submission_id, dataset)}")
 
 
-@cli.group()
-def ratings() -> None:
-    """Human ratings (CUBE section 4)."""
-
-
-@ratings.command(name="import")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder of the rated prompt set.")
-@click.option("--prompt-set", required=True, help="The rated prompt set, e.g. cube-awareness.")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for ratings, consensus and tables.")
-@click.option("--scores", type=click.Path(dir_okay=False), help="An evaluator scores.parquet: adds the validity report.")
-@click.option("--submissions", type=click.Path(file_okay=False), help="Submissions folder, when ratings name images by file or sha256.")
-@click.option("--study", type=click.Choice(["cube", "cure"]), default="cube", show_default=True,
-              help="The study whose layout FILE is in (cure: per artifact and rater, see evaluators/results/studies/cure.py).")
-@click.option("--results", type=click.Path(file_okay=False), help="cure: a results folder holding the rated submissions: adds the Spearman tables (CuRe Tables 1-3, 15).")
-def ratings_import(file, dataset, prompt_set, out, scores, submissions, study, results):
-    """Import ratings: consensus, CUBE Tables 3/10/11/12, and correlations with automatic scores."""
-    from cultureboard.evaluators.results.ratings import import_ratings
-
-    if study == "cure":
-        from cultureboard.evaluators.results.studies.cure import import_cure_ratings
-
-        done = import_cure_ratings(file, dataset, out, results=results, prompt_set=prompt_set)
-        click.echo(f"{done['rows']} ratings of {done['artifacts']} artifacts by {done['raters']} raters written to {done['out']}")
-        return
-    result = import_ratings(file, dataset, prompt_set, out, scores=scores, submissions=submissions)
-    click.echo(f"{result['ratings']} ratings of {result['items']} images by {result['raters']} raters written to {result['out']}")
-
-
-@cli.group(name="site")
-def site_group() -> None:
-    """The static leaderboard site."""
-
-
-@site_group.command(name="build")
-@click.option("--results", required=True, type=click.Path(file_okay=False), help="Results folder (one subfolder per submission).")
-@click.option("--dataset", required=True, type=click.Path(file_okay=False), help="Dataset folder (prompt texts, slices).")
-@click.option("--submissions", required=True, type=click.Path(file_okay=False), help="Submissions folder (model cards, images).")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the site to.")
-@click.option("--ratings", type=click.Path(file_okay=False), help="Output of `cultureboard ratings import`, for metric validity.")
-def site_build(results, dataset, submissions, out, ratings):
-    """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
-    from cultureboard.site.render import build_site
-
-    info = build_site(results, dataset, submissions, out, ratings=ratings)
-    for entry in info["skipped"]:
-        click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
-                   "left out of the site", err=True)
-    click.echo(f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
-               f"open {Path(out) / 'index.html'}")
-
-
-@publish.command(name="results")
-@click.argument("results", type=click.Path(file_okay=False))
-@click.option("--repo", required=True, help="Hub dataset repository for results, ORG/NAME.")
-@click.option("--submission", help="Check that this submission id has results and name it in the commit (every submission is uploaded, so the splits and `latest` always agree).")
-def publish_results_command(results, repo, submission):
-    """Upload results to a Hub dataset: one split per submission plus `latest`."""
-    from cultureboard.evaluators.results.publish import publish_results
-
-    info = publish_results(results, repo, submission=submission)
-    click.echo(f"uploaded results to {repo}: commit {info['commit']}")
-
-
 @cli.command(name="compare-results")
 @click.argument("baseline", type=click.Path(file_okay=False))
 @click.argument("new", type=click.Path(file_okay=False))
 @click.option("--tolerance", default=0.02, show_default=True, help="Largest absolute change tolerated per metric x slice.")
-def compare_results_command(baseline, new, tolerance):
+def compare_results(baseline, new, tolerance):
     """Compare two results of the same submission; exit 1 when scores drifted beyond the tolerance."""
-    from cultureboard.evaluators.results.drift import compare_results, format_drifts
+    from cultureboard.evaluators.results.drift import compare_results as run
+    from cultureboard.evaluators.results.drift import format_drifts
 
-    drifts = compare_results(baseline, new, tolerance=tolerance)
+    drifts = run(baseline, new, tolerance=tolerance)
     click.echo(format_drifts(drifts))
     raise click.exceptions.Exit(1 if drifts else 0)
 
 
-@cli.command(name="dump-to-rdf")
+@cli.command(name="convert-dump")
 @click.argument("dump", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
-def dump_to_rdf(dump, out):
+def convert_dump(dump, out):
     """Convert a Wikidata JSON dump to N-Triples (Wikidata RDF), to load into a local SPARQL server."""
     from cultureboard.builder.kb_rdf import dump_to_ntriples
 
@@ -397,13 +523,13 @@ def dump_to_rdf(dump, out):
 
 @cli.command()
 @click.option("--out", default="cultureboard-demo", show_default=True, type=click.Path(file_okay=False))
-@click.option("--scorers", default="tiny", show_default=True,
-              help="tiny: random-weight local stand-ins; default: the registry's real checkpoints; or a scorer config FILE.")
+@scorers_option("tiny")
 @click.option("--pipeline", "pipelines", multiple=True, metavar="NAME=ID_OR_PATH",
               help="Real diffusers pipelines to generate with instead of the stand-ins (repeatable).")
-@click.option("--countries", help="Comma-separated ISO codes (default: IT,JP,BR,NG).")
-def demo(out, scorers, pipelines, countries):
-    """Run the whole pipeline offline: build, generate, validate, evaluate, site."""
+@click.option("--countries", help=f"Comma-separated ISO codes (default: {','.join(DEMO_COUNTRIES)}).")
+@json_option
+def demo(out, scorers, pipelines, countries, as_json):
+    """Run the whole pipeline offline: build, generate, validate, evaluate, site (stand-in models, cached)."""
     from cultureboard.demo import demo as run
 
     chosen = {}
@@ -412,7 +538,10 @@ def demo(out, scorers, pipelines, countries):
         if not sep or not name or not ident:
             raise CultureboardError(f"--pipeline {item}", "is not NAME=ID_OR_PATH", "e.g. --pipeline sdxl=stabilityai/stable-diffusion-xl-base-1.0", exit_code=2)
         chosen[name] = ident
-    run(out, scorers=scorers, pipelines=chosen or None, countries=_csv(countries), echo=click.echo)
+    summary = run(out, scorers=scorers, pipelines=chosen or None, countries=_csv(countries),
+                  echo=lambda line: click.echo(line, err=as_json), bars=sys.stderr.isatty())
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
 
 
 @cli.group()
@@ -424,8 +553,7 @@ def train() -> None:
 @click.option("--ratings", required=True, type=click.Path(dir_okay=False),
               help="Ratings in the common format: q1_1-q1_4 answers about image pairs (item_id pair:SHA:SHA) or "
                    "generated images with their prompt_id.")
-@click.option("--dataset", required=True, type=click.Path(file_okay=False),
-              help="Dataset folder with the references config (and the rated prompt set).")
+@dataset_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Model folder to write; score with it as `cultdiff.learned: {path: OUT}` in --scorers FILE.")
 @click.option("--images", multiple=True, type=click.Path(file_okay=False),
@@ -438,13 +566,14 @@ def train() -> None:
 @click.option("--margin", type=float, help="Contrastive margin m (default 1.0).")
 @click.option("--held-out", type=float, help="Share of each country's artifacts held out for the correlation (default 0.2).")
 @click.option("--seed", type=int, help="Seed of the split, pair sampling, order and initialisation (default 0).")
-@click.option("--device", help="cuda, mps or cpu (default: the best available).")
+@device_option
 def train_cultdiff_s(ratings, dataset, out, images, init, epochs, lr, batch_size, margin, held_out, seed, device):
     """Train CultDiff-S: a twin ViT with a rating-weighted contrastive loss; writes a model folder with its card."""
     import dataclasses
 
     from cultureboard.device import choose_device
-    from cultureboard.evaluators.families.cultdiff.train import TrainingConfig, train_cultdiff_s as run
+    from cultureboard.evaluators.families.cultdiff.train import TrainingConfig
+    from cultureboard.evaluators.families.cultdiff.train import train_cultdiff_s as run
 
     given = {"init": init, "epochs": epochs, "lr": lr, "batch_size": batch_size, "margin": margin,
              "held_out": held_out, "seed": seed}
@@ -454,6 +583,25 @@ def train_cultdiff_s(ratings, dataset, out, images, init, epochs, lr, batch_size
     after = record["held_out"]["after"]
     rho = "undefined" if after["spearman"] is None else f"{after['spearman']:.3f}"
     click.echo(f"model written to {out} (held-out Spearman {rho} over {after['n']} pairs; see its README.md)")
+
+
+# ------------------------------------------------------------------------------------ earlier names
+
+@cli.group(name="site", hidden=True)
+def site_group() -> None:
+    """Earlier name: `site build` is `build site`."""
+
+
+@cli.group(name="ratings", hidden=True)
+def ratings_group() -> None:
+    """Earlier name: `ratings import` is `import ratings`."""
+
+
+alias(site_group, build_site, "build")
+alias(ratings_group, import_ratings, "import")
+for _old, _new in ALIASES.items():
+    if " " not in _old:
+        alias(cli, cli.commands[_new], _old)
 
 
 def main(argv: list[str] | None = None) -> int:

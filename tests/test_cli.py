@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pyarrow.parquet as pq
 import pytest
 
 from cultureboard.builder.build import sample_dump_path
-from cultureboard.demo import STANDIN_MODELS
+from cultureboard.cli import ALIASES, main
+from cultureboard.cli import cli as command_line
+from cultureboard.demo import DEMO_COUNTRIES, STANDIN_MODELS
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -36,7 +42,7 @@ def assert_clean_error(result, *needles, code=1):
 
 def test_artifacts_command(tmp_path):
     out = tmp_path / "space"
-    r = cli("artifacts", "--dump", sample_dump_path(), "--concepts", "cuisine,landmarks,art", "--countries", "IT,JP",
+    r = cli("extract-artifacts", "--dump", sample_dump_path(), "--concepts", "cuisine,landmarks,art", "--countries", "IT,JP",
             "--hops", 4, "--out", out)
     assert r.returncode == 0, r.stderr
     table = pq.read_table(out / "artifacts.parquet")
@@ -58,14 +64,14 @@ def test_artifacts_command(tmp_path):
 )
 def test_artifacts_bad_options(tmp_path, args, needles, code):
     out = tmp_path / "out"
-    assert_clean_error(cli("artifacts", "--dump", sample_dump_path(), *args, "--out", out), *needles, code=code)
+    assert_clean_error(cli("extract-artifacts", "--dump", sample_dump_path(), *args, "--out", out), *needles, code=code)
     assert not out.exists()
 
 
 def test_missing_root(tmp_path):
     concepts = tmp_path / "concepts.yaml"
     concepts.write_text("cuisine:\n  roots:\n    - {qid: Q746549, name: dish}\n    - {qid: Q999999999, name: nothing}\n")
-    r = cli("artifacts", "--dump", sample_dump_path(), "--concepts", "cuisine", "--countries", "IT",
+    r = cli("extract-artifacts", "--dump", sample_dump_path(), "--concepts", "cuisine", "--countries", "IT",
             "--concepts-file", concepts, "--out", tmp_path / "out")
     assert_clean_error(r, "Q999999999", "not in the knowledge base")
     assert not (tmp_path / "out").exists()
@@ -74,7 +80,7 @@ def test_missing_root(tmp_path):
 def test_corrupt_dump_and_unreachable_endpoint(tmp_path):
     corrupt = tmp_path / "dump.json.gz"
     corrupt.write_bytes(gzip.compress(sample_dump_path().read_bytes())[:5000])
-    r = cli("artifacts", "--dump", corrupt, "--concepts", "cuisine", "--countries", "IT", "--out", tmp_path / "a")
+    r = cli("extract-artifacts", "--dump", corrupt, "--concepts", "cuisine", "--countries", "IT", "--out", tmp_path / "a")
     assert_clean_error(r, str(corrupt), "cannot be read as a Wikidata JSON dump")
     r = cli("artifacts", "--sparql", "http://127.0.0.1:9/sparql", "--concepts", "cuisine", "--countries", "IT",
             "--out", tmp_path / "b")
@@ -88,7 +94,7 @@ def test_out_folder_is_never_clobbered(tmp_path):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "thesis.tex").write_text("do not delete")
-    r = cli("artifacts", "--dump", sample_dump_path(), "--concepts", "cuisine", "--countries", "IT", "--out", precious)
+    r = cli("extract-artifacts", "--dump", sample_dump_path(), "--concepts", "cuisine", "--countries", "IT", "--out", precious)
     assert_clean_error(r, "will not be overwritten")
     assert (precious / "thesis.tex").read_text() == "do not delete"
 
@@ -116,19 +122,140 @@ def test_cure_import_with_missing_column(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_demo_runs_every_step(tmp_path):
-    env_cache = {"CULTUREBOARD_CACHE": str(tmp_path / "cache")}
-    r = cli("demo", "--out", tmp_path / "demo", env=env_cache)
-    assert r.returncode == 0, r.stderr
-    demo = tmp_path / "demo"
+def test_earlier_command_names_still_work(tmp_path, capsys):
+    """Every earlier name runs the command it became (hidden from the help); `build` alone is `build dataset`."""
+    ctx = click.Context(command_line)
+    for old, new in ALIASES.items():
+        words_old, words_new = old.split(), new.split()
+        resolve = lambda words: functools.reduce(lambda group, w: group.get_command(ctx, w), words, command_line)
+        assert resolve(words_old).callback is resolve(words_new).callback, old
+        assert resolve(words_old).hidden
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out.split("Commands:")[1].split("Earlier names")[0]
+    assert not any(f"  {old.split()[0]} " in listed for old in ALIASES if " " not in old)
+    for argv in (["build"], ["build", "dataset"]):  # routed to the dataset build: its option check answers
+        assert_clean_error(cli(*argv, "--out", tmp_path / "o", "--prompt-sets", "nope"), "nope")
+    assert not (tmp_path / "o").exists()
+
+
+def test_demo_help_states_the_countries_it_builds(capsys):
+    assert main(["demo", "--help"]) == 0
+    assert f"(default: {','.join(DEMO_COUNTRIES)})" in " ".join(capsys.readouterr().out.split())
+
+
+# ------------------------------------------------------------------------------------ the demo
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    """The demo run twice with one cache: into a new folder, then into another new folder (``--json``)."""
+    root = tmp_path_factory.mktemp("demo")
+    env = {"CULTUREBOARD_CACHE": str(root / "cache")}
+    first = cli("demo", "--out", root / "first", env=env)
+    assert first.returncode == 0, first.stderr
+    second = cli("demo", "--out", root / "second", "--json", env=env)
+    assert second.returncode == 0, second.stderr
+    return {"root": root, "env": env, "first": first, "second": second, "demo": root / "first"}
+
+
+def _results(folder: Path) -> dict:
+    return {p.name: json.loads((p / "summary.json").read_text()) for p in sorted((folder / "results").iterdir())}
+
+
+def test_demo_runs_every_step_of_every_family(demo_runs):
+    from cultureboard.evaluators.engine.registry import family_of, load_families
+
+    demo, out = demo_runs["demo"], demo_runs["first"].stdout
+    lines = out.splitlines()
+    assert lines[0].startswith(f"cultureboard demo -> {demo}: build, generate")  # printed before any heavy import
+    steps = [line.split("]")[0] for line in lines if line.startswith("[")]
+    assert steps == ["[1/5", "[2/5", "[3/5", "[4/5", "[5/5"]
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     assert subs == sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    assert "demo__tiny-a__cultivate" in subs
-    assert sorted(p.name for p in (demo / "results").iterdir()) == subs
-    assert all((demo / "results" / s / "summary.json").is_file() for s in subs)
-    assert "random-weight stand-in" in r.stdout and str((demo / "site" / "index.html").resolve()) in r.stdout
-    first = (demo / "results" / subs[0] / "summary.json").read_bytes()
-    again = cli("demo", "--out", tmp_path / "demo", env=env_cache)  # stand-ins, images and embeddings are reused
-    assert again.returncode == 0, again.stderr
-    assert (demo / "results" / subs[0] / "summary.json").read_bytes() == first
+    assert out.count("generated") == len(subs) and "reused" not in out
+    results = _results(demo)
+    assert sorted(results) == subs
+    scored = {family_of(s.split("__")[-1])[0].name for s in subs}
+    assert scored == set(load_families())  # every registered family is in the demo
+    for sid, summary in results.items():  # ... and has at least one metric with a value
+        assert any(entry["value"] is not None for entry in summary["metrics"]), sid
+    build = json.loads((demo / "dataset/build.json").read_text())
+    assert sorted(build["options"]["countries"]) == sorted(DEMO_COUNTRIES)
+    assert "random-weight stand-in" in out and str((demo / "site" / "index.html").resolve()) in out
+    assert "Traceback" not in demo_runs["first"].stderr and "Loading pipeline components" not in demo_runs["first"].stderr
+
+
+def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
+    first, second = demo_runs["demo"], demo_runs["root"] / "second"
+    summary = json.loads(demo_runs["second"].stdout)
+    subs = sorted(p.name for p in (first / "submissions").iterdir())
+    assert sorted(summary["cached"]) == sorted(["dataset", *subs])
+    assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "site", "total"}
+    assert demo_runs["second"].stderr.count("reused from the cache") == len(subs) + 1
+    for sub in subs:  # the same bytes: images, metadata and submission.yaml
+        a, b = first / "submissions" / sub, second / "submissions" / sub
+        files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+        assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files), sub
+    assert _results(first) == _results(second)
+
+
+def test_evaluate_with_the_tiny_scorers(demo_runs, tmp_path):
+    """`--scorers tiny` is the demo's scorers, for any submission: the same summary as the demo's."""
+    demo, sub = demo_runs["demo"], "demo__tiny-b__cube-awareness"
+    # a copy: the site hard-links the demo's images, which the validator refuses (notes/requests/demo.md)
+    submission = shutil.copytree(demo / "submissions" / sub, tmp_path / "submissions" / sub)
+    r = cli("evaluate", submission, "--dataset", demo / "dataset", "--out", tmp_path / "results",
+            "--scorers", "tiny", "--json", env=demo_runs["env"])
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["stand_in_scorers"] is True and info["submission"] == sub and info["prompt_set"] == "cube-awareness"
+    assert info["metrics"] and Path(info["results"]) == tmp_path / "results" / sub
+    assert json.loads((tmp_path / "results" / sub / "summary.json").read_text()) == _results(demo)[sub]
+    assert_clean_error(cli("evaluate", submission, "--dataset", demo / "dataset", "--out", tmp_path / "other",
+                           "--scorers", tmp_path / "none.yaml"), "none.yaml", "'tiny'", code=2)
+
+
+def test_build_site_and_make_control_print_json(demo_runs, tmp_path):
+    demo = demo_runs["demo"]
+    r = cli("build", "site", "--results", demo / "results", "--dataset", demo / "dataset", "--submissions",
+            demo / "submissions", "--out", tmp_path / "site", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["pages"] > 0 and (tmp_path / "site/index.html").is_file() and info["skipped"] == []
+    r = cli("make-control", "text-only", "--dataset", demo / "dataset", "--prompt-set", "cube-awareness", "--out",
+            tmp_path / "control__text-only", "--json")
+    assert r.returncode == 0, r.stderr
+    made = json.loads(r.stdout)
+    assert made["images"] == len(list((tmp_path / "control__text-only" / "images").rglob("*.png"))) > 0
+
+
+def test_import_ratings_of_any_study(demo_runs, tmp_path):
+    """One dispatch over the registered studies: a study without a writer of its own (cultivate) gets the
+    common format and agreement; options a study does not take are usage errors naming its options."""
+    import pandas as pd
+
+    from cultureboard.dataset_folder import read_prompt_set
+
+    demo = demo_runs["demo"]
+    prompts = [p["prompt_id"] for p in read_prompt_set(demo / "dataset", "cultivate")][:2]
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("rater,rater_country,prompt_id,sample_idx,gt_faith,gt_hal\n"
+                       f"r1,IT,{prompts[0]},0,4,2\nr2,IT,{prompts[0]},0,3,2\nr1,NG,{prompts[1]},1,5,1\n")
+    r = cli("import", "ratings", ratings, "--study", "cultivate", "--dataset", demo / "dataset", "--prompt-set",
+            "cultivate", "--out", tmp_path / "rated", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["study"] == "cultivate" and info["rows"] == 6 and info["raters"] == 2
+    assert sorted(p.name for p in (tmp_path / "rated").iterdir() if not p.name.startswith(".")) == \
+        ["agreement.json", "ratings.parquet"]
+    assert len(pd.read_parquet(tmp_path / "rated/ratings.parquet")) == 6
+    base = ("--dataset", demo / "dataset", "--out", tmp_path / "x")
+    assert_clean_error(cli("import", "ratings", ratings, "--study", "cure", "--scores", ratings, *base),
+                       "study cure", "takes no --scores", "--results", code=2)
+    assert_clean_error(cli("import", "ratings", ratings, "--study", "ecb", "--submissions", demo / "submissions", *base),
+                       "study ecb", "--submissions as dict", code=2)
+    assert_clean_error(cli("ratings", "import", ratings, "--study", "cube", *base), "study cube", "needs --prompt-set",
+                       code=2)
+    assert_clean_error(cli("import", "ratings", ratings, "--study", "nope", *base), "nope", "cultivate")
+    assert not (tmp_path / "x").exists()
