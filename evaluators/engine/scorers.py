@@ -159,13 +159,16 @@ def local_files(name: str, entry: Mapping, memo: FingerprintMemo | None = None) 
 
 # ------------------------------------------------------------------------------------------ loading
 
-def _deterministic() -> None:
+def _deterministic(device: str) -> None:
+    """The same inputs give the same bits: seeded, no cuDNN autotuning, and on CUDA the deterministic kernels
+    (``use_deterministic_algorithms``; its import costs seconds, and the CPU's inference kernels need none)."""
     import torch
 
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # lets cuBLAS be deterministic
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.backends.cudnn.benchmark = False
     torch.manual_seed(0)
+    if device.startswith("cuda"):
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # lets cuBLAS be deterministic
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.benchmark = False
 
 
 def _quiet_libraries() -> None:
@@ -181,7 +184,7 @@ def _build(name: str, entry: Mapping, device: str, dtype: str, memo: Fingerprint
     backend = backends()[entry["backend"]]
     files, model_id, revision = backend.locate(name, entry, memo)
     _quiet_libraries()
-    _deterministic()
+    _deterministic(device)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
