@@ -20,6 +20,7 @@ can be rerun by hand on it. ``benchmarks/demo_speed.py`` times a first run and a
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sys
@@ -175,7 +176,7 @@ def _quiet_libraries() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     for library in ("transformers", "diffusers"):
         if library in sys.modules:
-            logging = __import__(f"{library}.utils.logging", fromlist=["logging"])
+            logging = importlib.import_module(f"{library}.utils.logging")
             logging.set_verbosity_error()
             logging.disable_progress_bar()
 
