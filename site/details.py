@@ -34,7 +34,8 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
     page, group = f"model/{r.sid}.html", board.group_of[r.sid]
     card = [{"field": f.path, "help": f.help, "value": get(r.spec, f.path)} for f in FIELDS
             if get(r.spec, f.path) is not None and f.path not in PRIVATE_FIELDS]
-    plain = sorted({k[1:] for k in r.entries if not is_cross(k[1]) and not _ordered(r, k[1])},
+    ordered = _ordered_types(r)
+    plain = sorted({k[1:] for k in r.entries if not is_cross(k[1]) and k[1] not in ordered},
                    key=lambda s: (type_order(s[0]), slice_order(*s)))
     headline = group.metrics[0]
     columns = [Column("slice_type", "Slice type", "text"), Column("slice", "Slice", "link"),
@@ -68,10 +69,15 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               **images)
 
 
-def _ordered(r, slice_type: str) -> bool:
+def _ordered_types(r) -> set[str]:
+    """The result's family slice types whose slices are all integers (drawn as curves, not listed)."""
     from cultureboard.evaluators.results.aggregate import SLICE_TYPES
 
-    return slice_type not in SLICE_TYPES and is_ordered({s for (_, t, s) in r.entries if t == slice_type})
+    values: dict[str, set[str]] = {}
+    for _, t, s in r.entries:
+        if t not in SLICE_TYPES:
+            values.setdefault(t, set()).add(s)
+    return {t for t, found in values.items() if is_ordered(found)}
 
 
 def _control_text(r) -> str | None:
@@ -209,16 +215,17 @@ def family_pages(site: Site, board: Board) -> None:
     except CultureboardError:
         validity = []
     present = {board.cards[g.metrics[0]]["family"] for gs in board.groups.values() for g in gs}
+    try:
+        every_table = load_reported()
+    except CultureboardError:
+        every_table = []
     for name in sorted(present):
         family = board.families.get(name)
         if family is None:
             continue
         page = family_page(name)
         cards = [board.cards.get(m.name) or m.to_dict() for m in family.metrics]
-        try:
-            tables = load_reported(name)
-        except CultureboardError:
-            tables = []
+        tables = [t for t in every_table if t.family == name]
         reported = []
         for k, t in enumerate(tables, 1):
             columns = [Column(c, c.replace("_", " "), "text") for c in t.labels]

@@ -5,8 +5,8 @@ browser with its per-image scores and explanations.
   every row shows); a prompt set with more than :data:`PROMPTS_PER_PAGE` prompts gets one page per country
   (``gallery/<prompt set>/<country>.html``) instead;
 * ``prompt/<prompt set>/<prompt>.html``: the prompt's text and slices, then one row per submission (display name,
-  controls marked) with its images: thumbnails linked to the full-size file, alt text from the prompt, and the
-  headline value of each image;
+  controls marked) with its first :data:`PER_SUBMISSION` images (the rest linked in its image browser):
+  thumbnails linked to the full-size file, alt text from the prompt, and the headline value of each image;
 * ``model/<id>/images-<n>.html``: ``page_size`` images a page with prompt, every per-image score, the family's
   flag where it could not score one, and the explanations of the rows' ``detail`` (any family's: a dict shown as
   labelled lists, e.g. the descriptors an image shows and misses).
@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from urllib.parse import quote
 
 from cultureboard.naming import slug
 
@@ -26,6 +27,8 @@ from .write import Column, Site
 
 #: A prompt set with more prompts than this gets one gallery page per country.
 PROMPTS_PER_PAGE = 400
+#: Images of one submission a prompt page shows (the rest are one click away, in its image browser).
+PER_SUBMISSION = 4
 #: What an explanation shows of one value: list items and characters.
 MAX_ITEMS, MAX_CHARS = 24, 240
 FILTERS = ("country", "category", "era")
@@ -35,7 +38,7 @@ def prompt_page(prompt_set: str, prompt_id: str) -> str:
     return f"prompt/{prompt_set}/{slug(prompt_id)}.html"
 
 
-def gallery_pages(site: Site, board: Board, media: dict) -> dict[str, str]:
+def gallery_pages(site: Site, board: Board, media: dict, page_size: int) -> dict[str, str]:
     """Write the galleries and prompt pages; returns prompt set -> its gallery page."""
     out = {}
     for prompt_set, groups in board.groups.items():
@@ -44,7 +47,7 @@ def gallery_pages(site: Site, board: Board, media: dict) -> dict[str, str]:
         if not prompts:
             continue
         headline = groups[0].metrics[0]
-        _prompt_pages(site, board, prompt_set, prompts, members, headline, media)
+        _prompt_pages(site, board, prompt_set, prompts, members, headline, media, page_size)
         rows = [_prompt_row(board, prompt_set, p) for p in prompts]
         page = f"gallery/{prompt_set}.html"
         if len(rows) <= PROMPTS_PER_PAGE:
@@ -92,7 +95,7 @@ def _filters(rows: list[dict], fields=FILTERS) -> list[dict]:
 
 
 def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str], members, headline: str,
-                  media: dict) -> None:
+                  media: dict, page_size: int) -> None:
     values = {}
     for r in members:
         rows = r.scores[(r.scores["metric"] == headline) & r.scores["file_name"].notna() & r.scores["value"].notna()]
@@ -102,6 +105,7 @@ def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str],
         for im in r.images:
             by_prompt.setdefault(im["prompt_id"], {}).setdefault(r.sid, []).append(im)
     card = board.cards[headline]
+    index = {r.sid: {im["file_name"]: k for k, im in enumerate(r.images)} for r in members}
     ordered = board.order(board.group_of[members[0].sid], headline, "overall", "all")
     order = {r.sid: k for k, r in enumerate(ordered)}
     for prompt_id in prompts:
@@ -111,8 +115,10 @@ def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str],
             images = by_prompt.get(prompt_id, {}).get(r.sid, [])
             if not images:
                 continue
-            lines.append({"r": r, "images": [_image(r, im, media, row["text"], values[r.sid].get(im["file_name"]))
-                                             for im in images]})
+            page = 1 + index[r.sid][images[0]["file_name"]] // page_size
+            lines.append({"r": r, "more": len(images) - PER_SUBMISSION, "browser": f"model/{r.sid}/images-{page}.html",
+                          "images": [_image(r, im, media, row["text"], values[r.sid].get(im["file_name"]))
+                                     for im in images[:PER_SUBMISSION]]})
         site.page(row["href"], "prompt.html", f"Prompt: {row['text'][:80]}", prompt=row, lines=lines, card=card,
                   prompt_set=prompt_set, fields=_fields(board.prompts.get(prompt_id, {})))
 
@@ -124,10 +130,13 @@ def _fields(prompt: dict) -> list[tuple[str, str]]:
 
 
 def _image(r, im: dict, media: dict, text: str, value) -> dict:
+    """An image as the pages show it: thumbnail (site path or None), full-size link (site path, or the Hub address:
+    ``external``), status, sample, alt text from the prompt, and a value."""
     found = media.get((r.sid, im["sha256"]), {"status": "not fetched", "full": None})
+    hub = None if found["full"] else _hub_url(r, im)
     return {"thumb": f"thumbs/{r.sid}/{im['sha256']}.webp" if found["status"] == "ok" else None,
-            "status": found["status"], "full": found["full"] or _hub_url(r, im), "sample": im["sample_idx"],
-            "alt": f"{text} (sample {im['sample_idx']})", "value": value}
+            "status": found["status"], "full": found["full"] or hub, "external": hub is not None,
+            "sample": im["sample_idx"], "alt": f"{text} (sample {im['sample_idx']})", "value": value}
 
 
 def _hub_url(r, im: dict) -> str | None:
@@ -137,7 +146,7 @@ def _hub_url(r, im: dict) -> str | None:
     location = parse_location(str(get(r.spec, "images.location", "")))
     if location is None or location.kind != "hub":
         return None
-    return f"https://huggingface.co/datasets/{location.path}/resolve/{location.revision}/{im['file_name']}"
+    return f"https://huggingface.co/datasets/{location.path}/resolve/{location.revision}/{quote(im['file_name'])}"
 
 
 # --- a submission's image browser
@@ -171,27 +180,32 @@ def _short(value) -> str:
 def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dict:
     """model/<id>/images-<n>.html; returns what the model page says about them."""
     scored = r.scores[r.scores["file_name"].notna()]
-    metrics = [m for m in board.group_of[r.sid].metrics if m in set(scored["metric"])]
+    present = set(scored["metric"].unique())
+    metrics = [m for m in board.group_of[r.sid].metrics if m in present]
     good = scored[scored["value"].notna()]
     values = good.groupby(["file_name", "metric"])["value"].mean().to_dict()
     notes: dict[str, list[dict]] = {}
-    if "detail" in scored or "flag" in scored:
-        for row in scored.sort_values(["file_name", "metric"]).itertuples():
-            flag, detail = getattr(row, "flag", None), getattr(row, "detail", None)
-            items = explain(json.loads(detail)) if isinstance(detail, str) and detail else []
+    if {"detail", "flag"} <= set(scored.columns):
+        noted = scored[scored["flag"].notna() | scored["detail"].notna()].sort_values(["file_name", "metric"])
+        explained: dict[str, list[dict]] = {}  # many rows share a detail (e.g. {"images": 1})
+        for name, metric, flag, detail in zip(*(noted[c].tolist() for c in ("file_name", "metric", "flag", "detail"))):
+            if isinstance(detail, str) and detail and detail not in explained:
+                explained[detail] = explain(_json(detail))
+            items = explained.get(detail, []) if isinstance(detail, str) else []
             if isinstance(flag, str) or items:
-                notes.setdefault(row.file_name, []).append({"metric": board.cards[row.metric]["title"], "flag": flag
-                                                            if isinstance(flag, str) else None, "explained": items})
-    columns = [Column("image", "Image", "thumb"), Column("prompt", "Prompt", "text"), Column("sample_idx", "Sample", "num")]
+                notes.setdefault(name, []).append({"metric": board.cards[metric]["title"], "flag": flag
+                                                   if isinstance(flag, str) else None, "explained": items})
+    columns = [Column("image", "Image", "thumb"), Column("prompt", "Prompt", "link"), Column("sample_idx", "Sample", "num")]
     columns += [Column(m, board.cards[m]["title"], "num", f"{m}: {board.cards[m]['direction']} is better",
                        better=board.cards[m]["direction"] if board.cards[m]["direction"] != "none" else None)
                 for m in metrics]
-    columns += [Column("notes", "Explanations", "notes"), Column("prompt_id", "Prompt id", "text"),
-                Column("file_name", "File", "text"), Column("sha256", "sha256", "text")]
+    columns += [Column("notes", "Explanations", "notes"), Column("prompt_id", "Prompt id", "text", hidden=True),
+                Column("file_name", "File", "text", hidden=True), Column("sha256", "sha256", "text", hidden=True)]
     rows = []
     for im in r.images:
         text = board.prompts.get(im["prompt_id"], {}).get("text")
-        rows.append({"image": _image(r, im, media, text or im["prompt_id"], None), "prompt": text,
+        rows.append({"image": _image(r, im, media, text or im["prompt_id"], None),
+                     "prompt": {"text": text or im["prompt_id"], "href": prompt_page(r.prompt_set, im["prompt_id"])},
                      "sample_idx": im["sample_idx"], **{m: values.get((im["file_name"], m)) for m in metrics},
                      "notes": _dedupe(notes.get(im["file_name"], [])), "prompt_id": im["prompt_id"],
                      "file_name": im["file_name"], "sha256": im["sha256"]})
@@ -205,6 +219,13 @@ def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dic
     statuses = [row["image"]["status"] for row in rows]
     return {"image_pages": links, "n_images": len(rows), "fetched": "not fetched" not in statuses,
             "missing": sum(s in ("missing", "unreadable") for s in statuses)}
+
+
+def _json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:  # not the engine's JSON: nothing to explain
+        return None
 
 
 def _dedupe(notes: list[dict]) -> list[dict]:

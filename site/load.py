@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 from cultureboard.evaluators.submission.format import (
     MAX_SUBMISSION_ID,
     METADATA,
@@ -114,7 +115,7 @@ def _load_one(folder: Path, sub: Path) -> Result:
         images.append(im)
     images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
     try:
-        scores = pd.read_parquet(folder / "scores.parquet")
+        scores = pq.read_table(folder / "scores.parquet").to_pandas()  # plain object strings: fast to iterate
     except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
         raise CultureboardError(folder / "scores.parquet", f"cannot be read ({exc.__class__.__name__})", _FIX) from None
     if missing := {"file_name", "metric", "value"} - set(scores.columns):
@@ -159,6 +160,19 @@ def _bad(value, kind) -> bool:
     return not isinstance(value, tuple(k for k in kinds if k is not None))
 
 
+def _plain_entry(e) -> bool:
+    """The common well-formed metric entry, checked fast: names are text, counts integers, a finite value inside
+    its ordered CI and a finite coverage (anything else goes through the full check and its message)."""
+    try:
+        v, lo, hi, cov = e["value"], e["ci_low"], e["ci_high"], e["coverage"]
+        return (type(e["metric"]) is str and type(e["slice_type"]) is str and type(e["slice"]) is str
+                and type(e["n_images"]) is int and type(e["n_prompts"]) is int
+                and type(v) is float and type(lo) is float and type(hi) is float and type(cov) is float
+                and math.isfinite(v) and math.isfinite(cov) and lo <= hi and math.isfinite(lo) and math.isfinite(hi))
+    except (TypeError, KeyError):
+        return False
+
+
 def shape_problem(summary) -> str | None:
     """The first part of ``summary`` that is not of its kind in the tables above (float: a finite number), or None."""
     if not isinstance(summary, dict):
@@ -168,6 +182,8 @@ def shape_problem(summary) -> str | None:
             return f"{path} is missing or not of the right kind"
     for key, shape in (("provenance.scorers", _SCORER_SHAPE), ("metrics", _ENTRY_SHAPE), ("metrics_info", _CARD_SHAPE)):
         for i, item in enumerate(get(summary, key)):
+            if key == "metrics" and _plain_entry(item):
+                continue
             wrong = [k for k, kind in shape.items() if not isinstance(item, dict) or _bad(item.get(k, _ABSENT), kind)]
             if wrong:
                 return f"{key}[{i}] lacks a well-formed {', '.join(wrong)}"

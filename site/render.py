@@ -63,7 +63,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
     the CPU count). Thumbnails of an earlier build in ``out`` are reused; ``out`` is replaced atomically. A
     result that cannot be shown is left out, named in every page's footer and in ``skipped``. Returns {out,
-    pages, largest_page, largest_page_bytes, thumbnails, missing_images, skipped, seconds}.
+    pages, largest_page, largest_page_bytes, thumbnails, missing_images, skipped, seconds, phases: {load, images,
+    pages, replace} seconds}.
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
@@ -76,8 +77,10 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
                           "trust_page": bool(board.trust), "galleries": {}})
         shutil.copytree(HERE / "static", tmp / "static")
-        media = make_media(board.results.values(), out / "thumbs", tmp, thumb_px, workers=workers)
-        site.env.globals["galleries"] = gallery.gallery_pages(site, board, media)
+        loaded_at = time.perf_counter()
+        media, keep_media = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
+        media_at = time.perf_counter()
+        site.env.globals["galleries"] = gallery.gallery_pages(site, board, media, page_size)
         leaderboards.overview(site, board)
         leaderboards.prompt_set_pages(site, board)
         leaderboards.slice_pages(site, board)
@@ -88,12 +91,16 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         details.family_pages(site, board)
         figures.map_pages(site, board)
         details.trust_page(site, board)
+        pages_at = time.perf_counter()
+        keep_media()  # last: the previous site's unchanged media folders move into the new one
     largest = max(site.sizes, key=site.sizes.get)
     statuses = [m["status"] for m in media.values()]
     return {"out": str(out), "pages": len(site.sizes), "largest_page": largest,
             "largest_page_bytes": site.sizes[largest], "thumbnails": statuses.count("ok"),
             "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped,
-            "seconds": round(time.perf_counter() - start, 3)}
+            "seconds": round(time.perf_counter() - start, 3),
+            "phases": {"load": round(loaded_at - start, 3), "images": round(media_at - loaded_at, 3),
+                       "pages": round(pages_at - media_at, 3), "replace": round(time.perf_counter() - pages_at, 3)}}
 
 
 @functools.cache

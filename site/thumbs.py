@@ -2,12 +2,14 @@
 
 * ``thumbs/<submission>/<sha256>.webp``: longer side at most ``px``, pixels read as the scorers read them
   (:func:`~cultureboard.images.open_rgb`: EXIF orientation applied);
-* ``images/<submission>/<sha256><suffix>``: the submitted file itself (a hard link where the file system allows,
-  else a copy), for the gallery's "full size" links.
+* ``images/<submission>/<sha256><suffix>``: a copy of the submitted file, for the gallery's "full size" links
+  (never a hard link: the validator refuses a submission file with more than one link).
 
-A thumbnail of an earlier build with the same settings is linked, not remade, when it is a regular file in
-real folders (a link is never followed nor copied). Sources are resolved and must lie inside their submission
-folder. New thumbnails are made by a pool of worker *processes*, each ``python -m cultureboard.site.thumbs``
+A submission whose images are unchanged since the previous build keeps that build's folders whole (moved in
+at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
+linked, not remade, when it is a regular file in real folders (a link is never followed nor copied). A source
+must be a regular file inside its submission folder (found by listing the folder; links are neither followed
+nor listed). New thumbnails are made by a pool of worker *processes*, each ``python -m cultureboard.site.thumbs``
 reading its jobs from its own stdin pipe: unlike ``multiprocessing``, this never re-imports the caller's
 ``__main__``, so a build started from a script read on stdin (``python - < build.py``) or without a
 ``__main__`` guard works the same; few jobs run in threads instead (a process costs about a tenth of a second
@@ -16,6 +18,7 @@ to start).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -25,55 +28,158 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from cultureboard.images import IMAGE_SUFFIXES
+
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
 #: Below this many new thumbnails the pool is threads (no process start-up).
 PROCESS_THRESHOLD = 200
 
 
-def make_media(results, old: Path, new: Path, px: int, *, workers: int | None = None) -> dict[tuple[str, str], dict]:
+def make_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None):
     """Thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result` objects) into
-    ``new``, reusing the thumbnails of ``old``: (sid, sha256) -> {status: "ok" | "missing" | "unreadable",
-    full: site path of the full-size file or None}."""
+    ``new``, reusing those of the site ``previous``: returns ((sid, sha256) -> {status: "ok" | "missing" |
+    "unreadable", full: site path of the full-size file or None}, finish).
+
+    A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
+    ``thumbs/<id>/manifest.json`` says so, with the same thumbnail settings) keeps its folders whole: ``finish()``
+    moves them into ``new`` (call it last, just before ``new`` replaces ``previous``: until then ``previous`` is
+    untouched). Any other submission gets fresh folders, thumbnails of unchanged images linked from ``previous``
+    one by one, new ones made by the worker pool."""
     from cultureboard.evaluators.submission.format import get, parse_location
 
-    from cultureboard.images import IMAGE_SUFFIXES
-
     params = {**THUMB, "max_side": px}
-    reuse = _real_dir(old) and _regular(old / "params.json") and _json_or_none(old / "params.json") == params
     out: dict[tuple[str, str], dict] = {}
     todo: list[tuple[tuple[str, str], str, str]] = []
+    moves: list[tuple[Path, Path]] = []
+    fresh: dict[str, tuple[str, dict]] = {}
+    reusable = _old_params(previous) == params
     for r in results:
-        location = parse_location(str(get(r.spec, "images.location", "")))
-        if location is None or location.kind != "local":
+        location = str(get(r.spec, "images.location", ""))
+        parsed = parse_location(location)
+        if parsed is None or parsed.kind != "local":
             continue
-        root = r.folder.resolve()
+        fingerprint = _fingerprint(r, location, params)
+        kept = _manifest(previous, r.sid, fingerprint, r) if reusable else None
+        if kept is not None:
+            for sha, entry in kept.items():
+                out[(r.sid, sha)] = entry
+            moves += [(previous / part / r.sid, new / part / r.sid) for part in ("thumbs", "images")]
+            continue
+        files = _regular_files(r.folder)
         (new / "thumbs" / r.sid).mkdir(parents=True, exist_ok=True)
-        reusable = reuse and _real_dir(old / r.sid)
         for im in r.images:
             key, sha = (r.sid, im["sha256"]), im["sha256"]
             if key in out:
                 continue
-            source = (r.folder / im["file_name"]).resolve()
-            inside = source.is_relative_to(root) and source.is_file()
-            suffix = Path(im["file_name"]).suffix.lower()
-            full = None
-            if inside and suffix in IMAGE_SUFFIXES:
-                full = f"images/{r.sid}/{sha}{suffix}"
-                _link_or_copy(source, new / full)
-            target, earlier = new / "thumbs" / r.sid / f"{sha}.webp", old / r.sid / f"{sha}.webp"
-            if reusable and _regular(earlier):
+            name = os.path.normpath(im["file_name"])
+            inside = name in files
+            suffix = Path(name).suffix.lower()
+            full = f"images/{r.sid}/{sha}{suffix}" if inside and suffix in IMAGE_SUFFIXES else None
+            if full:  # a copy: a hard link would make the validator refuse the submission ("has 2 hard links")
+                (new / full).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(r.folder / name, new / full, follow_symlinks=False)
+            target, earlier = new / "thumbs" / r.sid / f"{sha}.webp", previous / "thumbs" / r.sid / f"{sha}.webp"
+            if reusable and _real_dir(previous / "thumbs" / r.sid) and _regular(earlier):
                 _link_or_copy(earlier, target)
                 out[key] = {"status": "ok", "full": full}
             elif not inside:
                 out[key] = {"status": "missing", "full": None}
             else:
                 out[key] = {"status": None, "full": full}
-                todo.append((key, str(source), str(target)))
+                todo.append((key, str(r.folder / name), str(target)))
+        fresh[r.sid] = (fingerprint, params)
     for (key, _, _), status in zip(todo, _run([(s, t) for _, s, t in todo], px, workers)):
         out[key]["status"] = status
+    for sid, (fingerprint, kept_params) in fresh.items():
+        entries = {sha: entry for (s, sha), entry in out.items() if s == sid}
+        (new / "thumbs" / sid / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint, "params": kept_params,
+                                                                 "images": entries}, sort_keys=True) + "\n")
     (new / "thumbs").mkdir(parents=True, exist_ok=True)
     (new / "thumbs" / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
-    return out
+
+    def finish() -> None:
+        for source, target in moves:
+            if _real_dir(source):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(source, target)
+
+    return out, finish
+
+
+MANIFEST = "manifest.json"
+
+
+def _fingerprint(r, location: str, params: dict) -> str:
+    """What a submission's media folders depend on: its metadata.jsonl, image location and thumbnail settings."""
+    from cultureboard.evaluators.submission.format import METADATA
+
+    h = hashlib.sha256(json.dumps([location, params], sort_keys=True).encode())
+    h.update((r.folder / METADATA).read_bytes())
+    return h.hexdigest()
+
+
+def _manifest(previous: Path, sid: str, fingerprint: str, r) -> dict | None:
+    """The previous build's entries of ``sid`` when its folders can be kept whole: the same fingerprint, real
+    folders holding only regular files, and a file for every thumbnail and full-size image the manifest names."""
+    folder, images = previous / "thumbs" / sid, previous / "images" / sid
+    if not (_real_dir(folder) and _regular(folder / MANIFEST)):
+        return None
+    found = _json_or_none(folder / MANIFEST)
+    if not isinstance(found, dict) or found.get("fingerprint") != fingerprint or not isinstance(found.get("images"), dict):
+        return None
+    entries = found["images"]
+    if {im["sha256"] for im in r.images} != set(entries):
+        return None
+    thumbs = _listing(folder)
+    fulls = _listing(images) if os.path.lexists(images) else set()
+    if thumbs is None or fulls is None:
+        return None
+    for sha, entry in entries.items():
+        if not isinstance(entry, dict) or entry.get("status") not in ("ok", "missing", "unreadable"):
+            return None
+        if entry["status"] == "ok" and f"{sha}.webp" not in thumbs:
+            return None
+        full = entry.get("full")
+        if full is not None and (not isinstance(full, str) or not full.startswith(f"images/{sid}/")
+                                 or full.rsplit("/", 1)[-1] not in fulls):
+            return None
+    return {sha: {"status": e["status"], "full": e.get("full")} for sha, e in entries.items()}
+
+
+def _listing(folder: Path) -> set[str] | None:
+    """The names in ``folder`` when it is a real folder of regular files only (no link, no sub-folder), else None."""
+    if not _real_dir(folder):
+        return None
+    names = set()
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.is_file(follow_symlinks=False):
+                return None
+            names.add(entry.name)
+    return names
+
+
+def _regular_files(root: Path) -> set[str]:
+    """Relative paths of the regular files under ``root``, links neither followed nor listed (one scandir per
+    folder: no per-image resolve)."""
+    found, stack = set(), [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    rel = prefix + entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((rel + "/", Path(entry.path)))
+                    elif entry.is_file(follow_symlinks=False):
+                        found.add(rel)
+        except OSError:
+            continue
+    return found
+
+
+def _old_params(previous: Path):
+    return _json_or_none(previous / "thumbs" / "params.json") if _regular(previous / "thumbs" / "params.json") else None
 
 
 def thumbnail(source: str, target: str, px: int) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jinja2
 
+from . import cells
 from .names import caveat, link, num, pct
 
 HERE = Path(__file__).parent
@@ -33,6 +34,7 @@ class Column:
     better: str | None = None  # "higher" or "lower": the first click on the header puts the best first
     badges: list[dict] = field(default_factory=list)  # [{label, title}] shown in the header (a flagged metric)
     muted: bool = False  # the column's metric is only a diagnostic here: greyed
+    hidden: bool = False  # in the downloads only (e.g. an image's sha256 in the image browser)
 
 
 @dataclass
@@ -57,7 +59,8 @@ class Site:
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                       undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.env.filters.update(num=num, pct=pct)
-        self.env.globals.update(csp=CSP, caveat=caveat, link=link, **self.globals)
+        self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
+                                **self.globals)
         self.sizes: dict[str, int] = {}
 
     def page(self, path: str, template: str, title: str, **context) -> None:
@@ -78,7 +81,7 @@ class Site:
         self.write(stem + ".csv", buffer.getvalue())
         self.write(stem + ".json", json.dumps({"page": page, "table": name, "columns": keys, "rows": flat},
                                               ensure_ascii=False, allow_nan=False) + "\n")
-        return Table(name, columns, rows, stem + ".csv", stem + ".json", caption=caption)
+        return Table(name, [c for c in columns if not c.hidden], rows, stem + ".csv", stem + ".json", caption=caption)
 
     def plot(self, page: str, name: str, svg: str) -> str:
         path = f"plots/{page.removesuffix('.html').replace('/', '-')}-{name}.svg"

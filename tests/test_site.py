@@ -478,9 +478,10 @@ def test_explanations_of_image_rows_are_labelled_lists(world):
     scores = pd.read_parquet(world["results"] / sid / "scores.parquet")
     row = scores[scores["detail"].notna() & scores["file_name"].notna()].iloc[0]
     detail = json.loads(row["detail"])
-    page = next(p for p in map(Page, sorted((world["site"] / "model" / sid).glob("images-*.html")))
-                if row["file_name"] in p.source)
-    cell = next(r["notes"] for r in page.table("images") if r["file_name"]["text"] == row["file_name"])
+    metadata = [json.loads(line) for line in (world["submissions"] / sid / "metadata.jsonl").read_text().splitlines()]
+    sha = next(m["sha256"] for m in metadata if m["file_name"] == row["file_name"])  # the thumbnail is named by it
+    page = next(p for p in map(Page, sorted((world["site"] / "model" / sid).glob("images-*.html"))) if sha in p.source)
+    cell = next(r["notes"] for r in page.table("images") if sha in str(r["image"]["tags"]))
     labels = [t for t, a in cell["tags"] if t == "dt"]
     assert labels and all(str(k).replace("_", " ") in cell["text"] for k in detail)
     assert ("flagged" in cell["text"]) == isinstance(row["flag"], str)
@@ -625,6 +626,18 @@ def test_thumbnails_are_webp_and_link_to_the_full_size_file(world):
     for (t1, a1), (t2, a2) in itertools.pairwise(pairs):
         if t2 == "img" and a2["src"].startswith("../../thumbs/"):
             assert t1 == "a" and Path(a1["href"]).stem == Path(a2["src"]).stem and a2["alt"]
+
+
+def test_submissions_still_validate_after_a_site_build(world):
+    """The site copies full-size images: a hard link would give every submitted file a second link, which the
+    validator refuses."""
+    from cultureboard.evaluators.submission.validate import validate
+
+    for sid in (ALPHA, BETA):
+        files = [p for p in (world["submissions"] / sid).rglob("*") if p.is_file()]
+        assert files and all(p.stat().st_nlink == 1 for p in files)
+        report = validate(world["submissions"] / sid, world["dataset"])
+        assert not [p for p in report.problems if p.severity == "error"], report.problems[:3]
 
 
 def test_two_builds_are_identical(world, tmp_path):

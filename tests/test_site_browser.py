@@ -1,11 +1,15 @@
 """The built site in a real browser (headless Chromium through Playwright), over file:// and over HTTP.
 
-From fixture results (``results_factory``: real evaluator output of three submissions, one of them with a
-hostile model name) the site is built once; then, for each origin, every page reachable from
-``index.html`` is loaded and must: resolve every internal link and resource (no 404, no missing file, no
-missing ``#fragment`` target), log no console error or page error, open no dialog, and request nothing
-outside the site. On the overview, clicking a sortable header orders the rows by that column (both
-directions), typing in the filter hides the rows that do not match, and a screenshot is not blank.
+From real results of every family (``site_worlds``: tiny stand-in scorers, one submission under hostile names,
+a text-only control, two shifted copies of each other family's result) the site is built once; then, for each
+origin, the pages reachable from ``index.html`` are loaded (every page, except that of a folder of many alike
+pages, prompt pages, image-browser pages and map pages, two are loaded and the rest checked to exist) and must:
+resolve every internal link and resource (no 404, no missing file, no missing ``#fragment`` target), log no
+console error or page error, open no dialog, and request nothing outside the site. Then each view is used:
+clicking a sortable header orders the rows by that column, best first on the first click; the keyboard reaches
+and works every control (sorting, the prompt filters, the map's choice, explanations); the filter hides rows;
+the gallery's filters keep only matching prompts; the world map is drawn (a screenshot holds its colours) and
+recoloured for a chosen submission; no label of any plot is clipped; screenshots are not blank.
 
 Needs Debian's ``chromium`` (``apt-get install chromium``; path overridable with ``CULTUREBOARD_CHROMIUM``)
 and the ``playwright`` Python package (no browser download). Without them the tests are skipped, except
@@ -17,8 +21,10 @@ from __future__ import annotations
 import functools
 import http.server
 import io
+import json
 import os
 import re
+import shutil
 import threading
 from collections import deque
 from pathlib import Path
@@ -27,14 +33,16 @@ from urllib.request import url2pathname
 
 import numpy as np
 import pytest
+import site_worlds
 from PIL import Image
-
-import results_factory
 
 CHROMIUM = os.environ.get("CULTUREBOARD_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--disable-sync"]
-HOSTILE_MODEL = "<script>alert(1)</script> \"q\" & co"
+HOSTILE_MODEL = site_worlds.HOSTILE[1]
+#: Folders of many alike pages: the crawl loads this many of each and checks that the others exist.
+BULK = re.compile(r"/(prompt/[^/]+|model/[^/]+|map/[^/]+)/[^/]+\.html$")
+PER_BULK_FOLDER = 2
 #: headers that sort their table when clicked (the renderer's app.js marks them so)
 SORTABLE = "table.sortable th, th[data-sort], th.sortable"
 FILTER = "input[type=search][data-table], input[type=search], input[data-filter]"
@@ -67,19 +75,22 @@ def browser(sync_api):
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Path:
-    """The site built from real evaluator results of three submissions."""
+def site(tmp_path_factory, tiny_scorers) -> Path:
+    """The site built from real results of every family (and a few shifted copies)."""
     from cultureboard.site.render import build_site
 
+    base = site_worlds.five_families(tmp_path_factory.getbasetemp(), tiny_scorers)
     root = tmp_path_factory.mktemp("browser-site")
-    dataset = results_factory.make_dataset(root / "dataset")
-    subs = [results_factory.make_submission(root / "submissions", dataset, "cube-awareness", model=m)
-            for m in ("alpha", "beta")]
-    subs.append(results_factory.make_submission(root / "submissions", dataset, "cube-awareness", organization="evil",
-                                                model=HOSTILE_MODEL))
-    results = results_factory.evaluate_all(subs, dataset, root / "results", root / "work")
+    results, submissions = root / "results", root / "submissions"
+    shutil.copytree(base["results"], results)
+    shutil.copytree(base["submissions"], submissions)
+    for k, (prompt_set, ids) in enumerate(sorted(base["ids"].items())):
+        if prompt_set != "cube-awareness":
+            for i, shift in enumerate((-0.05, 0.05)):
+                site_worlds.variant(base["results"], base["submissions"], ids[0], f"{prompt_set}-v{i}", shift,
+                                    10 * k + i, results, submissions, unflag=prompt_set == "cultivate")
     out = root / "site"
-    build_site(results, dataset, root / "submissions", out)
+    build_site(results, base["dataset"], submissions, out)
     assert (out / "index.html").is_file(), "the site has no index.html at its root"
     return out
 
@@ -150,7 +161,7 @@ class Watched:
         dialog.dismiss()
 
     def _local(self, url: str) -> bool:
-        return url.startswith(self.root) or url.startswith(("data:", "blob:", "about:"))
+        return url.startswith((self.root, "data:", "blob:", "about:"))
 
     def _request(self, request):
         if not self._local(request.url):
@@ -184,9 +195,11 @@ def _is_page(url: str) -> bool:
 
 def test_crawl_every_page(watched, root):
     """Every page reachable from index.html loads with no error, broken link or image, missing anchor or
-    foreign request; downloads (CSV, JSON) and images are checked to exist without being opened."""
+    foreign request (of a folder of many alike pages, :data:`PER_BULK_FOLDER` are loaded and the others checked to
+    exist); downloads (CSV, JSON) and images are checked to exist without being opened."""
     start = root + "index.html"
     seen, queue, checked = {start}, deque([start]), {}
+    loaded_in: dict[str, int] = {}
     fragments: list[tuple[str, str]] = []  # (page, link with #fragment to another page)
     broken: list[str] = []
     while queue:
@@ -223,7 +236,11 @@ def test_crawl_every_page(watched, root):
                     fragments.append((url, link))
                 if target not in seen:
                     seen.add(target)
-                    queue.append(target)
+                    bulk = BULK.search(urlsplit(target).path)
+                    folder = bulk.group(1) if bulk else None
+                    loaded_in[folder] = loaded_in.get(folder, 0) + 1
+                    if folder is None or loaded_in[folder] <= PER_BULK_FOLDER:
+                        queue.append(target)
     for url, link in fragments:
         target, fragment = urldefrag(link)
         watched.goto(target)
@@ -232,7 +249,8 @@ def test_crawl_every_page(watched, root):
     assert not broken, "broken links:\n" + "\n".join(sorted(set(broken)))
     assert not watched.problems, watched.report()
     assert len(seen) >= 5, f"only {len(seen)} pages reachable from index.html"
-    assert any("/country/" in u for u in seen), "no country page reachable from index.html"
+    for kind in ("/country/", "/family/", "/leaderboard/", "/gallery/", "/prompt/", "/map/", "/metric/", "/images-"):
+        assert any(kind in u for u in seen), f"no {kind} page reachable from index.html"
 
 
 def test_hostile_model_name_is_text(watched, root):
@@ -346,3 +364,120 @@ def test_overview_screenshot_is_not_blank(watched, root, tmp_path):
     dark = (grey < 128).mean()
     assert 0.002 < dark < 0.9, f"{dark:.1%} of the overview is dark: no text, or a black page"
     assert not watched.problems, watched.report()
+
+
+def _values(table, key: str) -> list[float | None]:
+    index = table.evaluate("(t, k) => Array.from(t.tHead.rows[0].cells).findIndex(c => c.dataset.key === k)", key)
+    return _column(table, index)
+
+
+def test_sorting_puts_the_best_first(watched, root):
+    """A header marked higher-is-better sorts descending on the first click, lower-is-better ascending (ranks:
+    1 first); aria-sort says so, and a second click reverses."""
+    watched.goto(root + "leaderboard/cultdiff.html")
+    table = watched.page.locator("table#cultdiff-g1")
+    tried = set()
+    for header in table.locator("thead th[data-better]").all():
+        better, key = header.get_attribute("data-better"), header.get_attribute("data-key")
+        if len({v for v in _values(table, key) if v is not None}) < 2:
+            continue
+        header.click()
+        expected = "descending" if better == "higher" else "ascending"
+        assert header.get_attribute("aria-sort") == expected and _direction(_values(table, key)) == expected, key
+        header.click()
+        assert _direction(_values(table, key)) != expected, key
+        tried.add(better)
+    assert tried == {"higher", "lower"}, f"no column of each direction to sort: {tried}"
+    assert not watched.problems, watched.report()
+
+
+def _tab_to(page, selector: str, limit: int = 400):
+    """Press Tab until the focused element matches ``selector``; returns it (fails if never reached)."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
+            return page.locator(":focus")
+    pytest.fail(f"the keyboard never reaches {selector}")
+
+
+def test_keyboard_reaches_and_works_every_control(watched, root):
+    page = watched.page
+    watched.goto(root + "leaderboard/cultdiff.html")
+    header = _tab_to(page, "table#cultdiff-g1 th[data-key='cultdiff.dino']")
+    page.keyboard.press("Enter")
+    assert header.get_attribute("aria-sort") == "descending"
+    assert _direction(_values(page.locator("table#cultdiff-g1"), "cultdiff.dino")) == "descending"
+
+    watched.goto(root + "gallery/cube-awareness.html")
+    _tab_to(page, "select[data-field='country']")
+    page.keyboard.press("ArrowDown")  # the first country
+    chosen = page.evaluate("document.activeElement.value")
+    shown = page.eval_on_selector_all("#prompts > li:not([hidden])", "els => els.map(e => e.dataset.country)")
+    assert chosen and shown and set(shown) == {chosen}
+
+    watched.goto(root + "map/cube-awareness-g1/cube.cultural_relevance.html")
+    before = page.eval_on_selector_all("path[data-iso]", "els => els.map(e => e.getAttribute('fill'))")
+    _tab_to(page, "select.map-select")
+    page.keyboard.press("ArrowDown")
+    after = page.eval_on_selector_all("path[data-iso]", "els => els.map(e => e.getAttribute('fill'))")
+    assert before != after, "choosing a submission with the keyboard did not recolour the map"
+
+    watched.goto(root + "model/lab__alpha__cultivate/images-1.html")
+    summary = _tab_to(page, "td.notes summary")
+    page.keyboard.press("Enter")
+    assert summary.evaluate("s => s.parentElement.open"), "Enter on an explanation does not open it"
+    assert not watched.problems, watched.report()
+
+
+def test_world_map_is_drawn_and_recoloured(watched, root, tmp_path):
+    from cultureboard.site import worldmap
+
+    page = watched.page
+    watched.goto(root + "map/cube-awareness-g1/cube.cultural_relevance.html")
+    figure = page.locator("figure#worldmap")
+    png = figure.screenshot()
+    (tmp_path / "map.png").write_bytes(png)
+    image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int64)
+    assert image.shape[1] >= 600 and image.shape[0] >= 300, f"the map is only {image.shape[1]}x{image.shape[0]}"
+    data = json.loads(figure.get_attribute("data-map"))
+    for k, choice in enumerate(data["choices"][:3]):
+        if k:
+            page.select_option("select.map-select", str(k))
+        fills = dict(page.eval_on_selector_all("path[data-iso]", "els => els.map(e => [e.dataset.iso, e.getAttribute('fill')])"))
+        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"])
+        for iso, colour in expected.items():
+            got, want = (np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in (fills[iso], colour))
+            assert np.abs(got - want).max() <= 1, (choice["label"], iso, fills[iso], colour)
+        assert choice["label"] in figure.locator(".map-label").inner_text()
+    # the screenshot holds the countries' colours (their paths are drawn) and the pale rest of the world
+    pixels = image.reshape(-1, 3)
+    for iso, colour in worldmap.colours(dict(zip(data["countries"], data["choices"][0]["values"])), data["vmin"],
+                                        data["vmax"]).items():
+        want = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(pixels - want).max(axis=1) <= 3).sum() > 20, f"{iso}'s colour {colour} is not on the map"
+    pale = np.array([0xf1, 0xf1, 0xf1])
+    assert (np.abs(pixels - pale).max(axis=1) <= 2).mean() > 0.1, "the other countries are not drawn"
+    assert not watched.problems, watched.report()
+
+
+def test_no_plot_label_is_clipped(watched, root, site):
+    """Every <text> of every kind of plot lies inside its SVG's drawing area, measured by the browser's layout."""
+    kinds = {}
+    for path in sorted((site / "plots").glob("*.svg")):
+        kinds.setdefault(path.stem.rsplit("-", 1)[-1], path)
+    assert {"heatmap", "map", "eras", "edit_step", "frontier"} <= set(kinds), sorted(kinds)
+    clipped = []
+    for kind, path in sorted(kinds.items()):
+        watched.goto(root + path.relative_to(site).as_posix())
+        found = watched.page.evaluate("""() => {
+            const svg = document.documentElement, w = svg.viewBox.baseVal.width, h = svg.viewBox.baseVal.height;
+            return Array.from(svg.querySelectorAll('text')).map(t => { const b = t.getBBox();
+                let m = t.getCTM(); const p = [[b.x, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height],
+                [b.x + b.width, b.y]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+                const xs = p.map(q => q[0]), ys = p.map(q => q[1]);
+                return [t.textContent, Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys), w, h]; });
+        }""")
+        for text, x0, y0, x1, y1, w, h in found:
+            if x0 < -1 or y0 < -1 or x1 > w + 1 or y1 > h + 1:
+                clipped.append(f"{path.name}: {text!r} spans ({x0:.0f}, {y0:.0f})-({x1:.0f}, {y1:.0f}) of {w:.0f}x{h:.0f}")
+    assert not clipped, "clipped labels:\n" + "\n".join(clipped[:20])
