@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Mapping
+from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from ..engine.registry import IMAGE_UNIT
@@ -34,53 +35,92 @@ def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[
     """``units``: metric -> its unit kind (from the cards); ``expected``: unit kind -> {unit id: slice values} of
     the whole prompt set (a value may be a tuple: the unit then counts in each of those slices); ``refused``: unit
     kind -> units whose every image the model declared refused (``n_refused`` per slice: not scored, and not
-    missing either)."""
+    missing either).
+
+    Each metric's rows become numpy arrays once (unit codes in sorted unit order, values, flags, images per row)
+    and each slice type is factorised once; an entry then only indexes those arrays."""
     refused = refused or {}
     scores = scores.sort_values(ROW_ORDER, na_position="first", kind="stable")
+    counts: dict[tuple[str, str], tuple[dict, dict]] = {}
     out = []
     for metric, rows in scores.groupby("metric", sort=True):
         unit = units[metric]
+        arrays = _Rows(rows, unit)
         for slice_type in slice_types:
             if slice_type != "overall" and slice_type not in rows:
                 continue
-            groups = {"all": rows} if slice_type == "overall" else dict(
-                iter(rows.dropna(subset=[slice_type]).groupby(slice_type)))
-            totals: dict[str, int] = defaultdict(int)
-            refusals: dict[str, int] = defaultdict(int)
-            for uid, fields in expected[unit].items():
-                keys = ("all",) if slice_type == "overall" else fields.get(slice_type)
-                for key in (keys if isinstance(keys, tuple) else (keys,)):
-                    if key is not None:
-                        totals[str(key)] += 1
-                        refusals[str(key)] += uid in refused.get(unit, ())
-            for key in sorted(groups, key=str):
-                entry = _entry(metric, slice_type, str(key), groups[key], unit, totals.get(str(key)), seed, n_boot)
-                out.append({**entry, "n_refused": refusals[str(key)]})
+            if (unit, slice_type) not in counts:
+                counts[unit, slice_type] = _expected_counts(expected[unit], slice_type, refused.get(unit, ()))
+            totals, refusals = counts[unit, slice_type]
+            for key, idx in _slices(rows, slice_type):
+                entry = arrays.entry(idx, totals.get(key), seed, n_boot)
+                out.append({"metric": metric, "slice_type": slice_type, "slice": key, **entry,
+                            "n_refused": refusals.get(key, 0)})
     return out
 
 
-def _entry(metric: str, slice_type: str, key: str, part: pd.DataFrame, unit: str, total: int | None, seed: int,
-           n_boot: int) -> dict:
-    flagged = part[part["flag"].notna()]
-    good = part[part["flag"].isna()]
-    by_unit = {u: g["value"].to_numpy() for u, g in good.groupby("unit_id", sort=True)}
-    entry = {"metric": metric, "slice_type": slice_type, "slice": key, "n_flagged": int(len(flagged)),
-             "flags": dict(sorted(Counter(flagged["flag"]).items())), "n_prompts": len(by_unit)}
-    coverage = len(by_unit) / total if total else None
-    entry.update(coverage=coverage, complete=coverage == 1.0, n_images=_images(good, unit))
-    if by_unit:
-        ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
-        entry.update(value=ci.value, ci_low=ci.low, ci_high=ci.high)
-    else:
-        entry.update(value=None, ci_low=None, ci_high=None)
-    return entry
+def _expected_counts(expected: Mapping[str, dict], slice_type: str, refused) -> tuple[dict, dict]:
+    """Per slice key: the units of the prompt set in it, and those of them the model refused."""
+    totals: dict[str, int] = defaultdict(int)
+    refusals: dict[str, int] = defaultdict(int)
+    for uid, fields in expected.items():
+        keys = ("all",) if slice_type == "overall" else fields.get(slice_type)
+        for key in (keys if isinstance(keys, tuple) else (keys,)):
+            if key is not None:
+                totals[str(key)] += 1
+                refusals[str(key)] += uid in refused
+    return totals, refusals
 
 
-def _images(rows: pd.DataFrame, unit: str) -> int:
-    """Images behind the rows: one per image row; a unit row records how many it read in ``detail``."""
+def _slices(rows: pd.DataFrame, slice_type: str):
+    """(slice key, row positions in ascending order) of each slice of ``rows``, keys sorted as text; rows without
+    a value for the slice type are in none."""
+    if slice_type == "overall":
+        return [("all", np.arange(len(rows)))]
+    codes, uniques = pd.factorize(rows[slice_type], use_na_sentinel=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    parts = [(str(value), order[bounds[k]:bounds[k + 1]]) for k, value in enumerate(uniques)]
+    return sorted(parts, key=lambda part: part[0])
+
+
+class _Rows:
+    """One metric's rows as arrays: ``unit`` codes (0.. in sorted unit-id order), ``value``, ``flag`` (None when
+    the row counts), and the images each row stands for."""
+
+    def __init__(self, rows: pd.DataFrame, unit: str):
+        self.unit = pd.factorize(rows["unit_id"], sort=True)[0]
+        self.value = rows["value"].to_numpy(dtype=float, na_value=np.nan)
+        self.flag = rows["flag"].to_numpy(dtype=object)
+        self.flagged = rows["flag"].notna().to_numpy()
+        self.images = _images(rows, unit)
+
+    def entry(self, idx: np.ndarray, total: int | None, seed: int, n_boot: int) -> dict:
+        flagged = self.flagged[idx]
+        good = idx[~flagged]
+        entry = {"n_flagged": int(flagged.sum()),
+                 "flags": dict(sorted(Counter(self.flag[idx[flagged]].tolist()).items())) if flagged.any() else {}}
+        order = good[np.argsort(self.unit[good], kind="stable")]  # by unit, rows in their order within a unit
+        units = self.unit[order]
+        starts = np.flatnonzero(np.diff(units)) + 1
+        by_unit = np.split(self.value[order], starts) if len(order) else []
+        coverage = len(by_unit) / total if total else None
+        entry.update(n_prompts=len(by_unit), coverage=coverage, complete=coverage == 1.0,
+                     n_images=int(self.images[good].sum()))
+        if by_unit:
+            ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
+            entry.update(value=ci.value, ci_low=ci.low, ci_high=ci.high)
+        else:
+            entry.update(value=None, ci_low=None, ci_high=None)
+        return entry
+
+
+def _images(rows: pd.DataFrame, unit: str) -> np.ndarray:
+    """Images behind each row: one per image row with a file; a unit row records how many it read in ``detail``."""
     if unit == IMAGE_UNIT:
-        return int(rows["file_name"].notna().sum())
-    return int(sum(json.loads(d).get("images", 0) for d in rows["detail"] if d))
+        return rows["file_name"].notna().to_numpy(dtype=np.int64)
+    return np.array([json.loads(d).get("images", 0) if isinstance(d, str) and d else 0 for d in rows["detail"]],
+                    dtype=np.int64)
 
 
 def unit_slices(prompts: list[dict], fields: tuple[str, ...]) -> dict:

@@ -1,0 +1,81 @@
+"""summarize on hand-computed rows: the mean of per-unit means, flagged rows counted and left out, images counted,
+slices sorted as text, coverage against the prompt set, and the bootstrap over units in unit-id order."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from cultureboard.evaluators.engine.registry import IMAGE_UNIT
+from cultureboard.evaluators.results.aggregate import summarize
+from cultureboard.evaluators.results.stats import bootstrap_ci
+
+NAN = float("nan")
+
+
+def _rows():
+    image = [  # (unit, file, value, flag, country); units sort u1 < u2 < u3 < u4, rows given out of order
+        ("u3", "e.png", 10.0, None, "NG"),
+        ("u1", "b.png", 3.0, None, "IT"),
+        ("u2", "c.png", 4.0, None, "IT"),
+        ("u2", "d.png", NAN, "unreadable", "IT"),
+        ("u1", "a.png", 1.0, None, "IT"),
+        ("u4", "f.png", 7.0, None, None),
+    ]
+    pool = [("p1", 0.5, None, 3, "IT"), ("p2", 0.25, None, 2, "NG"), ("p3", NAN, "pool too small", 5, "NG")]
+    rows = [{"metric": "m", "unit_id": u, "sample_idx": 0, "file_name": f, "value": v, "detail": None, "flag": fl,
+             "country": c} for u, f, v, fl, c in image]
+    rows += [{"metric": "d", "unit_id": u, "sample_idx": None, "file_name": None, "value": v,
+              "detail": json.dumps({"images": n}), "flag": fl, "country": c} for u, v, fl, n, c in pool]
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def entries():
+    expected = {IMAGE_UNIT: {"u1": {"country": "IT"}, "u2": {"country": "IT"}, "u3": {"country": "NG"},
+                             "u4": {"country": None}, "u5": {"country": "NG"}},
+                "pool": {"p1": {"country": "IT"}, "p2": {"country": "NG"}, "p3": {"country": "NG"}}}
+    out = summarize(_rows(), {"m": IMAGE_UNIT, "d": "pool"}, expected, ("overall", "country"), seed=3, n_boot=200,
+                    refused={IMAGE_UNIT: {"u5"}})
+    return {(e["metric"], e["slice_type"], e["slice"]): e for e in out}, out
+
+
+def test_values_are_means_of_unit_means_without_flagged_rows(entries):
+    by_key, _ = entries
+    overall = by_key["m", "overall", "all"]
+    assert overall["value"] == pytest.approx((2.0 + 4.0 + 10.0 + 7.0) / 4)
+    assert (overall["n_prompts"], overall["n_images"], overall["n_flagged"]) == (4, 5, 1)
+    assert overall["flags"] == {"unreadable": 1} and overall["coverage"] == pytest.approx(4 / 5)
+    assert overall["n_refused"] == 1 and not overall["complete"]
+    italy = by_key["m", "country", "IT"]
+    assert italy["value"] == pytest.approx(3.0) and (italy["n_images"], italy["n_flagged"]) == (3, 1)
+    assert italy["complete"] and italy["n_refused"] == 0
+    nigeria = by_key["m", "country", "NG"]
+    assert (nigeria["value"], nigeria["ci_low"], nigeria["ci_high"]) == (10.0, 10.0, 10.0)
+    assert nigeria["coverage"] == 0.5 and nigeria["n_refused"] == 1 and nigeria["flags"] == {}
+
+
+def test_the_bootstrap_resamples_units_in_unit_id_order(entries):
+    overall = entries[0]["m", "overall", "all"]
+    ci = bootstrap_ci({"u1": [1.0, 3.0], "u2": [4.0], "u3": [10.0], "u4": [7.0]}, n_boot=200, seed=3)
+    assert (overall["ci_low"], overall["ci_high"]) == (ci.low, ci.high)
+    shuffled = bootstrap_ci({"u3": [10.0], "u1": [1.0, 3.0], "u4": [7.0], "u2": [4.0]}, n_boot=200, seed=3)
+    assert (shuffled.low, shuffled.high) != (ci.low, ci.high)  # so the order above is really tested
+
+
+def test_unit_rows_count_the_images_their_detail_names(entries):
+    by_key, _ = entries
+    overall = by_key["d", "overall", "all"]
+    assert overall["value"] == pytest.approx(0.375) and overall["n_images"] == 5  # the flagged pool's 5 not counted
+    assert overall["flags"] == {"pool too small": 1} and overall["coverage"] == pytest.approx(2 / 3)
+    nigeria = by_key["d", "country", "NG"]
+    assert (nigeria["value"], nigeria["n_images"], nigeria["n_flagged"], nigeria["n_prompts"]) == (0.25, 2, 1, 1)
+
+
+def test_entries_are_ordered_and_rows_without_a_slice_value_are_in_none(entries):
+    _, out = entries
+    assert [(e["metric"], e["slice_type"], e["slice"]) for e in out] == [
+        ("d", "overall", "all"), ("d", "country", "IT"), ("d", "country", "NG"),
+        ("m", "overall", "all"), ("m", "country", "IT"), ("m", "country", "NG")]
+    assert sum(e["n_images"] for e in out if e["metric"] == "m" and e["slice_type"] == "country") == 4  # u4's image
