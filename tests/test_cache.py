@@ -201,6 +201,24 @@ def test_identities_are_remembered_so_a_rerun_loads_no_model(tiny_scorers, image
     assert json.loads((tmp_path / "state" / "fingerprints.json").read_text()), "file hashes are remembered"
 
 
+def test_declared_training_data_is_recorded_but_not_part_of_the_identity(tiny_scorers, tmp_path):
+    """The registry's training_data reaches the provenance (the site's entanglement badges) and is descriptive:
+    changing it neither changes a scorer's identity nor makes a rerun load the model again."""
+    import yaml
+
+    config = yaml.safe_load(tiny_scorers.read_text())
+    config = {name: {**entry, "path": str(tiny_scorers.parent / entry["path"])} if "path" in entry else entry
+              for name, entry in config.items()}
+    first = Scorers({**config, "msiglip": {**config["msiglip"], "training_data": ["WebLI"]}}, "cpu", "float32",
+                    state=tmp_path / "state")
+    identity = first.identity("msiglip")
+    assert first.used() == [{**identity, "training_data": ["WebLI"]}] and "training_data" not in identity
+    renamed = Scorers({**config, "msiglip": {**config["msiglip"], "training_data": ["LAION-2B"]}}, "cpu", "float32",
+                      state=tmp_path / "state")
+    assert renamed.identity("msiglip") == identity and not renamed._models
+    assert renamed.used()[0]["training_data"] == ["LAION-2B"]
+
+
 RESUMABLE_JOB = """
 import json, sys, time
 from pathlib import Path

@@ -271,8 +271,13 @@ class Scorers:
         return self._models[name]
 
     def used(self) -> list[dict]:
-        """Provenance of every scorer whose identity or model this run asked for, by name."""
-        return [self._identities[name] for name in sorted(self._identities)]
+        """Provenance of every scorer whose identity or model this run asked for, by name, with the corpora the
+        registry declares it was trained on (``training_data``, for the site's entanglement badges) where it does."""
+        out = []
+        for name in sorted(self._identities):
+            declared = _entry(self.registry, name).get("training_data")
+            out.append({**self._identities[name], **({"training_data": list(declared)} if declared else {})})
+        return out
 
     def _identity_key(self, name: str, entry: Mapping, revision: str) -> str:
         versions = {}
@@ -281,7 +286,7 @@ class Scorers:
                 versions[package] = metadata.version(package)
             except metadata.PackageNotFoundError:
                 versions[package] = None
-        key = {"name": name, "entry": {k: v for k, v in entry.items() if k not in ("notes", "role")},
+        key = {"name": name, "entry": {k: v for k, v in entry.items() if k not in ("notes", "role", "training_data")},
                "revision": revision, "device": self.device.split(":")[0], "dtype": self.dtype, "versions": versions}
         return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
