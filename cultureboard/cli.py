@@ -228,7 +228,7 @@ def import_cure(source, out, as_json):
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder for the ratings and their tables.")
 @click.option("--scores", type=click.Path(dir_okay=False), help="An evaluator scores.parquet: adds the validity report (cube, cultdiff).")
 @click.option("--submissions", type=click.Path(file_okay=False), help="Submissions folder, when ratings name images by file or sha256 (cube, cultdiff).")
-@click.option("--results", type=click.Path(file_okay=False), help="A results folder holding the rated submissions: adds the correlation tables (cure, ecb).")
+@click.option("--results", type=click.Path(file_okay=False), help="A results folder holding the rated submissions: adds the correlation tables (cure, cultivate, ecb).")
 @json_option
 def import_ratings(file, study, dataset, prompt_set, out, scores, submissions, results, as_json):
     """Import human ratings of any registered study: the common format, agreement, and the study's own tables

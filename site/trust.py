@@ -1,8 +1,9 @@
 """How far each automatic metric can be trusted, where: the ratings folders' correlations with human
 judgements, read into one row shape whatever study wrote them.
 
-The studies' importers write their correlations in a few layouts (``cultureboard ratings import``:
-``validity.json`` with Pearson and Spearman per country; the trust-map layout of
+The studies' importers write their correlations in a few layouts (``cultureboard import ratings``:
+``validity.json`` with Pearson and Spearman per country, and the same pairs as trust-map rows under ``trust``,
+which are read when present; the trust-map layout of
 ``evaluators.results.trust.trust_map``, used by the CultDiff and ECB studies: rho with its bootstrap CI and the
 diagnostic flag; CuRe's ``correlations.json``: rho with its CI per gold score). Each becomes a row
 {metric, human, slice_type, slice, n, rho, rho_low, rho_high, diagnostic, reason, submission, source}:
@@ -44,7 +45,7 @@ def load_trust(paths) -> list[dict]:
 
 
 def _rows(doc, file: Path) -> list[dict]:
-    listed = doc.get("validity", doc.get("correlations")) if isinstance(doc, dict) else None
+    listed = doc.get("trust", doc.get("validity", doc.get("correlations"))) if isinstance(doc, dict) else None
     if not isinstance(listed, list) or not all(isinstance(r, dict) and isinstance(r.get("metric"), str) for r in listed):
         raise CultureboardError(file, "holds no list of correlations with a metric each", _FIX)
     out = []

@@ -240,15 +240,18 @@ def test_import_ratings_of_any_study(demo_runs, tmp_path):
     demo = demo_runs["demo"]
     prompts = [p["prompt_id"] for p in read_prompt_set(demo / "dataset", "cultivate")][:2]
     ratings = tmp_path / "ratings.csv"
-    ratings.write_text("rater,rater_country,prompt_id,sample_idx,gt_faith,gt_hal\n"
-                       f"r1,IT,{prompts[0]},0,4,2\nr2,IT,{prompts[0]},0,3,2\nr1,NG,{prompts[1]},1,5,1\n")
+    sid = next(p.name for p in (demo / "results").iterdir() if p.name.endswith("__cultivate"))
+    ratings.write_text("rater,rater_country,submission,prompt_id,sample_idx,gt_faith,gt_hal\n"
+                       f"r1,IT,{sid},{prompts[0]},0,4,2\nr2,IT,{sid},{prompts[0]},0,3,2\nr1,NG,{sid},{prompts[1]},1,5,1\n")
     r = cli("import", "ratings", ratings, "--study", "cultivate", "--dataset", demo / "dataset", "--prompt-set",
-            "cultivate", "--out", tmp_path / "rated", "--json")
+            "cultivate", "--out", tmp_path / "rated", "--results", demo / "results", "--json")
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     assert info["study"] == "cultivate" and info["rows"] == 6 and info["raters"] == 2
     assert sorted(p.name for p in (tmp_path / "rated").iterdir() if not p.name.startswith(".")) == \
-        ["agreement.json", "ratings.parquet"]
+        ["agreement.json", "ratings.parquet", "validity.json"]
+    trust = json.loads((tmp_path / "rated/validity.json").read_text())["trust"]
+    assert trust and {(t["submission"], t["human"]) for t in trust} <= {(sid, "GT-FAITH"), (sid, "GT-HAL")}
     assert len(pd.read_parquet(tmp_path / "rated/ratings.parquet")) == 6
     base = ("--dataset", demo / "dataset", "--out", tmp_path / "x")
     assert_clean_error(cli("import", "ratings", ratings, "--study", "cure", "--scores", ratings, *base),

@@ -72,3 +72,33 @@ def test_bad_layouts(tmp_path):
     with pytest.raises(CultureboardError, match="unknown keys \\['x'\\].*\n.*not valid JSON"):
         import_study("cultivate", tmp_path / "c.jsonl")
 
+
+
+def test_validity_is_a_trust_map_sign_normalised_by_question_and_card(tmp_path):
+    """FAITH rises with GT-FAITH and HAL (lower is better) with GT-HAL (higher is worse): both agree with the
+    raters, rho = +1; a flagged row is left out; the folder gets validity.json beside the common format."""
+    import pandas as pd
+    from cultureboard.evaluators.results.studies.cultivate import validity
+
+    ids = [f"cultivate/ir/eating/p{k}" for k in range(4)]
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("rater,submission,prompt_id,sample_idx,gt_faith,gt_hal\n" + "".join(
+        f"r{r},lab__m,{pid},0,{k + 1},{4 - k}\n" for k, pid in enumerate(ids) for r in (1, 2)), encoding="utf-8")
+    folder = tmp_path / "results" / "lab__m"
+    folder.mkdir(parents=True)
+    rows = [{"metric": "cultivate.faith", "prompt_id": pid, "sample_idx": 0, "value": 0.1 * (k + 1), "flag": None}
+            for k, pid in enumerate(ids)]
+    rows += [{"metric": "cultivate.hal", "prompt_id": pid, "sample_idx": 0, "value": 0.1 * (4 - k), "flag": None}
+             for k, pid in enumerate(ids)]
+    rows.append({"metric": "cultivate.faith", "prompt_id": ids[0], "sample_idx": 0, "value": 0.9, "flag": "no answer"})
+    pd.DataFrame(rows).to_parquet(folder / "scores.parquet")
+    (folder / "summary.json").write_text(json.dumps({"metrics_info": [
+        {"name": "cultivate.faith", "direction": "higher"}, {"name": "cultivate.hal", "direction": "lower"}]}))
+    found = validity(import_study("cultivate", ratings), tmp_path / "results", n_boot=50)
+    by = {(r["metric"], r["human"], r["slice_type"]): r for r in found}
+    assert set(by) == {("cultivate.faith", "GT-FAITH", "overall"), ("cultivate.hal", "GT-HAL", "overall")}
+    for row in by.values():
+        assert row["rho"] == pytest.approx(1.0) and row["n"] == 4 and row["submission"] == "lab__m"
+        assert row["diagnostic"] and "too few rated items" in row["reason"]
+    with pytest.raises(CultureboardError, match="has no scores of the rated submission other"):
+        validity(import_study("cultivate", ratings).assign(submission="other"), tmp_path / "results")

@@ -169,6 +169,25 @@ def test_validity_monotone_metric(ratings):
     assert (jp["n"], jp["spearman"], jp["pearson"]) == (2, None, None)
 
 
+def test_validity_has_trust_map_rows_sign_normalised_by_the_card(ratings):
+    """The same pairs as trust-map rows: rho > 0 means "agrees with people" whatever the metric's direction
+    (cultdiff.lpips: lower is better), with a CI, and every slice of 4 items is a diagnostic (too few items)."""
+    faithfulness = {(SUSHI, 0): 0.4, (TORII, 0): 0.3, (PIZZA, 0): 0.1, (PIZZA, 1): 0.5}
+    scores = pd.concat([scores_frame(faithfulness, "cube.faithfulness"),
+                        scores_frame({k: -v for k, v in faithfulness.items()}, "cultdiff.lpips"),
+                        scores_frame(faithfulness, "clip")])  # not registered: no trust rows
+    report = validity(consensus(ratings), scores, n_boot=50)
+    rows = {(r["metric"], r["human"], r["slice_type"], r["slice"]): r for r in report["trust"]}
+    assert {m for m, *_ in rows} == {"cube.faithfulness", "cultdiff.lpips"}
+    for metric in ("cube.faithfulness", "cultdiff.lpips"):
+        overall = rows[metric, "faithfulness", "overall", "all"]
+        assert overall["rho"] == pytest.approx(1.0) and overall["n"] == 4 and overall["rho_low"] <= 1.0
+        assert overall["diagnostic"] and "too few rated items" in overall["reason"]
+    assert rows["cube.faithfulness", "relevance", "overall", "all"]["rho"] == pytest.approx(1.0)
+    assert {s for (m, h, t, s) in rows if t == "country"} == {"JP", "IT"}
+    assert report["trust_settings"] == {"n_boot": 50, "seed": 0}
+
+
 def test_validity_joins_on_submission_when_both_name_it(ratings):
     scores = scores_frame({(SUSHI, 0): 1.0})
     two = pd.concat([ratings, ratings.assign(submission="b")])

@@ -35,7 +35,6 @@ computed from those rows turned back into one row per rater and image (:func:`fr
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import re
@@ -52,11 +51,14 @@ from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
 
+from ..engine.registry import metric_cards
 from ..submission.format import METADATA, read_metadata
 from .agreement import agreement
+from .ratings_files import integer, read_records, text
 from .ratings_format import parse_scale, to_table
 from .stats import correlations, krippendorff_alpha
 from .studies import import_study
+from .trust import trust_map
 
 RELEVANCE = ("yes", "maybe", "no")
 NO_CONSENSUS = "no consensus"
@@ -94,7 +96,7 @@ def load_ratings(path: str | Path, prompts: list[dict] | None = None,
             country or image, an unknown prompt or image, the same rater rating an image twice.
     """
     path = Path(path)
-    records, problems = _read(path)
+    records, problems = read_records(path, COLUMNS, (*REQUIRED, ("image", "prompt_id")))
     by_id = None if prompts is None else {p["prompt_id"]: p for p in prompts}
     images = _Images(submissions)
     rows, first = [], {}
@@ -179,7 +181,7 @@ def tables(ratings: pd.DataFrame) -> dict:
     return {"consensus_scores": scores, "relevance_rates": rates, "agreement": agreement}
 
 
-def validity(consensus: pd.DataFrame, scores: pd.DataFrame) -> dict:
+def validity(consensus: pd.DataFrame, scores: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> dict:
     """Pearson and Spearman correlation (n, two-sided p) of each automatic metric with the human scores.
 
     ``scores`` has one row per image and metric (``metric``, ``value``) and names the image by ``prompt_id``
@@ -187,7 +189,8 @@ def validity(consensus: pd.DataFrame, scores: pd.DataFrame) -> dict:
     name one (they must, when the ratings cover several submissions). Each metric is correlated with the consensus faithfulness, realism and
     relevance score (yes = 1, maybe = 0.5, no = 0) over the rated images that have the metric, overall
     (``country`` null) and per prompt country. Coefficients are null with fewer than 3 pairs, and NaN-free:
-    a constant input gives null too.
+    a constant input gives null too. ``trust`` holds the same pairs as trust-map rows (:func:`_trust`), with
+    ``n_boot`` bootstrap replicates seeded by ``seed``.
     """
     if {"prompt_id", "sample_idx"} <= set(scores):
         keys = ["prompt_id", "sample_idx"]
@@ -211,7 +214,28 @@ def validity(consensus: pd.DataFrame, scores: pd.DataFrame) -> dict:
     groups = [(None, joined)] + (list(joined.groupby("country")) if "country" in joined else [])
     rows = [{"metric": metric, "target": target, "country": country, **_correlate(group[metric], group[column])}
             for metric in metrics for target, column in TARGETS.items() for country, group in groups]
-    return {"n_items": len(joined), "n_items_without_scores": len(consensus) - len(joined), "correlations": rows}
+    return {"n_items": len(joined), "n_items_without_scores": len(consensus) - len(joined), "correlations": rows,
+            "trust": _trust(joined, metrics, n_boot, seed), "trust_settings": {"n_boot": n_boot, "seed": seed}}
+
+
+def _trust(joined: pd.DataFrame, metrics: list[str], n_boot: int, seed: int) -> list[dict]:
+    """The trust map (``trust.trust_map``: sign-normalised Spearman with its bootstrap CI and the diagnostic flag,
+    overall and per country, region group and category) of every registered metric with a direction, against
+    each human target; an unregistered or undirected metric has no rows."""
+    cards = metric_cards()
+    if "country" in joined:
+        groups = {c.iso2: c.region_group for c in load_countries()}
+        joined = joined.assign(region_group=joined["country"].map(groups))
+    out = []
+    for metric in metrics:
+        card = cards.get(metric)
+        if card is None or card.direction not in ("higher", "lower"):
+            continue
+        for target, column in TARGETS.items():
+            pairs = joined.assign(metric=joined[metric], human=joined[column])
+            for row in trust_map(pairs, higher_is_better=card.direction == "higher", n_boot=n_boot, seed=seed):
+                out.append({"metric": metric, "human": target, **row})
+    return out
 
 
 def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: str | Path,
@@ -301,71 +325,25 @@ def from_common(rows: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame(list(wide.values())).rename(columns={"file_name": "image", "image_sha256": "sha256"})
     return frame.astype({"sample_idx": "Int64", "faithfulness": float, "realism": float})
 
-
-
-def _read(path: Path) -> tuple[list[tuple[int, dict]], list[str]]:
-    """``(line, raw row)`` pairs of a CSV or JSONL file, and the problems of its layout (unknown columns...)."""
-    if not path.is_file():
-        raise CultureboardError(path, "does not exist", "pass the path of a .csv or .jsonl ratings file")
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
-        raise CultureboardError(path, f"has the extension {suffix!r}", "save the ratings as .csv or .jsonl")
-    records, problems = [], []
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        if suffix == ".csv":
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            missing = [c for c in REQUIRED if c not in header] + (
-                [] if {"image", "prompt_id"} & set(header) else ["image or prompt_id"])
-            unknown = [c for c in header if c not in COLUMNS]
-            if missing or unknown:
-                raise CultureboardError(path, f"header: missing columns {missing}, unknown columns {unknown}",
-                                        f"the columns are {', '.join(COLUMNS)}; {', '.join(REQUIRED)} are required")
-            for raw in reader:
-                if None in raw:
-                    problems.append(f"{path}:{reader.line_num}: has more cells than the header (fix: quote cells "
-                                    "that contain commas)")
-                else:
-                    records.append((reader.line_num, raw))
-            return records, problems
-        for line, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: write one JSON object per line)")
-                continue
-            if not isinstance(raw, dict):
-                problems.append(f"{path}:{line}: is not a JSON object (fix: write one JSON object per line)")
-                continue
-            unknown = [c for c in raw if c not in COLUMNS]
-            if unknown:
-                problems.append(f"{path}:{line}: unknown keys {unknown} (fix: use only {', '.join(COLUMNS)})")
-                continue
-            records.append((line, raw))
-    return records, problems
-
-
 def _parse(raw: dict, bad) -> dict:
     """The normalised row; each problem is passed to ``bad(column, value, problem, fix)``."""
-    row = {name: _text(raw.get(name)) for name in ("rater", "submission", "image", "prompt_id", "comment")}
+    row = {name: text(raw.get(name)) for name in ("rater", "submission", "image", "prompt_id", "comment")}
     if row["rater"] is None:
         bad("rater", raw.get("rater"), "is missing", "give every row the rater's id")
-    country = _text(raw.get("rater_country"))
+    country = text(raw.get("rater_country"))
     found = load_countries().lookup(country) if country else None
     if found is None:
         bad("rater_country", raw.get("rater_country"), "is missing or not in the country table",
             "give the rater's ISO 3166-1 alpha-2 code, e.g. JP")
     row["rater_country"] = found and found.iso2
-    relevance = _text(raw.get("relevance"))
+    relevance = text(raw.get("relevance"))
     row["relevance"] = relevance and relevance.casefold()
     if row["relevance"] not in RELEVANCE:
         bad("relevance", raw.get("relevance"), "is not yes, maybe or no", "answer yes, maybe or no")
     for name, low, high, fix in (("faithfulness", 1, 5, _LIKERT_FIX), ("realism", 1, 5, _LIKERT_FIX),
                                  ("sample_idx", 0, math.inf, "give the image's 0-based index among its prompt's images")):
         try:
-            row[name] = _integer(raw.get(name))
+            row[name] = integer(raw.get(name))
             ok = row[name] is None or low <= row[name] <= high
         except ValueError:
             ok = False
@@ -468,26 +446,6 @@ def _read_scores(path: str | Path) -> pd.DataFrame:
     if not {"metric", "value"} <= set(scores):
         raise CultureboardError(path, "has no metric and value columns", "pass the evaluator's per-image scores.parquet")
     return scores
-
-
-def _text(value) -> str | None:
-    """A cell as stripped text; None when empty."""
-    if value is None:
-        return None
-    value = str(value).strip()
-    return value or None
-
-
-def _integer(value) -> int | None:
-    """A cell as an integer (``3``, ``"3"``, ``3.0``); None when empty; ValueError for ``3.5``, ``"x"``, ``true``."""
-    if isinstance(value, str):
-        value = float(value) if value.strip() else None
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
-        raise ValueError(value)
-    return int(value)
-
 
 def _majority(labels: pd.Series) -> str:
     counts = labels.value_counts()

@@ -64,6 +64,8 @@ from cultureboard.atomic import atomic_write_bytes
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
+from .ratings_files import integer, missing, read_records, text
+
 #: The columns in order, with their arrow types.
 SCHEMA = pa.schema([
     ("study", pa.string()), ("rater", pa.string()), ("rater_country", pa.string()), ("rater_region", pa.string()),
@@ -162,33 +164,11 @@ def read_ratings(path: str | Path) -> pd.DataFrame:
             raise CultureboardError(path, f"cannot be read as parquet ({exc})", "write it with write_ratings") from None
         records = [(f"{path}:row {i}", row) for i, row in enumerate(table.to_pylist(), 1)]
         return _validate(records, path, list(table.column_names))
-    if suffix == ".csv":
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            records, problems = [], []
-            for raw in reader:
-                where = f"{path}:{reader.line_num}"
-                if None in raw:
-                    problems.append(f"{where}: has more cells than the header (fix: quote cells that contain commas)")
-                records.append((where, {k: (v if v != "" else None) for k, v in raw.items() if k is not None}))
-            return _validate(records, path, list(reader.fieldnames or []), problems)
-    if suffix == ".jsonl":
-        records, problems, header = [], [], []
-        with open(path, encoding="utf-8") as fh:
-            for line, text in enumerate(fh, 1):
-                if not text.strip():
-                    continue
-                try:
-                    raw = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: write one JSON object per line)")
-                    continue
-                if not isinstance(raw, dict):
-                    problems.append(f"{path}:{line}: is not a JSON object (fix: write one JSON object per line)")
-                    continue
-                header += [k for k in raw if k not in header]
-                records.append((f"{path}:{line}", raw))
-        return _validate(records, path, header, problems, tabular=False)
+    if suffix in (".csv", ".jsonl"):  # columns are checked by _validate, with every row's problems
+        lines, problems = read_records(path, None, ())
+        records = [(f"{path}:{line}", {k: (None if v == "" else v) for k, v in raw.items()}) for line, raw in lines]
+        header = list(dict.fromkeys(k for _, raw in lines for k in raw))
+        return _validate(records, path, header, problems, tabular=suffix == ".csv")
     raise CultureboardError(path, f"has the extension {suffix!r}", "save the ratings as .parquet, .csv or .jsonl")
 
 
@@ -313,7 +293,7 @@ def _validate(records: list[tuple[str, dict]], source, header: list[str], proble
             problems.append(f"{where}: {column} {value!r}: {problem} (fix: {fix})")
 
         before = len(problems)
-        row = {c: _text(raw.get(c)) for c in _TEXT}
+        row = {c: text(raw.get(c)) for c in _TEXT}
         for column in ("study", "rater", "question", "scale"):
             if row[column] is None:
                 bad(column, raw.get(column), "is missing", f"give every row its {column}")
@@ -333,7 +313,7 @@ def _validate(records: list[tuple[str, dict]], source, header: list[str], proble
             if not _SHA256.fullmatch(row["image_sha256"]):
                 bad("image_sha256", raw.get("image_sha256"), "is not 64 hexadecimal digits", "give the sha256 of the image file")
         try:
-            row["sample_idx"] = _integer(raw.get("sample_idx"))
+            row["sample_idx"] = integer(raw.get("sample_idx"))
             if row["sample_idx"] is not None and row["sample_idx"] < 0:
                 raise ValueError
         except ValueError:
@@ -395,28 +375,6 @@ def _validate(records: list[tuple[str, dict]], source, header: list[str], proble
     return frame.astype({"sample_idx": "Int64", "value": float, "in_country": "boolean"})
 
 
-def _missing(value) -> bool:
-    """None, NaN or pandas' NA: an empty cell."""
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def _text(value) -> str | None:
-    if _missing(value):
-        return None
-    value = str(value).strip()
-    return value or None
-
-
-def _integer(value) -> int | None:
-    """``3``, ``"3"``, ``3.0`` -> 3; empty -> None; ValueError for ``3.5``, ``"x"``, ``true``."""
-    if isinstance(value, str):
-        value = float(value) if value.strip() else None
-    if _missing(value):
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
-        raise ValueError(value)
-    return int(value)
-
 
 def _number(value) -> float | None:
     """A finite number (``"4"``, ``4``, ``0.5``); None when empty; ValueError otherwise (``true``, ``"x"``, inf)."""
@@ -430,7 +388,7 @@ def _number(value) -> float | None:
 
 
 def _flag(value) -> bool | None:
-    if _missing(value):
+    if missing(value):
         return None
     if isinstance(value, bool):
         return value

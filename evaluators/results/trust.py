@@ -14,12 +14,16 @@ data rule out even a moderate agreement. A metric passes on a slice only when th
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from cultureboard.countries import load_countries
+from cultureboard.errors import CultureboardError
 
 from .ratings_format import ITEM
 from .stats import spearman_ci
@@ -115,3 +119,28 @@ def pair_with_scores(humans: pd.DataFrame, scores: pd.DataFrame, metric: str) ->
         groups = {c.iso2: c.region_group for c in load_countries()}
         joined["region_group"] = joined["country"].map(groups)
     return joined
+
+
+def rated_results(rows: pd.DataFrame, results: str | Path) -> tuple[pd.DataFrame, dict[str, Path]]:
+    """The ratings with every row's ``submission`` set, and submission id -> its folder in ``results`` (a results
+    folder holding the rated submissions). Ratings that name no submission are those of the results' only
+    submission; with several, that is an error, as is a rated submission the results lack."""
+    results = Path(results)
+    folders = {p.name: p for p in results.iterdir() if (p / "scores.parquet").is_file()} if results.is_dir() else {}
+    if rows["submission"].isna().any():
+        if len(folders) != 1 or rows["submission"].notna().any():
+            raise CultureboardError("ratings", f"name no submission, and the results hold {len(folders)} submissions",
+                                    "map every rated model to its submission (submissions={model: submission id})")
+        rows = rows.assign(submission=next(iter(folders)))
+    for sid in sorted(rows["submission"].unique()):
+        if sid not in folders:
+            raise CultureboardError(results, f"has no scores of the rated submission {sid}",
+                                    "evaluate it into this results folder first")
+    return rows, folders
+
+
+def usable_scores(folder: Path) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """A result folder's score rows that count (not flagged, with a value) and its metric cards by name."""
+    scores = pq.read_table(folder / "scores.parquet").to_pandas()
+    cards = {m["name"]: m for m in json.loads((folder / "summary.json").read_text())["metrics_info"]}
+    return scores[scores["flag"].isna() & scores["value"].notna()], cards

@@ -101,10 +101,12 @@ def import_study(name: str, path: str | Path, **options) -> pd.DataFrame:
     return rows
 
 
-def write_ratings(path: str | Path, dataset: str | Path, out: str | Path, *, study: str, prompt_set: str) -> dict:
+def write_ratings(path: str | Path, dataset: str | Path, out: str | Path, *, study: str, prompt_set: str,
+                  reports: Callable[[pd.DataFrame], dict[str, dict]] | None = None) -> dict:
     """The import of a study without a writer of its own: ``ratings.parquet`` (the common format) and
     ``agreement.json`` (Krippendorff's alpha and Fleiss' kappa per question and slice, with a provenance block),
-    written to ``out`` atomically."""
+    written to ``out`` atomically; ``reports`` (a study writer's) maps the rows to more JSON files {name: report},
+    each given the same provenance block."""
     import pyarrow.parquet as pq
 
     from cultureboard.atomic import atomic_dir, check_replaceable
@@ -119,13 +121,14 @@ def write_ratings(path: str | Path, dataset: str | Path, out: str | Path, *, stu
     rows = import_study(study, path, prompts=read_prompt_set(dataset, prompt_set))
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), **code_provenance(("numpy", "pandas", "scipy"))}
+    files = {"agreement.json": {"agreement": agreement(rows)}, **(reports(rows) if reports else {})}
     with atomic_dir(out, kind="ratings") as tmp:
         pq.write_table(to_table(rows), tmp / "ratings.parquet")
-        (tmp / "agreement.json").write_text(json.dumps({"agreement": agreement(rows), "provenance": provenance},
-                                                       indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                                            encoding="utf-8")
+        for name, report in files.items():
+            (tmp / name).write_text(json.dumps({**report, "provenance": provenance}, indent=2, ensure_ascii=False,
+                                               allow_nan=False) + "\n", encoding="utf-8")
     return {"out": str(out), "rows": len(rows), "raters": int(rows["rater"].nunique()),
-            "files": ["agreement.json", "ratings.parquet"]}
+            "files": sorted(["ratings.parquet", *files])}
 
 
 def write_study(name: str, path: str | Path, dataset: str | Path, out: str | Path, **options) -> dict:
@@ -140,7 +143,7 @@ def write_study(name: str, path: str | Path, dataset: str | Path, out: str | Pat
     else:
         writer = partial(write_ratings, study=name)
     params = {k: p for k, p in inspect.signature(writer).parameters.items()
-              if k not in ("path", "dataset", "out") and p.kind is not p.VAR_KEYWORD}
+              if k not in ("path", "dataset", "out", "reports") and p.kind is not p.VAR_KEYWORD}
     hints = typing.get_type_hints(writer.func if isinstance(writer, partial) else writer)
     given = {k: v for k, v in options.items() if v is not None}
     takes = ", ".join(f"--{k.replace('_', '-')}" for k in params if k not in ("n_boot", "seed", "study")) or "none"

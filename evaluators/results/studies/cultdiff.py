@@ -18,13 +18,12 @@ category (``prompts``: the rated prompt set's rows). Every problem is reported a
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 from pathlib import Path
 
 from cultureboard.errors import CultureboardError
 
+from ..ratings_files import read_records
 from . import register_study
 
 SCALE = "likert:1..5"
@@ -44,39 +43,6 @@ COLUMNS = ("rater", "rater_country", "prompt_id", "image_sha256", "file_name", "
            *QUESTIONS)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
-
-def _records(path: Path) -> tuple[list[tuple[str, dict]], list[str]]:
-    """(where, raw row) of a CSV or JSONL file, and the problems of rows that are not rows."""
-    suffix, problems, out = path.suffix.lower(), [], []
-    try:
-        if suffix == ".csv":
-            with open(path, newline="", encoding="utf-8-sig") as fh:
-                reader = csv.DictReader(fh)
-                unknown = sorted(set(reader.fieldnames or []) - set(COLUMNS))
-                if unknown:
-                    raise CultureboardError(path, f"has unknown columns {unknown}", f"use only {', '.join(COLUMNS)}")
-                for raw in reader:
-                    out.append((f"{path}:{reader.line_num}", {k: v for k, v in raw.items() if v not in ("", None)}))
-        elif suffix == ".jsonl":
-            with open(path, encoding="utf-8") as fh:
-                for n, text in enumerate(fh, 1):
-                    if not text.strip():
-                        continue
-                    try:
-                        raw = json.loads(text)
-                        assert isinstance(raw, dict)
-                    except (ValueError, AssertionError):
-                        problems.append(f"{path}:{n}: is not a JSON object (fix: write one object per line)")
-                        continue
-                    unknown = sorted(set(raw) - set(COLUMNS))
-                    if unknown:
-                        problems.append(f"{path}:{n}: unknown keys {unknown} (fix: use only {', '.join(COLUMNS)})")
-                    out.append((f"{path}:{n}", {k: v for k, v in raw.items() if v not in ("", None)}))
-        else:
-            raise CultureboardError(path, f"has the extension {suffix!r}", "save CultDiff's ratings as .csv or .jsonl")
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise CultureboardError(path, f"cannot be read ({exc})", "pass a UTF-8 CSV or JSONL file") from None
-    return out, problems
 
 
 def _answer(value) -> float | None:
@@ -101,9 +67,8 @@ def import_cultdiff(path: str | Path, prompts: list[dict] | None = None,
     from ...submission.format import read_metadata
 
     path = Path(path)
-    if not path.is_file():
-        raise CultureboardError(path, "does not exist", "pass the path of CultDiff's ratings (.csv or .jsonl)")
-    records, problems = _records(path)
+    lines, problems = read_records(path, COLUMNS, ())
+    records = [(f"{path}:{line}", {k: v for k, v in raw.items() if v not in ("", None)}) for line, raw in lines]
     by_id = {p["prompt_id"]: p for p in prompts or []}
     metadata: dict[str, dict[str, str]] = {}
     out = []

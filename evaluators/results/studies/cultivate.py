@@ -14,17 +14,24 @@ and image (.csv with a header, or .jsonl), with the columns of :data:`COLUMNS`:
 Each answer becomes one common-format row (study ``cultivate``, question ``GT-FAITH`` / ``GT-HAL`` / ``GT-EXAG`` /
 ``GT-REALISM``, scale ``likert:1..5``). Problems are reported all at once, one line each, as
 ``FILE:LINE: COLUMN VALUE: problem (fix: ...)``.
+
+With a results folder holding the rated submissions, :func:`write_cultivate_ratings` adds ``validity.json``: the
+trust map (``trust.trust_map``) of each metric of :data:`VALIDITY` with the mean answer to its question, per
+submission and slice. The paper's own numbers (Spearman with GT-FAITH: FAITH 0.47, VQAScore 0.14) are its
+reported rows, not these.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
+
+import pandas as pd
 
 from cultureboard.errors import CultureboardError
 
-from . import register_study
+from ..ratings_files import integer, read_records, text
+from ..trust import human_means, pair_with_scores, rated_results, trust_map, usable_scores
+from . import register_study, write_ratings
 
 QUESTIONS = {"gt_faith": "GT-FAITH", "gt_hal": "GT-HAL", "gt_exag": "GT-EXAG", "gt_realism": "GT-REALISM"}
 SCALE = "likert:1..5"
@@ -32,12 +39,19 @@ ITEM_COLUMNS = ("image_sha256", "file_name", "prompt_id")
 COLUMNS = ("rater", "rater_country", "submission", "model", *ITEM_COLUMNS, "sample_idx", "country", "category",
            *QUESTIONS, "comment")
 _FIX_SCORE = "rate 1 to 5, or leave the cell empty where the rater was not asked"
+#: The metrics each question stands for (the paper correlates FAITH, VQAScore and CLIPScore with GT-FAITH).
+VALIDITY = {"GT-FAITH": ("cultivate.faith", "cultivate.align", "cultivate.vqascore"), "GT-HAL": ("cultivate.hal",),
+            "GT-EXAG": ("cultivate.exag",)}
+#: Questions whose larger answers are worse (more incorrect, more exaggerated): a metric where lower is better
+#: agrees with them when the two rise together.
+WORSE_WHEN_HIGHER = {"GT-HAL", "GT-EXAG"}
 
 
 @register_study(
     "cultivate", title="CULTIVate human faithfulness, hallucination and exaggeration ratings (Malakouti et al. 2025, "
                        "section 4)",
     url="https://arxiv.org/abs/2511.05681", licence=None,
+    writer="cultureboard.evaluators.results.studies.cultivate:write_cultivate_ratings",
     note="CULTIVate released no ratings: a file in this layout is its collector's data, published under the "
          "collector's licence.",
 )
@@ -46,19 +60,22 @@ def import_cultivate(path: str | Path, prompts: list[dict] | None = None) -> lis
     each ``prompt_id`` and fills ``country`` and ``category`` from its prompt."""
     path = Path(path)
     by_id = None if prompts is None else {p["prompt_id"]: p for p in prompts}
-    out, problems = [], []
-    for line, raw in _records(path, problems):
+    out = []
+    records, problems = read_records(path, COLUMNS)
+    if not records and not problems:
+        problems.append(f"{path}: has no ratings (fix: add one row per rater and image)")
+    for line, raw in records:
         def bad(column, problem, fix, line=line, raw=raw):
             problems.append(f"{path}:{line}: {column} {raw.get(column)!r}: {problem} (fix: {fix})")
 
-        row = {k: _text(raw.get(k)) for k in COLUMNS if k not in QUESTIONS and k != "sample_idx"}
+        row = {k: text(raw.get(k)) for k in COLUMNS if k not in QUESTIONS and k != "sample_idx"}
         if row["rater"] is None:
             bad("rater", "is missing", "give every row the rater's id")
         if not any(row[k] for k in ITEM_COLUMNS):
             bad("prompt_id", "is missing, and so are image_sha256 and file_name: the row names no image",
                 "name the image by its sha256, its file_name, or its prompt_id and sample_idx")
         try:
-            row["sample_idx"] = _integer(raw.get("sample_idx"), 0)
+            row["sample_idx"] = integer(raw.get("sample_idx"), 0)
         except ValueError:
             bad("sample_idx", "is not a non-negative integer", "give the image's 0-based index among its prompt's")
         if by_id is not None and row["prompt_id"] is not None:
@@ -71,13 +88,13 @@ def import_cultivate(path: str | Path, prompts: list[dict] | None = None) -> lis
         answers = {}
         for column, question in QUESTIONS.items():
             try:
-                value = _integer(raw.get(column), 1, 5)
+                value = integer(raw.get(column), 1, 5)
             except ValueError:
                 bad(column, "is not an integer from 1 to 5", _FIX_SCORE)
                 continue
             if value is not None:
                 answers[question] = value
-        if not answers and all(_text(raw.get(c)) is None for c in QUESTIONS):
+        if not answers and all(text(raw.get(c)) is None for c in QUESTIONS):
             bad("gt_faith", "is missing, and so are gt_hal, gt_exag and gt_realism", "give at least one rating")
         comment = row.pop("comment")
         out += [{"study": "cultivate", **row, "question": question, "value": float(value), "scale": SCALE,
@@ -87,61 +104,35 @@ def import_cultivate(path: str | Path, prompts: list[dict] | None = None) -> lis
                                 "correct every row listed above; nothing was imported")
     return out
 
-
-def _records(path: Path, problems: list[str]) -> list[tuple[int, dict]]:
-    """(line, raw row) of a .csv or .jsonl file; layout problems (unknown columns, bad JSON) go to ``problems``."""
-    if not path.is_file():
-        raise CultureboardError(path, "does not exist", "pass the path of a .csv or .jsonl ratings file")
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
-        raise CultureboardError(path, f"has the extension {suffix!r}", "save the ratings as .csv or .jsonl")
-    records = []
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        if suffix == ".csv":
-            reader = csv.DictReader(fh)
-            unknown = [c for c in reader.fieldnames or [] if c not in COLUMNS]
-            if unknown or "rater" not in (reader.fieldnames or []):
-                raise CultureboardError(path, f"header: unknown columns {unknown}" + (
-                    "" if "rater" in (reader.fieldnames or []) else ", no rater column"),
-                    f"the columns are {', '.join(COLUMNS)}")
-            for raw in reader:
-                if None in raw:
-                    problems.append(f"{path}:{reader.line_num}: has more cells than the header (fix: quote cells "
-                                    "that contain commas)")
-                else:
-                    records.append((reader.line_num, raw))
-        else:
-            for line, text in enumerate(fh, 1):
-                if not text.strip():
-                    continue
-                try:
-                    raw = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: write one JSON object per line)")
-                    continue
-                unknown = [c for c in raw if c not in COLUMNS] if isinstance(raw, dict) else ["(not an object)"]
-                if unknown:
-                    problems.append(f"{path}:{line}: unknown keys {unknown} (fix: use only {', '.join(COLUMNS)})")
-                    continue
-                records.append((line, raw))
-    if not records and not problems:
-        problems.append(f"{path}: has no ratings (fix: add one row per rater and image)")
-    return records
+def write_cultivate_ratings(path: str | Path, dataset: str | Path, out: str | Path, prompt_set: str = "cultivate",
+                            results: Path | None = None, n_boot: int = 1000, seed: int = 0) -> dict:
+    """The study's ratings folder (``studies.write_ratings``), with ``validity.json`` (:func:`validity`) when
+    ``results`` holds the rated submissions."""
+    reports = None if results is None else (
+        lambda rows: {"validity.json": {"trust": validity(rows, results, n_boot, seed),
+                                        "settings": {"n_boot": n_boot, "seed": seed}}})
+    return write_ratings(path, dataset, out, study="cultivate", prompt_set=prompt_set, reports=reports)
 
 
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    value = str(value).strip()
-    return value or None
-
-
-def _integer(value, low: int, high: float = float("inf")) -> int | None:
-    """An integer cell in [low, high]; None when empty; ValueError otherwise (``3.0`` is 3, ``3.5`` is not)."""
-    text = _text(value)
-    if text is None:
-        return None
-    number = float(text)  # ValueError for text that is no number
-    if isinstance(value, bool) or not number.is_integer() or not low <= number <= high:
-        raise ValueError(text)
-    return int(number)
+def validity(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """Trust-map rows {submission, metric, human, slice_type, slice, n, rho, rho_low, rho_high, diagnostic,
+    reason} of every metric of :data:`VALIDITY` the rated submissions have, against the mean answer per rated
+    image to its question. rho is sign-normalised so that rho > 0 means "agrees with the raters": a metric is
+    negated when its direction and the question's disagree (``cultivate.hal``, lower is better, with GT-HAL,
+    higher is worse: not negated)."""
+    rows, folders = rated_results(rows, results)
+    out = []
+    for sid in sorted(rows["submission"].unique()):
+        scores, cards = usable_scores(folders[sid])
+        mine = rows[rows["submission"] == sid]
+        for question, metrics in VALIDITY.items():
+            if not (mine["question"] == question).any():
+                continue
+            humans = human_means(mine, question)
+            for metric in (m for m in metrics if m in cards and (scores["metric"] == m).any()):
+                better = "lower" if question in WORSE_WHEN_HIGHER else "higher"
+                pairs = pair_with_scores(humans, scores, metric)
+                for entry in trust_map(pairs, higher_is_better=cards[metric]["direction"] == better,
+                                       n_boot=n_boot, seed=seed):
+                    out.append({"submission": sid, "metric": metric, "human": question, **entry})
+    return out

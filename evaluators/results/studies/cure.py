@@ -28,7 +28,6 @@ artifact's raters, per submission, as ``trust.human_means`` computes it.
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
 
 from ..agreement import agreement
+from ..ratings_files import read_records
 from ..ratings_format import to_table
 from ..stats import spearman_ci
 from ..trust import human_means
@@ -76,8 +76,9 @@ def import_cure(path: str | Path, prompts: list[dict] | None = None) -> list[dic
             for key in {p["artifact_id"], p["artifact_name"].casefold()}:
                 by_key.setdefault(key, []).append(p)
     countries = load_countries()
-    rows, problems, seen = [], [], {}
-    for line, raw in _records(path, problems):
+    rows, seen = [], {}
+    records, problems = read_records(path, COLUMNS, ("rater", "artifact"))
+    for line, raw in records:
         def bad(column, value, problem, fix, line=line):
             problems.append(f"{path}:{line}: {column} {value!r}: {problem} (fix: {fix})")
 
@@ -130,50 +131,6 @@ def import_cure(path: str | Path, prompts: list[dict] | None = None) -> list[dic
         raise CultureboardError(path, f"{len(problems)} problem(s) in the ratings:\n  " + "\n  ".join(problems),
                                 "correct every row listed above; nothing was imported")
     return rows
-
-
-def _records(path: Path, problems: list[str]) -> list[tuple[int, dict]]:
-    """(line, raw row) of a CSV (header row) or JSONL file; layout problems are appended to ``problems``."""
-    if not path.is_file():
-        raise CultureboardError(path, "does not exist", "pass the path of a .csv or .jsonl ratings file")
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
-        raise CultureboardError(path, f"has the extension {suffix!r}", "save the ratings as .csv or .jsonl")
-    records = []
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        if suffix == ".csv":
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            missing = [c for c in ("rater", "artifact") if c not in header]
-            unknown = [c for c in header if c not in COLUMNS]
-            if missing or unknown:
-                raise CultureboardError(path, f"header: missing columns {missing}, unknown columns {unknown}",
-                                        f"the columns are {', '.join(COLUMNS)}")
-            for raw in reader:
-                if None in raw:
-                    problems.append(f"{path}:{reader.line_num}: has more cells than the header (fix: quote cells "
-                                    "that contain commas)")
-                else:
-                    records.append((reader.line_num, {k: (v if v != "" else None) for k, v in raw.items()}))
-            return records
-        for line, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                raw = json.loads(text)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: write one JSON object per line)")
-                continue
-            unknown = [c for c in raw if c not in COLUMNS] if isinstance(raw, dict) else None
-            if unknown is None or unknown:
-                problems.append(f"{path}:{line}: " + ("is not a JSON object (fix: write one JSON object per line)"
-                                if unknown is None else f"unknown keys {unknown} (fix: use only {', '.join(COLUMNS)})"))
-                continue
-            records.append((line, raw))
-    return records
-
-
-# ------------------------------------------------------------------------------------------- correlations
 
 def table_of(metric: str) -> tuple[str, str] | None:
     """(CuRe table, scorer) in whose form ``metric``'s correlations are shown; None for cure.acceptance."""

@@ -45,7 +45,7 @@ from ...families.ecb.core import extreme_steps, pick_agreement
 from ..agreement import agreement
 from ..ratings_format import ITEM, to_table
 from ..stats import bootstrap_ci
-from ..trust import pair_with_scores, trust_map
+from ..trust import pair_with_scores, rated_results, trust_map, usable_scores
 from . import import_study, register_study
 
 STUDY = "ecb"
@@ -301,22 +301,11 @@ def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, se
     sign-normalised for lower-is-better metrics), the best / worst agreement of the culture metric beside the
     positional baseline, and HQS by step. Ratings without a submission are an error when ``results`` holds
     several submissions."""
-    results = Path(results)
-    folders = {p.name: p for p in results.iterdir() if (p / "scores.parquet").is_file()} if results.is_dir() else {}
-    if rows["submission"].isna().any():
-        if len(folders) != 1 or rows["submission"].notna().any():
-            raise CultureboardError("ratings", f"name no submission, and the results hold {len(folders)} submissions",
-                                    "map every rated model to its submission (submissions={model: submission id})")
-        rows = rows.assign(submission=next(iter(folders)))
+    rows, folders = rated_results(rows, results)
     items = hqs(rows)
     out = {"hqs_by_step": hqs_by_step(items, n_boot, seed), "correlations": [], "best_worst": []}
     for sid in sorted(rows["submission"].unique()):
-        if sid not in folders:
-            raise CultureboardError(results, f"has no scores of the rated submission {sid}",
-                                    "evaluate it into this results folder first")
-        scores = pq.read_table(folders[sid] / "scores.parquet").to_pandas()
-        cards = {m["name"]: m for m in json.loads((folders[sid] / "summary.json").read_text())["metrics_info"]}
-        scores = scores[scores["flag"].isna() & scores["value"].notna()]
+        scores, cards = usable_scores(folders[sid])
         mine = items[items["submission"] == sid]
         for metric in sorted(m for m in scores["metric"].unique() if CHAIN_METRIC.match(m)):
             pairs = pair_with_scores(mine, scores, metric)
