@@ -280,11 +280,15 @@ def publish() -> None:
 @click.option("--repo", required=True, help="Hub dataset repository, ORG/NAME.")
 @click.option("--revision", help="Tag to create at the uploaded commit (e.g. v1.0).")
 @click.option("--create-pr", is_flag=True, help="Open a pull request on the Hub instead of committing to main.")
-def publish_dataset(folder, repo, revision, create_pr):
+@json_option
+def publish_dataset(folder, repo, revision, create_pr, as_json):
     """Upload a dataset folder and print the commit that submissions pin."""
     from cultureboard.builder import publish_dataset as run
 
     result = run(folder, repo=repo, revision=revision, create_pr=create_pr)
+    if as_json:
+        _emit(True, {"folder": str(folder), "repo": repo, **result}, "")
+        return
     click.echo(f"uploaded {folder} to {repo}: commit {result['commit']}")
     if result.get("pr_url"):
         click.echo(f"pull request: {result['pr_url']}")
@@ -297,12 +301,13 @@ def publish_dataset(folder, repo, revision, create_pr):
 @click.argument("results", type=click.Path(file_okay=False))
 @click.option("--repo", required=True, help="Hub dataset repository for results, ORG/NAME.")
 @click.option("--submission", help="Check that this submission id has results and name it in the commit (every submission is uploaded, so the splits and `latest` always agree).")
-def publish_results(results, repo, submission):
+@json_option
+def publish_results(results, repo, submission, as_json):
     """Upload results to a Hub dataset: one split per submission plus `latest`."""
     from cultureboard.evaluators.results.publish import publish_results as run
 
     info = run(results, repo, submission=submission)
-    click.echo(f"uploaded results to {repo}: commit {info['commit']}")
+    _emit(as_json, {"repo": repo, **info}, f"uploaded results to {repo}: commit {info['commit']}")
 
 
 # ------------------------------------------------------------------------------------ submissions
@@ -490,24 +495,27 @@ def list_metrics(as_json):
 @click.argument("results", type=click.Path(file_okay=False))
 @click.argument("submission_id")
 @dataset_option()
-def merge_shards(results, submission_id, dataset):
+@json_option
+def merge_shards(results, submission_id, dataset, as_json):
     """Join the shards of a sharded evaluation into the result an unsharded run gives."""
     from cultureboard.evaluators.engine.evaluate import merge_shards as run
 
-    click.echo(f"results written to {run(results, submission_id, dataset)}")
+    out = run(results, submission_id, dataset)
+    _emit(as_json, {"submission": submission_id, "out": str(out)}, f"results written to {out}")
 
 
 @cli.command(name="compare-results")
 @click.argument("baseline", type=click.Path(file_okay=False))
 @click.argument("new", type=click.Path(file_okay=False))
 @click.option("--tolerance", default=0.02, show_default=True, help="Largest absolute change tolerated per metric x slice.")
-def compare_results(baseline, new, tolerance):
+@json_option
+def compare_results(baseline, new, tolerance, as_json):
     """Compare two results of the same submission; exit 1 when scores drifted beyond the tolerance."""
     from cultureboard.evaluators.results.drift import compare_results as run
     from cultureboard.evaluators.results.drift import format_drifts
 
     drifts = run(baseline, new, tolerance=tolerance)
-    click.echo(format_drifts(drifts))
+    _emit(as_json, {"tolerance": tolerance, "drifted": bool(drifts), "drifts": drifts}, format_drifts(drifts))
     raise click.exceptions.Exit(1 if drifts else 0)
 
 

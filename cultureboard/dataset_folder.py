@@ -80,7 +80,7 @@ def read_references(folder: str | Path) -> tuple[dict[str, list[dict]], dict[str
                 data = (row["image"] or {}).get("bytes") or b""
                 if hashlib.sha256(data).hexdigest() != row["sha256"]:
                     raise CultureboardError(shard, f"holds a reference photograph of {row['qid']} whose bytes do not "
-                                            "match its sha256", "rebuild it: cultureboard references --dataset DIR")
+                                            "match its sha256", "rebuild it: cultureboard fetch-references --dataset DIR")
                 images.setdefault(row["qid"], []).append({"rank": row["rank"], "sha256": row["sha256"], "data": data})
     missing = {r["qid"]: r["reason"] for shard in sorted((folder / "data" / REFERENCE_CONFIGS[1]).glob("*.parquet"))
                for r in pq.read_table(shard, columns=["qid", "reason"]).to_pylist()}

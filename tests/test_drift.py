@@ -109,3 +109,19 @@ def test_bad_input(tmp_path):
         compare_results(good, good, tolerance=-0.1)
     with pytest.raises(CultureboardError, match="lacks metric"):
         compare_results(good, write(tmp_path, "d", {"metrics": [{"value": 1}]}))
+
+
+def test_the_cli_reports_drift_as_json_and_exits_1(tmp_path):
+    from click.testing import CliRunner
+
+    from cultureboard.cli import cli
+
+    new = copy.deepcopy(BASE)
+    new["metrics"][1]["value"] = 0.45
+    a, b = write(tmp_path, "a", BASE), write(tmp_path, "b", new)
+    result = CliRunner().invoke(cli, ["compare-results", str(a), str(b), "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["drifted"] and [(d["metric"], d["slice"]) for d in report["drifts"]] == [("faithfulness", "JP")]
+    same = CliRunner().invoke(cli, ["compare-results", str(a), str(a), "--json"])
+    assert same.exit_code == 0 and json.loads(same.stdout) == {"tolerance": 0.02, "drifted": False, "drifts": []}
