@@ -310,13 +310,11 @@ def _cure_rows(source, axis: str) -> tuple[str, list[dict]]:
     return where, rows
 
 
-def _commons(value: str) -> str | None:
-    """'Commons category: X' from a CuRe Wikimedia_Category (shell escapes and 'Category:' removed)."""
-    names = [re.sub(r"\\(.)", r"\1", part).strip().removeprefix("Category:").replace("_", " ")
-             for part in value.split(";") if part.strip()]
-    if not names:
-        return None
-    return ("Commons categories: " if len(names) > 1 else "Commons category: ") + "; ".join(names)
+def _commons(value: str) -> list[str]:
+    """The Commons category names of a CuRe Wikimedia_Category: ';'-separated, shell escapes, a 'Category:'
+    prefix and underscores removed."""
+    return [re.sub(r"\\(.)", r"\1", part).strip().removeprefix("Category:").replace("_", " ")
+            for part in value.split(";") if part.strip()]
 
 
 def import_cure(
@@ -328,7 +326,9 @@ def import_cure(
 
     Region becomes an ISO code through the country table, whose continent and GN/GS the prompt rows
     carry (the CSV's disagreements are listed in the notes). Time is kept verbatim as ``era`` (blank ->
-    null). The Wikimedia Commons category goes into ``description``. Artifact ids are
+    null). The Wikimedia Commons categories go into ``commons_category`` (several joined by ``;``, the
+    separator :func:`cultureboard.builder.references.commons_categories` splits on) and, as text, into
+    ``description``. Artifact ids are
     ``cure:{slug of axis and item}``.
     """
     countries = countries or load_countries()
@@ -356,9 +356,12 @@ def import_cure(
             csv_group = {"global north": "GN", "global south": "GS"}.get(row["Global North/South"].casefold())
             if csv_group != country.region_group:
                 group_conflicts[(country.name, row["Global North/South"], country.region_group)] += 1
+            categories = _commons(row["Wikimedia_Category"])
             artifacts.append({
                 "qid": f"cure:{slug(axis + ' ' + item)}", "name": item, "aliases": [],
-                "description": _commons(row["Wikimedia_Category"]), "country": country.iso2,
+                "description": (f"Commons categor{'ies' if len(categories) > 1 else 'y'}: " + "; ".join(categories)
+                                if categories else None),
+                "commons_category": ";".join(categories) or None, "country": country.iso2,
                 "concept": axis, "category": axis, "subcategory": category_phrase(row["Category"]),
                 "era": row.get("Time") or None, "source": "cure", "image": None,
             })
@@ -386,8 +389,10 @@ def import_cure(
         + ".",
         "era is the CSV's Time string, verbatim ('19th-century', '3rd-century BC' and '3rd-century-BC' both occur; "
         "Onggi's '45th-century BC' looks wrong); blank or absent (celebrations, fashion, food) -> null.",
-        "description holds the Wikimedia Commons category of the ground-truth images (shell escapes such as '\\(' "
-        "and a 'Category:' prefix removed); image is null (CuRe's four hand-picked GT images per artifact are not "
+        "commons_category holds the Wikimedia Commons categories of the ground-truth images, for `fetch-references` "
+        "(shell escapes such as '\\(', a 'Category:' prefix and underscores removed; "
+        f"{sum(';' in (a['commons_category'] or '') for a in artifacts)} rows name several, joined by ';'), and "
+        "description repeats them as text; image is null (CuRe's four hand-picked GT images per artifact are not "
         "released).",
     ]
     if any(a["name"] == "Sinulog" and a["country"] == "ID" for a in artifacts):

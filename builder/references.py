@@ -3,7 +3,8 @@
 
 For every artifact of the dataset's ``artifacts`` config (rows sharing a QID are one artifact) the
 candidates are, in this order, its Wikidata image (P18, column ``image``) and the first files of its
-Commons category (P373, column ``commons_category``). Commons describes each candidate
+Commons category (P373, column ``commons_category``; several categories, as CuRe lists, are joined by ``;``
+and their files taken in turn, one from each, so the images span them). Commons describes each candidate
 (:mod:`cultureboard.builder.commons`); a candidate is kept when
 
 1. its licence allows redistribution (:func:`~cultureboard.builder.commons.license_problem`),
@@ -190,6 +191,11 @@ def _key(url: str, sha1: str) -> str:
 # --- choosing and fetching
 
 
+def commons_categories(value: str | None) -> list[str]:
+    """The Commons categories of a ``commons_category`` cell: one name, or several joined by ``;``."""
+    return [name.strip() for name in (value or "").split(";") if name.strip()]
+
+
 def _plan(source: str, f: CommonsFile, max_side: int, max_bytes: int) -> Plan:
     """The download of ``f``, or :class:`Rejected` when its licence, type or size rules it out."""
     if problem := license_problem(f):
@@ -344,11 +350,13 @@ def _run(folder: Path, artifacts: list[Artifact], has_category: bool, *, contact
     listed: dict[str, list[tuple[str, str, str]]] = {}  # qid -> (label, source, title)
     for i, a in enumerate(artifacts):
         listed[a.qid] = [(f"{file_title(a.image)} (P18)", "p18", file_title(a.image))] if a.image else []
-        if a.category:
-            titles = api.category_files(a.category, per_artifact * CATEGORY_FILES_PER_IMAGE)
+        per_category = []
+        for category in commons_categories(a.category):
+            titles = api.category_files(category, per_artifact * CATEGORY_FILES_PER_IMAGE)
             if not titles:
-                notes[a.qid].append((f"Category:{a.category}", "has no files on Commons"))
-            listed[a.qid] += [(t, "category", t) for t in titles]
+                notes[a.qid].append((f"Category:{category}", "has no files on Commons"))
+            per_category.append(titles)
+        listed[a.qid] += [(t, "category", t) for turn in itertools.zip_longest(*per_category) for t in turn if t]
         if (i + 1) % 100 == 0:
             echo(f"listed the candidates of {i + 1} of {len(artifacts)} artifacts")
     described = api.files([t for items in listed.values() for _, _, t in items], max_side)

@@ -113,6 +113,11 @@ def test_cure_artifacts(cure):
         "cure:food-banku", "GH", "food", "dumpling", None)
     cristo = next(a for a in artifacts if a["name"] == "Cristo Redentor")
     assert cristo["description"] == "Commons category: Cristo Redentor (Rio de Janeiro)" and cristo["era"]
+    assert cristo["commons_category"] == "Cristo Redentor (Rio de Janeiro)"  # shell escapes removed
+    assert all(a["commons_category"] for a in artifacts)  # every artifact can get reference photos
+    several = {a["name"]: a["commons_category"] for a in artifacts if ";" in a["commons_category"]}
+    assert len(several) == 15
+    assert several["Festa da Uva"] == "Festa da Uva (Caxias do Sul);Festa da Uva (Jundiaí)"  # "Category:" and "_" gone
     assert next(a for a in artifacts if a["name"] == "Jajangmyeon")["country"] == "KR"
     assert table_from_rows(artifacts, ARTIFACT_SCHEMA).num_rows == 300
 

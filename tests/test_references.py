@@ -292,6 +292,22 @@ def test_imageinfo_continuation_and_a_table_without_categories(tmp_path):
     assert "Every artifact has at least one image." in card
 
 
+def test_several_commons_categories_are_taken_in_turn(tmp_path):
+    """CuRe lists several categories, joined by ';': their files alternate (A1, B1, A2, B2, ...), so the images
+    span every category; the split ignores blanks around the names."""
+    extra = [FakeFile("Night 1.jpg", jpeg("navy")), FakeFile("Night 2.jpg", jpeg("black"))]
+    categories = CATEGORIES | {"Filone at night": ["Night 1.jpg", "Night 2.jpg"]}
+    rows = [{"qid": "Q30", "name": "Two categories", "country": "IT", "concept": "cuisine", "image": None,
+             "commons_category": "Filone; Filone at night;Empty things", "source": "cure"}]
+    folder = make_dataset(tmp_path / "dataset", rows)
+    with CommonsServer(FILES + extra, categories) as server:
+        report = references(folder, commons_api=server.api, **FAST)
+    assert [(r["rank"], r["file"]) for r in read(folder, "references")] == [
+        (1, "File:Filone bread.jpg"), (2, "File:Night 1.jpg"), (3, "File:Night 2.jpg")]  # the SVG between: rejected
+    assert report["images"] == 3 and refmod.commons_categories(" A ;; B;") == ["A", "B"]
+    assert refmod.commons_categories(None) == [] and refmod.commons_categories("Bust (Rome)") == ["Bust (Rome)"]
+
+
 def test_no_image_at_all_writes_only_the_missing_list(tmp_path):
     folder = make_dataset(tmp_path / "dataset", artifact_rows({q: ARTIFACTS[q] for q in ("Q12", "Q24")}))
     with CommonsServer(FILES, CATEGORIES) as server:
