@@ -14,6 +14,7 @@ chosen), all drawn from the summaries and scores, none knowing a family:
 from __future__ import annotations
 
 import json
+import math
 
 from cultureboard.evaluators.results.stats import rank_ties
 
@@ -25,6 +26,9 @@ from .write import Column, Site, Table
 #: Curves drawn per plot (the best ranked first); the download holds every submission.
 MAX_CURVES = 8
 SIGNIFICANT = 0.05  # Benjamini-Hochberg q below which a gap is called significant
+#: The badge of a gap the bootstrap cannot test (``disparity`` module docstring: too few or equal prompts).
+UNTESTED = {"label": "too few prompts", "title": "Too few prompts, or prompts with equal values, in a country or "
+            "region for a bootstrap test: no CI, no p, not ranked"}
 
 
 def map_page(group: Group, metric: str) -> str:
@@ -111,7 +115,8 @@ def _gap_entry(gap, board: Board, r, metric: str) -> dict:
     gn, gs = (r.entries.get((metric, "region_group", k)) for k in ("GN", "GS"))
     images = sum(e["n_images"] for e in (gn, gs) if e)
     coverage = None if not gn or not gs or gn["coverage"] is None or gs["coverage"] is None else min(gn["coverage"], gs["coverage"])
-    return {"value": gap.value, "ci_low": gap.low, "ci_high": gap.high, "n_images": images, "n_prompts": gap.n_prompts,
+    low, high = (None if math.isnan(x) else x for x in (gap.low, gap.high))  # an untested gap has no CI
+    return {"value": gap.value, "ci_low": low, "ci_high": high, "n_images": images, "n_prompts": gap.n_prompts,
             "coverage": coverage, "complete": bool(gn and gs and gn.get("complete") and gs.get("complete"))}
 
 
@@ -123,7 +128,9 @@ def _abs_interval(value: float, low: float, high: float) -> tuple[float, float, 
 
 def disparity_rows(board: Board, group: Group) -> list[dict]:
     """Per ranked submission with a GN - GS gap of the headline: the gap, its q, the country served worst, and
-    the ranks by level and by the gap's size (ties where the |gap| intervals overlap)."""
+    the ranks by level and by the gap's size (ties where the |gap| intervals overlap). A submission whose gap
+    is untested (NaN p: too few prompts) has rank None and comes after the ranked ones; untested country gaps
+    never count as served worse."""
     metric = group.metrics[0]
     card = board.cards[metric]
     if card["direction"] == "none":
@@ -138,13 +145,16 @@ def disparity_rows(board: Board, group: Group) -> list[dict]:
         countries = [g for g in found if g.kind == "country" and worse * g.value > 0 and g.p_adjusted < SIGNIFICANT]
         worst = max(countries, key=lambda g: worse * g.value, default=None)
         rows.append({"result": r, "gap": region, "worst": worst, "n_worse": len(countries)})
-    if rows:
-        spans = [_abs_interval(x["gap"].value, x["gap"].low, x["gap"].high) for x in rows]
+    tested = [x for x in rows if not math.isnan(x["gap"].p)]
+    if tested:
+        spans = [_abs_interval(x["gap"].value, x["gap"].low, x["gap"].high) for x in tested]
         rr = rank_ties([s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans], higher_is_better=False)
-        for x, k, b, w in zip(rows, rr.rank, rr.best, rr.worst):
+        for x, k, b, w in zip(tested, rr.rank, rr.best, rr.worst):
             x["rank"] = {"rank": int(k), "best": int(b), "worst": int(w)}
-        rows.sort(key=lambda x: (x["rank"]["rank"], x["result"].display))
-    return rows
+    untested = sorted((x for x in rows if math.isnan(x["gap"].p)), key=lambda x: x["result"].display)
+    for x in untested:
+        x["rank"] = None
+    return sorted(tested, key=lambda x: (x["rank"]["rank"], x["result"].display)) + untested
 
 
 def disparity_table(site: Site, board: Board, page: str, group: Group) -> Table | None:
@@ -173,10 +183,11 @@ def disparity_table(site: Site, board: Board, page: str, group: Group) -> Table 
         r, w = x["result"], x["worst"]
         out.append({"rank": x["rank"], "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
                     "level_rank": level.get(r.sid), "level": r.entries.get((metric, "overall", "all")),
-                    "gap": _gap_entry(x["gap"], board, r, metric), "q": x["gap"].p_adjusted,
+                    "gap": _gap_entry(x["gap"], board, r, metric),
+                    "q": None if x["rank"] is None else x["gap"].p_adjusted,
                     "worst": None if w is None else f"{country_name(w.name)} ({w.name}): {w.value:+.3f} "
                                                     f"[{w.low:+.3f}, {w.high:+.3f}], q = {w.p_adjusted:.3f}",
-                    "n_worse": x["n_worse"]})
+                    "n_worse": x["n_worse"], "_marks": {"gap": [UNTESTED]} if x["rank"] is None else {}})
     return site.table(page, f"{group.name}-disparity", columns, out)
 
 
@@ -184,7 +195,7 @@ def _frontier(board: Board, group: Group, metric: str, title: str) -> str | None
     points = []
     for x in disparity_rows(board, group):
         e = x["result"].entries.get((metric, "overall", "all"))
-        if not e or e["value"] is None:
+        if not e or e["value"] is None or x["rank"] is None:
             continue
         gap, low, high = _abs_interval(x["gap"].value, x["gap"].low, x["gap"].high)
         points.append({"model": x["result"].display, "x": e["value"], "x_low": e["ci_low"], "x_high": e["ci_high"],

@@ -24,19 +24,36 @@ def test_hand_computed_gaps_and_intervals():
     assert found[REGION_GAP].value == pytest.approx(2.0)
     assert (found["A"].n_prompts, found["B"].n_prompts, found[REGION_GAP].n_prompts) == (2, 4, 6)
     # B's replicates are always 1; A's mean is 2, 3 or 4 (prob. 1/4, 1/2, 1/4) with A's two prompts redrawn.
-    # Gap A = M_A - (2 M_A + 4) / 6 in {2/3, 4/3, 2}; gap B = 1 - (2 M_A + 4) / 6 in {-1/3, -2/3, -1}; GN - GS = M_A - 1.
+    # Gap A = M_A - (2 M_A + 4) / 6 in {2/3, 4/3, 2}; GN - GS = M_A - 1 in {1, 2, 3}.
     assert (found["A"].low, found["A"].high) == pytest.approx((2 / 3, 2))
-    assert (found["B"].low, found["B"].high) == pytest.approx((-1, -1 / 3))
     assert (found[REGION_GAP].low, found[REGION_GAP].high) == pytest.approx((1, 3))
-    # every replicate on one side of 0: the smallest p, 2 / (B + 1)
-    assert all(g.p == pytest.approx(2 / 2001) for g in found.values())
+    # every replicate on one side of 0: the smallest p, 2 / (B + 1); BH over the two tested gaps: q = 2p / 2
+    for name in ("A", REGION_GAP):
+        assert found[name].p == pytest.approx(2 / 2001) and found[name].p_adjusted == pytest.approx(2 / 2001)
+    # B's four prompts are equal: no within-country spread, so its gap is untested (value kept, no CI, no p)
+    assert np.isnan([found["B"].low, found["B"].high, found["B"].p, found["B"].p_adjusted]).all()
 
 
-def test_constant_countries_give_degenerate_intervals():
-    found = by_name(gaps([1, 1, 0, 0, 0], ["A", "A", "B", "B", "C"], n_boot=50))
-    assert set(found) == {"A", "B", "C"}  # no region groups: no GN - GS gap
-    assert tuple(found["A"][2:5]) == pytest.approx((0.6, 0.6, 0.6))  # 1 - 2/5, in every replicate
-    assert tuple(found["C"][2:5]) == pytest.approx((-0.4, -0.4, -0.4))
+def test_single_prompt_countries_are_never_significant():
+    # one prompt per country: every replicate redraws the same prompts, nothing varies, nothing is tested
+    found = by_name(gaps([0.50, 0.52, 0.49], ["ES", "MX", "NG"], ["GN", "GS", "GS"]))
+    assert set(found) == {"ES", "MX", "NG", REGION_GAP}
+    assert found["ES"].value == pytest.approx(0.50 - 1.51 / 3)
+    assert found[REGION_GAP].value == pytest.approx(0.50 - 0.505)
+    for g in found.values():
+        assert np.isnan([g.low, g.high, g.p, g.p_adjusted]).all()
+
+
+def test_untested_countries_leave_bh_to_the_others():
+    # A and B: 20 prompts each with noise; C: one prompt; D: three equal prompts. BH runs over A and B only.
+    rng = np.random.default_rng(2)
+    means = [*rng.normal(0.0, 1.0, 20), *rng.normal(0.5, 1.0, 20), 0.2, 0.7, 0.7, 0.7]
+    found = by_name(gaps(means, ["A"] * 20 + ["B"] * 20 + ["C"] + ["D"] * 3, n_boot=400))
+    assert np.isnan([found["C"].p, found["D"].p, found["C"].p_adjusted, found["D"].p_adjusted]).all()
+    tested = [found["A"].p, found["B"].p]
+    assert all(np.isfinite(tested))
+    assert [found["A"].p_adjusted, found["B"].p_adjusted] == pytest.approx(benjamini_hochberg(tested).tolist())
+    assert found["A"].low < found["A"].value < found["A"].high
 
 
 def test_a_constructed_gap_excludes_zero_and_a_null_gap_includes_it():

@@ -15,6 +15,13 @@ country and the global mean (or the two region means) move together as they do i
 prompts per country stays fixed, so every replicate has every country. The p-value is the two-sided bootstrap
 p of "gap = 0" (``stats.bootstrap_p_value``), and ``p_adjusted`` is Benjamini-Hochberg over the gaps returned
 together (one family per model and metric: the country gaps and the GN - GS gap).
+
+Untested gaps: a stratum of one prompt, or of prompts with equal means, is redrawn as itself in every replicate,
+so the bootstrap sees no uncertainty in it and would give a zero-width interval and the smallest p. A country
+gap is therefore untested when the country has fewer than ``MIN_PROMPTS`` prompts or its own replicate means do
+not vary (zero within-country variance); the GN - GS gap when its replicates do not vary. An untested gap keeps
+its value but has ``low``, ``high``, ``p`` and ``p_adjusted`` NaN (null in JSON), and BH runs over the tested
+gaps only.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from cultureboard.countries import load_countries
 from .stats import benjamini_hochberg, bootstrap_p_value, percentile_interval, resample_indices
 
 REGION_GAP = "GN-GS"
+#: The fewest prompts a country needs for its gap to be tested (module docstring).
+MIN_PROMPTS = 2
 
 
 class Gap(NamedTuple):
@@ -46,7 +55,7 @@ class Gap(NamedTuple):
 def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups: Sequence[str | None] | None = None,
          n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[Gap]:
     """Country gaps (countries in sorted order) and, where both groups have prompts, the GN - GS gap (module
-    docstring). ``prompt_means``, ``countries`` and ``region_groups`` ("GN", "GS" or None) are per prompt;
+    docstring; untested gaps have NaN CI, p and q). ``prompt_means``, ``countries`` and ``region_groups`` ("GN", "GS" or None) are per prompt;
     without ``region_groups`` there is no GN - GS gap. ``n_prompts``: the country's prompts, or all prompts of
     the two groups.
 
@@ -84,16 +93,20 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
         return point @ weights / weights.sum(), reps @ weights / weights.sum()
 
     everything = pooled(np.ones(len(names)))
-    found = [("country", c, point[i] - everything[0], reps[:, i] - everything[1], int(counts[i]))
-             for i, c in enumerate(names)]
+    found = [("country", c, point[i] - everything[0], reps[:, i] - everything[1], int(counts[i]),
+              counts[i] >= MIN_PROMPTS and np.ptp(reps[:, i]) > 0) for i, c in enumerate(names)]
     north, south = (np.array([group_of[c] == g for c in names]) for g in ("GN", "GS"))
     if north.any() and south.any():
         (gn, gn_reps), (gs, gs_reps) = pooled(north), pooled(south)
-        found.append(("region_group", REGION_GAP, gn - gs, gn_reps - gs_reps, int(counts[north | south].sum())))
-    p = [bootstrap_p_value(r) for *_, r, _ in found]
+        gap_reps = gn_reps - gs_reps
+        found.append(("region_group", REGION_GAP, gn - gs, gap_reps, int(counts[north | south].sum()),
+                      np.ptp(gap_reps) > 0))
+    untested = (np.nan, np.nan)
+    intervals = [percentile_interval(r, level) if tested else untested for *_, r, _, tested in found]
+    p = [bootstrap_p_value(r) if tested else np.nan for *_, r, _, tested in found]
     adjusted = benjamini_hochberg(p)
-    return [Gap(kind, name, float(value), *percentile_interval(r, level), p_i, float(q), n)
-            for (kind, name, value, r, n), p_i, q in zip(found, p, adjusted)]
+    return [Gap(kind, name, float(value), low, high, p_i, float(q), n)
+            for (kind, name, value, _, n, _), (low, high), p_i, q in zip(found, intervals, p, adjusted)]
 
 
 def disparity(scores: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[dict]:
