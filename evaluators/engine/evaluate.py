@@ -182,16 +182,7 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
     if missing or len(names) != n:
         raise CultureboardError(shards_dir, f"lacks shards {missing} (or mixes shard counts: {sorted(names)})",
                                 "rerun the missing shards with the same --shard count")
-    infos, tables = [], []
-    for p in parts:
-        try:
-            info = json.loads((p / "shard.json").read_text())
-            assert info["shard"] == [int(x) for x in p.name.split("-of-")]
-            tables.append(pq.read_table(p / "scores.parquet"))
-        except (OSError, ValueError, KeyError, TypeError, AssertionError, pa.ArrowException):
-            raise CultureboardError(p, "is not a complete shard result (shard.json and scores.parquet for this i-of-n)",
-                                    "delete it and rerun that shard") from None
-        infos.append(info["provenance"])
+    infos, tables = zip(*(_read_shard(p) for p in parts))
     per_shard = ("scorers", "metrics", "notes", "refused")
     base = {k: v for k, v in infos[0].items() if k not in per_shard}
     for p, info in zip(parts, infos):
@@ -222,6 +213,31 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
     result = _write_results(Path(out) / submission_id, table, provenance, family, pspec, prompts)
     shutil.rmtree(shards_dir)
     return result
+
+
+def _read_shard(folder: Path) -> tuple[dict, pa.Table]:
+    """A finished shard's provenance and scores. A shard.json that is not JSON, belongs to another i-of-n or has
+    another shape than :func:`_score` writes (what :func:`merge_shards` and :func:`_write_results` read: the
+    dataset revision, prompt set, settings, scorers, metrics, notes and [prompt_id, sample_idx, reason]
+    refusals), or a scores.parquet that cannot be read, is one error naming the shard."""
+    def shaped(info: dict) -> bool:
+        prov = info["provenance"]
+        return (info["shard"] == [int(x) for x in folder.name.split("-of-")]
+                and isinstance(prov["dataset"]["revision"], str) and isinstance(prov["prompt_set"], str)
+                and isinstance(prov["settings"]["seed"], int) and isinstance(prov["settings"]["n_boot"], int)
+                and all(isinstance(s, dict) and isinstance(s["name"], str) for s in prov["scorers"])
+                and isinstance(prov["metrics"], dict) and isinstance(prov["notes"], dict)
+                and all(isinstance(pid, str) and isinstance(k, int) and isinstance(why, str)
+                        for pid, k, why in prov["refused"]))
+
+    try:
+        info = json.loads((folder / "shard.json").read_text(encoding="utf-8"))
+        if shaped(info):
+            return info["provenance"], pq.read_table(folder / "scores.parquet")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
+        pass
+    raise CultureboardError(folder, "is not a complete shard result (shard.json and scores.parquet for this i-of-n)",
+                            "delete it and rerun that shard")
 
 
 def _write_results(target: Path, table: pa.Table, provenance: dict, family: Family, pspec: PromptSetSpec,

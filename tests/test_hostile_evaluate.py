@@ -1,0 +1,167 @@
+"""Hostile inputs against the scoring engine: ``merge-shards`` on damaged shards (through the real CLI), an
+``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
+the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
+
+Corpus count (for the README): 13 cases, all rejected cleanly:
+merge-shards 11 (MERGE_SHARDS), evaluate 2 (an --out or --cache that is not a writable folder, and Hub
+images that differ from their declared sha256).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from cultureboard.evaluators import evaluate
+from cultureboard.evaluators.engine import evaluate as engine
+from PIL import Image
+from results_factory import make_dataset, make_submission
+from test_outputs import read_only  # noqa: F401 (a fixture: a read-only folder, or a skip where none can be made)
+
+from cultureboard.cli import main
+from cultureboard.errors import CultureboardError
+
+SID = "lab__model"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_scorers) -> dict:
+    """One country's cube-awareness dataset, a submission, and its two shards scored with the tiny scorers."""
+    root = tmp_path_factory.mktemp("hostile-evaluate")
+    dataset = make_dataset(root / "dataset", countries=("IT",))
+    submission = make_submission(root / "submissions", dataset, "cube-awareness")
+    for i in range(2):
+        evaluate(submission, dataset, root / "sharded", scorers=tiny_scorers, device="cpu", cache=root / "cache",
+                 n_boot=50, options={"repetitions": 5}, shard=(i, 2))
+    return {"root": root, "dataset": dataset, "submission": submission, "scorers": tiny_scorers,
+            "shards": root / "sharded" / f"{SID}.shards"}
+
+
+def one_error(capsys, argv: list) -> str:
+    """The one line ``cultureboard ARGV`` prints, after checking it fails with it and no traceback."""
+    code = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: ") and "(fix: " in lines[0], err
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------------ merge-shards
+
+
+def shard_json(change):
+    """Rewrite shard 0's shard.json: ``change`` takes the parsed record and returns the new one (any JSON)."""
+    def mutate(shard: Path) -> None:
+        path = shard / "shard.json"
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+    return mutate
+
+
+def provenance(**values):
+    return shard_json(lambda info: {**info, "provenance": {**info["provenance"], **values}})
+
+
+def without(key: str):
+    return shard_json(lambda info: {k: v for k, v in info.items() if k != key})
+
+
+def write(name: str, data: str):
+    return lambda shard: (shard / name).write_text(data)
+
+
+# (id, mutation of shard 0-of-2): merge-shards exits 1 with "0-of-2: is not a complete shard result", no result
+MERGE_SHARDS = [
+    ("shard-json-not-json", write("shard.json", "{")),
+    ("shard-json-a-list", write("shard.json", "[]")),
+    ("no-provenance", without("provenance")),
+    ("provenance-empty", shard_json(lambda info: {**info, "provenance": {}})),
+    ("provenance-a-list", shard_json(lambda info: {**info, "provenance": []})),
+    ("another-shard-number", shard_json(lambda info: {**info, "shard": [1, 2]})),
+    ("dataset-not-a-mapping", provenance(dataset="ds")),
+    ("scorers-a-string", provenance(scorers="hpsv2.1")),
+    ("refusal-not-a-triple", provenance(refused=[["IT-0001", 0]])),
+    ("settings-missing", shard_json(lambda info: {**info, "provenance": {
+        k: v for k, v in info["provenance"].items() if k != "settings"}})),
+    ("scores-not-parquet", write("scores.parquet", "PAR1 not really")),
+]
+
+
+@pytest.mark.parametrize("mutate", [pytest.param(c[1], id=c[0]) for c in MERGE_SHARDS])
+def test_merge_shards_rejects(capsys, tmp_path, world, mutate):
+    shards = shutil.copytree(world["shards"], tmp_path / f"{SID}.shards")
+    mutate(shards / "0-of-2")
+    line = one_error(capsys, ["merge-shards", tmp_path, SID, "--dataset", world["dataset"]])
+    assert line.startswith(f"error: {shards / '0-of-2'}: is not a complete shard result"), line
+    assert not (tmp_path / SID).exists() and sorted(p.name for p in shards.iterdir()) == ["0-of-2", "1-of-2"]
+
+
+def test_the_undamaged_shards_merge(capsys, tmp_path, world):
+    """The corpus's starting point is sound: the same copy, unchanged, merges."""
+    shutil.copytree(world["shards"], tmp_path / f"{SID}.shards")
+    assert main(["merge-shards", str(tmp_path), SID, "--dataset", str(world["dataset"])]) == 0, capsys.readouterr()
+    assert (tmp_path / SID / "summary.json").is_file()
+
+
+# ------------------------------------------------------------------------------------ evaluate
+
+
+def no_scoring(*_, **__):
+    raise AssertionError("scoring started before --out and --cache were checked")
+
+
+def refused_before_scoring(capsys, world, out: Path, cache: Path) -> str:
+    line = one_error(capsys, ["evaluate", world["submission"], "--dataset", world["dataset"], "--scorers",
+                              world["scorers"], "--device", "cpu", "--out", out, "--cache", cache])
+    assert not out.exists() or not any(out.iterdir())
+    return line
+
+
+def test_out_or_cache_inside_a_file_is_refused_before_any_scoring(capsys, tmp_path, world, monkeypatch):
+    monkeypatch.setattr(engine, "_score", no_scoring)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    line = refused_before_scoring(capsys, world, a_file / "results", tmp_path / "cache")
+    assert line.startswith(f"error: {a_file / 'results' / SID}: cannot be created: {a_file} is not a folder"), line
+    line = refused_before_scoring(capsys, world, tmp_path / "results", a_file / "cache")
+    assert line.startswith(f"error: --cache {a_file / 'cache'}: cannot be created: {a_file} is not a folder"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_read_only_out_or_cache_is_refused_before_any_scoring(capsys, tmp_path, world, read_only,  # noqa: F811
+                                                              monkeypatch):
+    monkeypatch.setattr(engine, "_score", no_scoring)
+    line = refused_before_scoring(capsys, world, read_only, tmp_path / "cache")
+    assert line.startswith(f"error: {read_only / SID}: cannot be written: {read_only}: "), line
+    line = refused_before_scoring(capsys, world, tmp_path / "results", read_only / "cache")
+    assert line.startswith(f"error: --cache {read_only / 'cache'}: cannot be written: {read_only}: "), line
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "results").exists()
+
+
+def test_hub_images_that_differ_from_their_sha256_are_refused(tmp_path, world, monkeypatch):
+    """images.location hf://...: a downloaded image whose bytes are not the declared ones (here re-saved with
+    other pixels, at the right size) is refused before scoring: no results folder, nothing cached."""
+    import huggingface_hub
+
+    local = world["submission"]
+    hub = shutil.copytree(local, tmp_path / "submissions" / SID, ignore=shutil.ignore_patterns("images"))
+    spec = yaml.safe_load((hub / "submission.yaml").read_text())
+    spec["images"]["location"] = "hf://datasets/lab/model-images@" + "a" * 40
+    (hub / "submission.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    snapshot = shutil.copytree(local, tmp_path / "snapshot")
+    first = json.loads((local / "metadata.jsonl").read_text().splitlines()[0])["file_name"]
+    with Image.open(snapshot / first) as img:
+        Image.fromarray(255 - np.asarray(img.convert("RGB"))).save(snapshot / first)
+    assert (snapshot / first).read_bytes() != (local / first).read_bytes()
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: str(snapshot))
+    with pytest.raises(CultureboardError) as caught:
+        evaluate(hub, world["dataset"], tmp_path / "results", scorers=world["scorers"], device="cpu",
+                 cache=tmp_path / "cache", n_boot=50, options={"repetitions": 5})
+    assert caught.value.message.startswith(f"hf://datasets/lab/model-images@{'a' * 40}/{first}: differs from the "
+                                           "sha256 metadata.jsonl declares"), caught.value.message
+    assert not (tmp_path / "results" / SID).exists() and not list((tmp_path / "results").glob(f".{SID}*"))
+    assert not list(tmp_path.glob("cache/**/shard-*.npz"))
