@@ -5,7 +5,8 @@ The studies' importers write their correlations in a few layouts (``cultureboard
 ``validity.json`` with Pearson and Spearman per country, and the same pairs as trust-map rows under ``trust``,
 which are read when present; the trust-map layout of
 ``evaluators.results.trust.trust_map``, used by the CultDiff and ECB studies: rho with its bootstrap CI and the
-diagnostic flag; CuRe's ``correlations.json``: rho with its CI per gold score). Each becomes a row
+diagnostic flag; CuRe's ``correlations.json``: trust-map rows under ``trust`` against the gold score each
+metric stands for, beside the paper-shaped rows with rho and its CI per gold score). Each becomes a row
 {metric, human, slice_type, slice, n, rho, rho_low, rho_high, diagnostic, reason, submission, source}:
 ``diagnostic`` is :func:`~cultureboard.evaluators.results.trust.trust_flag`'s verdict where the file gives a
 CI (or too few items), and None where it cannot be judged (no CI).

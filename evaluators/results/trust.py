@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from cultureboard.atomic import output_folders
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
@@ -115,22 +116,27 @@ def pair_with_scores(humans: pd.DataFrame, scores: pd.DataFrame, metric: str) ->
         raise ValueError(f"the scores have more than one {metric} value per image")
     joined = humans.drop(columns=[c for c in keep if c in humans]).merge(
         scores.astype({"sample_idx": "Int64"}) if "sample_idx" in right else scores, left_on=left, right_on=right)
-    if "region_group" not in joined:
-        groups = {c.iso2: c.region_group for c in load_countries()}
-        joined["region_group"] = joined["country"].map(groups)
-    return joined
+    return joined if "region_group" in joined else with_region_group(joined)
+
+
+def with_region_group(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``region_group`` ("GN", "GS", or NaN) looked up from its ``country`` in the country table."""
+    groups = {c.iso2: c.region_group for c in load_countries()}
+    return frame.assign(region_group=frame["country"].map(groups))
 
 
 def rated_results(rows: pd.DataFrame, results: str | Path) -> tuple[pd.DataFrame, dict[str, Path]]:
     """The ratings with every row's ``submission`` set, and submission id -> its folder in ``results`` (a results
-    folder holding the rated submissions). Ratings that name no submission are those of the results' only
-    submission; with several, that is an error, as is a rated submission the results lack."""
+    folder holding the rated submissions; its hidden work folders are skipped, ``atomic.output_folders``).
+    Ratings that name no submission are those of the results' only submission; with several, that is an
+    error, as is a rated submission the results lack."""
     results = Path(results)
-    folders = {p.name: p for p in results.iterdir() if (p / "scores.parquet").is_file()} if results.is_dir() else {}
+    folders = ({p.name: p for p in output_folders(results) if (p / "scores.parquet").is_file()}
+               if results.is_dir() else {})
     if rows["submission"].isna().any():
         if len(folders) != 1 or rows["submission"].notna().any():
             raise CultureboardError("ratings", f"name no submission, and the results hold {len(folders)} submissions",
-                                    "map every rated model to its submission (submissions={model: submission id})")
+                                    "give every rating its submission id, or map each rated model to its submission")
         rows = rows.assign(submission=next(iter(folders)))
     for sid in sorted(rows["submission"].unique()):
         if sid not in folders:

@@ -1,6 +1,7 @@
 """CuRe's user study (Rege et al. 2025, section 3 and appendix D): per artifact and rater, three 1-5 Likert
 judgements, imported into the common ratings format, and the Spearman correlation of every CuRe scorer with each
-of them, in the form of CuRe Tables 1-3 (and 15), with bootstrap CIs.
+of them, in the form of CuRe Tables 1-3 (and 15), with bootstrap CIs, sign-normalised (the paper's sign kept
+beside it), and the trust map of each metric against the judgement it stands for (:func:`correlations`).
 
 A ratings file (CSV with a header, or JSONL) has one row per rater, artifact (and rated submission):
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -44,8 +44,7 @@ from cultureboard.provenance import code_provenance, file_sha256
 from ..agreement import agreement
 from ..ratings_files import read_records
 from ..ratings_format import to_table
-from ..stats import spearman_ci
-from ..trust import human_means
+from ..trust import human_means, rated_results, trust_map, usable_scores, with_region_group
 from . import import_study, register_study
 
 STUDY = "cure"
@@ -151,51 +150,63 @@ def table_of(metric: str) -> tuple[str, str] | None:
     return None
 
 
-def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, seed: int = 0) -> list[dict]:
-    """Spearman's rho (with a percentile bootstrap CI over artifacts, ``stats.spearman_ci``) of every CuRe metric
-    of each rated submission's ``results/<submission>/scores.parquet`` with each gold score: phi*(a) = the mean of
-    the artifact's raters (per submission). One row per table, scorer, metric, submission and gold: ``n`` (artifacts
-    with both values; flagged rows, e.g. no reference photographs, are left out), ``rho``, ``low``, ``high`` (null
-    with fewer than 3 artifacts or a constant side). rho keeps its sign (CuRe prints the divergences' negative rho).
+def stands_for(card: dict) -> str | None:
+    """The question (``cure``, ``gt`` or ``ps``) whose gold score ``card``'s ``proxy_for`` names first
+    ("phi*_PS: ..."), or None (cure.div, cure.div_delta, cure.acceptance stand for no rated question)."""
+    proxy = card.get("proxy_for") or ""
+    return next((q for q, gold in QUESTIONS.items() if proxy.startswith(gold + ":")), None)
+
+
+def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, seed: int = 0) -> dict[str, list[dict]]:
+    """Spearman's rho of every CuRe metric of each rated submission's ``results/<submission>/scores.parquet``
+    with each gold score phi*(a) = the mean of the artifact's raters (per submission), as ``trust.trust_map``
+    computes it: a percentile bootstrap CI over artifacts (``stats.spearman_ci``), **sign-normalised** by the
+    metric card's direction (a lower-is-better metric is negated first, so rho > 0 always means "agrees with the
+    raters" and ``trust.TRUST_RHO`` means the same for every metric). Flagged rows (e.g. no reference
+    photographs) are left out.
+
+    Returns ``{"correlations": [...], "trust": [...]}``:
+
+    * ``correlations``: CuRe Tables 1-3 (and 15) reproduced, one row per table, scorer, metric, submission and
+      gold, overall: ``n`` (artifacts with both values), ``rho``, ``low``, ``high`` (sign-normalised; null with
+      fewer than 3 artifacts or a constant side), ``sign`` (-1 for a lower-is-better metric, else 1) and
+      ``rho_as_printed`` = sign * rho, in the paper's sign (CuRe prints the raw Spearman: its divergences and
+      Delta metrics come out negative when they agree with the raters; the printed CI is sign * [low, high]);
+    * ``trust``: the trust map (``trust.trust_map``: overall and per country, region group and category, with
+      the diagnostic flag) of each directed metric against the one gold its card stands for
+      (:func:`stands_for`), as {submission, metric, human (the gold), slice_type, slice, n, rho, rho_low,
+      rho_high, diagnostic, reason}.
     """
-    results = Path(results)
-    folders = {p.name: p for p in results.iterdir() if (p / "scores.parquet").is_file()} if results.is_dir() else {}
-    rated = sorted(rows["submission"].dropna().unique())
-    if rows["submission"].isna().any():
-        if len(folders) != 1 or rated:
-            raise CultureboardError("ratings", "name no submission, and the results hold "
-                                    f"{len(folders)} submissions", "give every rating its submission id")
-        rows = rows.assign(submission=next(iter(folders)))
-        rated = list(folders)
-    absent = [s for s in rated if s not in folders]
-    if absent:
-        raise CultureboardError(results, f"has no scores of the rated submissions {absent}",
-                                "evaluate them into this results folder first")
-    out = []
+    rows, folders = rated_results(rows, results)
+    found, trust = [], []
     for question, gold in QUESTIONS.items():
         if not (rows["question"] == question).any():
             continue
-        humans = human_means(rows, question)
-        for sid in rated:
-            scores = pq.read_table(folders[sid] / "scores.parquet").to_pandas()
+        humans = with_region_group(human_means(rows, question))
+        for sid in sorted(rows["submission"].unique()):
+            scores, cards = usable_scores(folders[sid])
             summary = json.loads((folders[sid] / "summary.json").read_text(encoding="utf-8"))
             model = summary["provenance"]["submission"].get("model")
-            scores = scores[scores["flag"].isna() & scores["value"].notna()]
-            mine = humans[humans["submission"] == sid][["item_id", "human"]]
+            mine = humans[humans["submission"] == sid]
             for metric, part in scores.groupby("metric", sort=True):
                 where = table_of(metric)
                 if where is None:
                     continue
-                joined = mine.merge(part[["unit_id", "value"]], left_on="item_id", right_on="unit_id")
-                rho = low = high = None
-                if len(joined) >= 3:
-                    ci = spearman_ci(joined["value"].to_numpy(float), joined["human"].to_numpy(float),
-                                     n_boot=n_boot, seed=seed)
-                    rho, low, high = (None if np.isnan(v) else v for v in (ci.value, ci.low, ci.high))
-                out.append({"table": where[0], "scorer": where[1], "metric": metric, "submission": sid,
-                            "model": model, "gold": gold, "question": question, "n": len(joined), "rho": rho,
-                            "low": low, "high": high})
-    return sorted(out, key=lambda r: (r["table"], r["scorer"], r["metric"], r["submission"], r["question"]))
+                card = cards.get(metric, {})
+                sign = -1 if card.get("direction") == "lower" else 1
+                pairs = mine.merge(part[["unit_id", "value"]].rename(columns={"value": "metric"}),
+                                   left_on="item_id", right_on="unit_id")
+                judged = trust_map(pairs, higher_is_better=sign == 1, n_boot=n_boot, seed=seed)
+                overall = judged[0]
+                found.append({"table": where[0], "scorer": where[1], "metric": metric, "submission": sid,
+                              "model": model, "gold": gold, "question": question, "n": overall["n"],
+                              "rho": overall["rho"], "low": overall["rho_low"], "high": overall["rho_high"],
+                              "sign": sign, "rho_as_printed": None if overall["rho"] is None else sign * overall["rho"]})
+                if card.get("direction") in ("higher", "lower") and stands_for(card) == question:
+                    trust += [{"submission": sid, "metric": metric, "human": gold, **row} for row in judged]
+    return {"correlations": sorted(found, key=lambda r: (r["table"], r["scorer"], r["metric"], r["submission"],
+                                                         r["question"])),
+            "trust": sorted(trust, key=lambda r: (r["metric"], r["submission"]))}
 
 
 def import_cure_ratings(path: str | Path, dataset: str | Path, out: str | Path, results: str | Path | None = None,
@@ -203,7 +214,7 @@ def import_cure_ratings(path: str | Path, dataset: str | Path, out: str | Path, 
     """Import a CuRe-layout ratings file against ``prompt_set`` of ``dataset`` and write, atomically, to ``out``:
     ``ratings.parquet`` (common format), ``agreement.json`` (Krippendorff's alpha and Fleiss' kappa per question
     and slice) and, with ``results`` (a results folder holding the rated submissions), ``correlations.json``
-    (:func:`correlations`); the JSON files carry a provenance block. Returns a summary of what was written."""
+    (:func:`correlations`: the paper's tables and the trust map); the JSON files carry a provenance block. Returns a summary of what was written."""
     path, out = Path(path), Path(out)
     check_replaceable(out, kind="ratings")  # before the work
     rows = import_study(STUDY, path, prompts=read_prompt_set(dataset, prompt_set))
@@ -212,8 +223,7 @@ def import_cure_ratings(path: str | Path, dataset: str | Path, out: str | Path, 
                   **code_provenance(("numpy", "pandas", "scipy"))}
     reports = {"agreement.json": {"agreement": agreement(rows), "provenance": provenance}}
     if results is not None:
-        reports["correlations.json"] = {"correlations": correlations(rows, results, n_boot, seed),
-                                        "provenance": provenance}
+        reports["correlations.json"] = {**correlations(rows, results, n_boot, seed), "provenance": provenance}
     with atomic_dir(out, kind="ratings") as tmp:
         pq.write_table(to_table(rows), tmp / "ratings.parquet")
         for name, report in reports.items():
