@@ -25,8 +25,11 @@ from tiny_dataset import write_tiny_dataset
 
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.evaluators.engine.registry import metric_cards
 from cultureboard.evaluators.results.ratings import (
     NO_CONSENSUS,
+    TARGETS,
+    VALIDITY,
     consensus,
     from_common,
     import_ratings,
@@ -38,6 +41,7 @@ from cultureboard.evaluators.results.ratings import (
 from cultureboard.evaluators.results.ratings_format import COLUMNS, read_ratings, validate_rows
 from cultureboard.evaluators.results.stats import krippendorff_alpha
 from cultureboard.evaluators.results.studies import import_study
+from cultureboard.site.trust import evidence, load_trust
 
 
 SET = "tiny-cube"
@@ -169,23 +173,29 @@ def test_validity_monotone_metric(ratings):
     assert (jp["n"], jp["spearman"], jp["pearson"]) == (2, None, None)
 
 
-def test_validity_has_trust_map_rows_sign_normalised_by_the_card(ratings):
-    """The same pairs as trust-map rows: rho > 0 means "agrees with people" whatever the metric's direction
-    (cultdiff.lpips: lower is better), with a CI, and every slice of 4 items is a diagnostic (too few items)."""
+def test_validity_judges_each_metric_only_against_its_own_question(ratings, tmp_path):
+    """Trust-map rows pair each metric with the CUBE question it stands for (VALIDITY), with a CI; every slice of
+    4 items is a diagnostic (too few items); the other pairs stay in ``correlations`` only, so the site's evidence
+    for a metric is its own question's row."""
     faithfulness = {(SUSHI, 0): 0.4, (TORII, 0): 0.3, (PIZZA, 0): 0.1, (PIZZA, 1): 0.5}
-    scores = pd.concat([scores_frame(faithfulness, "cube.faithfulness"),
-                        scores_frame({k: -v for k, v in faithfulness.items()}, "cultdiff.lpips"),
-                        scores_frame(faithfulness, "clip")])  # not registered: no trust rows
+    metrics = ["cube.faithfulness", "cube.cultural_relevance", "cube.country_top1", "cube.quality", "cube.retrieval",
+               "cultdiff.lpips", "clip"]  # retrieval and lpips stand for no CUBE question; clip is unregistered
+    scores = pd.concat([scores_frame(faithfulness, m) for m in metrics])
     report = validity(consensus(ratings), scores, n_boot=50)
     rows = {(r["metric"], r["human"], r["slice_type"], r["slice"]): r for r in report["trust"]}
-    assert {m for m, *_ in rows} == {"cube.faithfulness", "cultdiff.lpips"}
-    for metric in ("cube.faithfulness", "cultdiff.lpips"):
-        overall = rows[metric, "faithfulness", "overall", "all"]
-        assert overall["rho"] == pytest.approx(1.0) and overall["n"] == 4 and overall["rho_low"] <= 1.0
-        assert overall["diagnostic"] and "too few rated items" in overall["reason"]
-    assert rows["cube.faithfulness", "relevance", "overall", "all"]["rho"] == pytest.approx(1.0)
+    assert {(m, h) for m, h, *_ in rows} == {("cube.faithfulness", "faithfulness"), ("cube.quality", "realism"),
+                                             ("cube.cultural_relevance", "relevance"), ("cube.country_top1", "relevance")}
+    assert all(metric_cards()[m].direction == "higher" for names in VALIDITY.values() for m in names)
+    overall = rows["cube.faithfulness", "faithfulness", "overall", "all"]
+    assert overall["rho"] == pytest.approx(1.0) and overall["n"] == 4 and overall["rho_low"] <= 1.0
+    assert overall["diagnostic"] and "too few rated items" in overall["reason"]
     assert {s for (m, h, t, s) in rows if t == "country"} == {"JP", "IT"}
+    assert {(r["metric"], r["target"]) for r in report["correlations"]} == {(m, t) for m in metrics for t in TARGETS}
     assert report["trust_settings"] == {"n_boot": 50, "seed": 0}
+    (tmp_path / "validity.json").write_text(json.dumps(report))
+    shown = evidence(load_trust([tmp_path]))
+    assert shown["cube.cultural_relevance", "overall", "all"]["human"] == "relevance"
+    assert shown["cube.faithfulness", "country", "JP"]["human"] == "faithfulness"
 
 
 def test_validity_joins_on_submission_when_both_name_it(ratings):

@@ -58,7 +58,7 @@ from .ratings_files import integer, read_records, text
 from .ratings_format import parse_scale, to_table
 from .stats import correlations, krippendorff_alpha
 from .studies import import_study
-from .trust import trust_map
+from .trust import trust_map, with_region_group
 
 RELEVANCE = ("yes", "maybe", "no")
 NO_CONSENSUS = "no consensus"
@@ -75,6 +75,12 @@ RELEVANCE_SCALE = "ordinal:no=0,maybe=0.5,yes=1"
 LIKERT_SCALE = "likert:1..5"
 #: The human score each automatic metric is correlated with, and its consensus column.
 TARGETS = {"faithfulness": "faithfulness", "realism": "realism", "relevance": "relevance_score"}
+#: The metrics each CUBE question stands for: a metric is judged (trust map) only against its own question.
+#: Q1 relevance: the cards of cube.cultural_relevance and cube.country_top1 name it as their proxy_for; Q2
+#: faithfulness: cube.faithfulness; Q3 realism ("how realistic does the image look"): cube.quality, HPS v2.1,
+#: CUBE's image-quality score s(x) (section 5.1.2), the only CUBE metric of the image's quality.
+VALIDITY = {"relevance": ("cube.cultural_relevance", "cube.country_top1"), "faithfulness": ("cube.faithfulness",),
+            "realism": ("cube.quality",)}
 
 _LIKERT_FIX = "rate 1 to 5, or leave the cell empty where the rater was not asked"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -189,8 +195,8 @@ def validity(consensus: pd.DataFrame, scores: pd.DataFrame, n_boot: int = 1000, 
     name one (they must, when the ratings cover several submissions). Each metric is correlated with the consensus faithfulness, realism and
     relevance score (yes = 1, maybe = 0.5, no = 0) over the rated images that have the metric, overall
     (``country`` null) and per prompt country. Coefficients are null with fewer than 3 pairs, and NaN-free:
-    a constant input gives null too. ``trust`` holds the same pairs as trust-map rows (:func:`_trust`), with
-    ``n_boot`` bootstrap replicates seeded by ``seed``.
+    a constant input gives null too. ``trust`` holds trust-map rows of each metric against the one question it
+    stands for (:func:`_trust`), with ``n_boot`` bootstrap replicates seeded by ``seed``.
     """
     if {"prompt_id", "sample_idx"} <= set(scores):
         keys = ["prompt_id", "sample_idx"]
@@ -220,18 +226,15 @@ def validity(consensus: pd.DataFrame, scores: pd.DataFrame, n_boot: int = 1000, 
 
 def _trust(joined: pd.DataFrame, metrics: list[str], n_boot: int, seed: int) -> list[dict]:
     """The trust map (``trust.trust_map``: sign-normalised Spearman with its bootstrap CI and the diagnostic flag,
-    overall and per country, region group and category) of every registered metric with a direction, against
-    each human target; an unregistered or undirected metric has no rows."""
+    overall and per country, region group and category) of each metric of :data:`VALIDITY` (registered, with a
+    direction) against the question it stands for; every other pair is in ``correlations`` only."""
     cards = metric_cards()
     if "country" in joined:
-        groups = {c.iso2: c.region_group for c in load_countries()}
-        joined = joined.assign(region_group=joined["country"].map(groups))
+        joined = with_region_group(joined)
     out = []
-    for metric in metrics:
-        card = cards.get(metric)
-        if card is None or card.direction not in ("higher", "lower"):
-            continue
-        for target, column in TARGETS.items():
+    for target, names in VALIDITY.items():
+        for metric in (m for m in names if m in metrics and cards[m].direction in ("higher", "lower")):
+            card, column = cards[metric], TARGETS[target]
             pairs = joined.assign(metric=joined[metric], human=joined[column])
             for row in trust_map(pairs, higher_is_better=card.direction == "higher", n_boot=n_boot, seed=seed):
                 out.append({"metric": metric, "human": target, **row})
