@@ -1,13 +1,13 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 76 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 83 CLI cases, none ending in a traceback.
 
-* 62 rejected cleanly: validate 30 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+* 67 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
   capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 16
   (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
   and a results folder with no usable entry, which is one error);
-* 14 accepted by design: validate 8 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
+* 16 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
   U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation).
 
 The inspect_image unit tests above the corpus are not counted.
@@ -381,6 +381,14 @@ VALIDATE_REJECTED = [
      at("    eta:")),
     ("integer-beyond-64-bits", spec_edit(lambda s: s["generation"].update(steps=10**30)), "schema.not_json",
      at("  steps:")),
+    ("width-zero", spec_edit(lambda s: s["generation"].update(width=0)), "schema.out_of_range", at("  width:")),
+    ("height-negative", spec_edit(lambda s: s["generation"].update(height=-64)), "schema.out_of_range",
+     at("  height:")),
+    ("steps-negative", spec_edit(lambda s: s["generation"].update(steps=-3)), "schema.out_of_range", at("  steps:")),
+    ("i2i-strength-above-one", spec_edit(lambda s: s["generation"].update(i2i_strength=7)), "schema.out_of_range",
+     at("  i2i_strength:")),
+    ("i2i-strength-zero", spec_edit(lambda s: s["generation"].update(i2i_strength=0.0)), "schema.out_of_range",
+     at("  i2i_strength:")),
     ("date-far-in-the-future", spec_edit(lambda s: s.update(date=TOMORROW_AND_A_YEAR)), "schema.bad_date", at("date:")),
     ("impossible-date-in-extra", yaml_append("started: 2025-02-30\n"), "schema.yaml_syntax", at("started:")),
     ("malformed-tagged-integer", yaml_append("steps_hex: !!int 0x_\n"), "schema.yaml_syntax", at("steps_hex:")),
@@ -423,6 +431,8 @@ VALIDATE_ACCEPTED = [
     ("exif-rotated-square", swap_image(1, encode(Image.new("RGB", SQUARE, 9), "JPEG", exif=EXIF_ROTATED),
                                        "images/tiny/jp/sushi/0.jpg")),
     ("id-of-128-characters", rename_for("a" * (128 - 2 - len("tiny-diffusion")))),
+    ("steps-unknown", spec_edit(lambda s: s["generation"].update(steps=None))),
+    ("i2i-strength-of-one", spec_edit(lambda s: s["generation"].update(i2i_strength=1))),
 ]
 
 
@@ -777,4 +787,4 @@ def test_corpus_count():
     """The figures of the module docstring."""
     rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1
     accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
-    assert (rejected, accepted, rejected + accepted) == (62, 14, 76)
+    assert (rejected, accepted, rejected + accepted) == (67, 16, 83)

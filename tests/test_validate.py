@@ -454,3 +454,29 @@ def test_scope_two_submissions():
 def test_scope_empty_change_list_is_a_warning():
     report = check_pr_scope(["", "\n"], OWN)
     assert report.valid and [p.code for p in report.problems] == ["scope.empty"]
+
+
+def test_field_ranges_by_hand():
+    """The edges of each range, and the words messages use: width, height and steps >= 1; 0 < i2i_strength <= 1."""
+    from cultureboard.evaluators.submission.format import FIELDS
+
+    fields = {f.path: f for f in FIELDS}
+    width, steps, strength = fields["generation.width"], fields["generation.steps"], fields["generation.i2i_strength"]
+    assert [width.in_range(v) for v in (0, 1, 10**6)] == [False, True, True]
+    assert [steps.in_range(v) for v in (-3, 0, 1)] == [False, False, True]
+    assert [strength.in_range(v) for v in (0, 1e-9, 1, 1.0000001, 7)] == [False, True, True, False, False]
+    assert (width.range_text(), strength.range_text(), fields["generation.guidance_scale"].range_text()) == (
+        "at least 1", "above 0 and at most 1", "any number")
+
+
+def test_out_of_range_settings_are_each_one_error(sub, dataset):
+    """A width of 0 is reported (never a silently skipped size check), with the value and the range."""
+    spec = read_spec(sub)
+    spec["generation"].update(width=0, height=-64, steps=0, i2i_strength=1.5)
+    write_spec(sub, spec)
+    report = validate(sub, dataset)
+    found = {(p.file, p.message) for p in report.errors if p.code == "schema.out_of_range"}
+    assert found == {(yaml_line(sub, "  width:"), "generation.width is 0, not at least 1"),
+                     (yaml_line(sub, "  height:"), "generation.height is -64, not at least 1"),
+                     (yaml_line(sub, "  steps:"), "generation.steps is 0, not at least 1"),
+                     (yaml_line(sub, "  i2i_strength:"), "generation.i2i_strength is 1.5, not above 0 and at most 1")}

@@ -56,6 +56,22 @@ class Field:
     help: str
     choices: tuple[str, ...] = ()
     nullable: bool = False  # required key whose value may be null ("unknown"), e.g. steps of a closed API
+    #: numbers: the smallest and largest value allowed (None: no bound); ``above`` excludes the smallest itself
+    minimum: float | None = None
+    maximum: float | None = None
+    above: bool = False
+
+    def in_range(self, value: float) -> bool:
+        """Whether a number lies in the field's range: minimum <= value (minimum < value when ``above``)
+        and value <= maximum."""
+        low_ok = self.minimum is None or (value > self.minimum if self.above else value >= self.minimum)
+        return low_ok and (self.maximum is None or value <= self.maximum)
+
+    def range_text(self) -> str:
+        """The range in words, e.g. "above 0 and at most 1"."""
+        parts = [] if self.minimum is None else [f"{'above' if self.above else 'at least'} {self.minimum:g}"]
+        parts += [] if self.maximum is None else [f"at most {self.maximum:g}"]
+        return " and ".join(parts) or "any number"
 
 
 FIELDS: tuple[Field, ...] = (
@@ -75,14 +91,15 @@ FIELDS: tuple[Field, ...] = (
     Field("model.training_data", str, False, "what the model was trained on (used for scorer-entanglement badges)"),
     Field("generation.pipeline", str, True, "diffusers pipeline class, or 'api' for closed models"),
     Field("generation.scheduler", str, True, "scheduler class", nullable=True),
-    Field("generation.steps", int, True, "denoising steps", nullable=True),
+    Field("generation.steps", int, True, "denoising steps", nullable=True, minimum=1),
     Field("generation.guidance_scale", (int, float), True, "classifier-free guidance scale", nullable=True),
-    Field("generation.width", int, True, "image width in pixels"),
-    Field("generation.height", int, True, "image height in pixels"),
+    Field("generation.width", int, True, "image width in pixels", minimum=1),
+    Field("generation.height", int, True, "image height in pixels", minimum=1),
     Field("generation.negative_prompt", bool, True, "whether the prompt set's negative prompts were used"),
     Field("generation.precision", str, True, "weights dtype, e.g. fp16, bf16, fp32", nullable=True),
     Field("generation.i2i_pipeline", str, False, "pipeline used for image-to-image / edit steps (ecb chains)"),
-    Field("generation.i2i_strength", (int, float), False, "img2img strength for edit steps"),
+    Field("generation.i2i_strength", (int, float), False, "img2img strength for edit steps", minimum=0, maximum=1,
+          above=True),
     Field("generation.extra", dict, False, "any other setting, as a mapping"),
     Field("seeds.scheme", str, True, "'prompt-set': image k of a prompt uses the prompt set's seeds[k]", ("prompt-set",)),
     Field("prompt_set.name", str, True, "the prompt set's config name, e.g. cube-awareness"),

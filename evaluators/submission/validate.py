@@ -115,6 +115,7 @@ CODES: dict[str, str] = {
     "schema.missing_field": "a required field is missing or null",
     "schema.wrong_type": "a field (or section) has the wrong type",
     "schema.bad_choice": "a field's value is not one of its choices",
+    "schema.out_of_range": "a number outside its field's range (a width, height or steps below 1, an i2i_strength outside (0, 1])",
     "schema.unknown_field": "a field that the format does not define (warning)",
     "schema.format_version": "format_version is not the current version",
     "schema.bad_date": "date is not a valid YYYY-MM-DD date, or is in the future",
@@ -614,6 +615,9 @@ class _Validation:
             elif f.choices and value not in f.choices:
                 self.error("schema.bad_choice", self.at(f.path), f"{f.path} is {_show(value)}",
                            f"use one of {', '.join(f.choices)}")
+            elif value is not None and not f.in_range(value):
+                self.error("schema.out_of_range", self.at(f.path), f"{f.path} is {_show(value)}, not "
+                           f"{f.range_text()}", f"write the value used, {f.range_text()}")
         self.check_unknown(spec)
         self.check_values(spec)
 
@@ -1015,7 +1019,8 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
 
 
 def _generated_size(spec: dict | None) -> tuple[int, int] | None:
-    """(generation.width, generation.height) when both are positive integers, the size every image must have."""
+    """(generation.width, generation.height), the size every image must have, when both are positive integers
+    (any other value is a schema.wrong_type or schema.out_of_range error of check_fields)."""
     size = (get(spec or {}, "generation.width"), get(spec or {}, "generation.height"))
     return size if all(_type_ok(x, int) and x > 0 for x in size) else None
 
