@@ -102,3 +102,57 @@ def test_validity_is_a_trust_map_sign_normalised_by_question_and_card(tmp_path):
         assert row["diagnostic"] and "too few rated items" in row["reason"]
     with pytest.raises(CultureboardError, match="has no scores of the rated submission other"):
         validity(import_study("cultivate", ratings).assign(submission="other"), tmp_path / "results")
+
+
+@pytest.fixture()
+def by_file_name(tmp_path):
+    """A one-prompt-set dataset, a result of submission lab__m whose scores name 4 images by file_name (and
+    prompt_id + sample_idx), and a ratings file naming them by file_name only."""
+    import pandas as pd
+    from tiny_dataset import _row, write_tiny_dataset
+
+    ids = [f"ir/eating/p{k}" for k in range(4)]
+    dataset = write_tiny_dataset(tmp_path / "dataset", {"cultivate": [_row("cultivate", pid, pid) for pid in ids]})
+    folder = tmp_path / "results" / "lab__m"
+    folder.mkdir(parents=True)
+    pd.DataFrame([{"metric": "cultivate.faith", "prompt_id": f"cultivate/{pid}", "sample_idx": 0,
+                   "file_name": f"images/{k}.png", "value": 0.1 * (k + 1), "flag": None}
+                  for k, pid in enumerate(ids)]).to_parquet(folder / "scores.parquet")
+    (folder / "summary.json").write_text(json.dumps({"metrics_info": [{"name": "cultivate.faith",
+                                                                        "direction": "higher"}]}))
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("rater,submission,file_name,gt_faith\n" + "".join(
+        f"r1,lab__m,images/{k}.png,{k + 1}\n" for k in range(4)), encoding="utf-8")
+    return {"dataset": dataset, "results": tmp_path / "results", "ratings": ratings, "root": tmp_path}
+
+
+def cli(capsys, *args) -> tuple[int, str]:
+    """``cultureboard ARGS`` in this process: (exit code, stderr)."""
+    from cultureboard.cli import main
+
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
+def test_ratings_by_file_name_join_the_scores_on_file_name(by_file_name, capsys):
+    w = by_file_name
+    code, err = cli(capsys, "import", "ratings", w["ratings"], "--study", "cultivate", "--dataset", w["dataset"],
+                       "--out", w["root"] / "rated", "--results", w["results"])
+    assert code == 0, err
+    trust = json.loads((w["root"] / "rated" / "validity.json").read_text())["trust"]
+    [overall] = [r for r in trust if r["slice_type"] == "overall"]
+    assert (overall["metric"], overall["n"], overall["rho"]) == ("cultivate.faith", 4, pytest.approx(1.0))
+
+
+def test_ratings_sharing_no_key_with_the_scores_are_one_line(by_file_name, capsys):
+    """Half the rows name the image by file_name and half by prompt_id: no key covers every rated image."""
+    w = by_file_name
+    mixed = w["root"] / "mixed.csv"
+    mixed.write_text("rater,submission,file_name,prompt_id,sample_idx,gt_faith\n"
+                     "r1,lab__m,images/0.png,,,1\nr1,lab__m,images/1.png,,,2\n"
+                     "r1,lab__m,,cultivate/ir/eating/p2,0,3\n", encoding="utf-8")
+    code, err = cli(capsys, "import", "ratings", mixed, "--study", "cultivate", "--dataset", w["dataset"],
+                       "--out", w["root"] / "rated", "--results", w["results"])
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: ratings: name rated images by prompt_id / file_name") and "(fix: name every" in err
+    assert not (w["root"] / "rated").exists()

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.ratings_format import validate_rows
 from cultureboard.evaluators.results.stats import spearman_ci
 from cultureboard.evaluators.results.trust import (
@@ -106,8 +107,23 @@ def test_pair_with_scores_on_sha256_or_prompt(rows):
     by_prompt = pair_with_scores(humans.assign(image_sha256=None), scores.drop(columns=["sha256", "region_group"]), "clip")
     assert by_prompt.set_index("prompt_id")["metric"].to_dict() == {"p0": 0.3, "p1": 0.9, "p2": 0.1}
     assert by_prompt.set_index("prompt_id")["region_group"].to_dict() == {"p0": "GN", "p1": "GN", "p2": "GN"}  # JP, IT
-    with pytest.raises(ValueError, match="more than one clip value"):
+    with pytest.raises(CultureboardError, match="more than one clip value"):
         pair_with_scores(humans, pd.concat([scores, scores]), "clip")
-    with pytest.raises(ValueError, match="several submissions"):
+    with pytest.raises(CultureboardError, match="several submissions cannot be joined on prompt_id"):
         two = pd.concat([humans, humans.assign(submission="b")]).assign(image_sha256=None)
         pair_with_scores(two, scores, "clip")
+
+
+def test_pair_with_scores_on_file_name_or_a_clear_error(rows):
+    """Ratings naming images by file_name only join the scores on file_name; without a key every rated image
+    has and the scores share, a CultureboardError names the fix."""
+    humans = human_means(rows, "faithfulness").assign(image_sha256=None, prompt_id=None,
+                                                      file_name=["c.png", "a.png", "b.png"])
+    scores = pd.DataFrame({"metric": ["clip"] * 3, "file_name": ["a.png", "b.png", "c.png"], "value": [0.3, 0.9, 0.1],
+                           "prompt_id": ["p0", "p1", "p2"], "sample_idx": [0, 0, 0]})
+    joined = pair_with_scores(humans, scores, "clip")
+    assert dict(zip(joined["file_name"], joined["metric"])) == {"a.png": 0.3, "b.png": 0.9, "c.png": 0.1}
+    assert dict(zip(joined["file_name"], joined["human"])) == dict(zip(humans["file_name"], humans["human"]))
+    with pytest.raises(CultureboardError, match="name rated images by file_name, which the scores") as err:
+        pair_with_scores(humans, scores.drop(columns="file_name"), "clip")
+    assert "image_sha256" in err.value.fix

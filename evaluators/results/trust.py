@@ -94,26 +94,40 @@ def human_means(rows: pd.DataFrame, question: str) -> pd.DataFrame:
 
 
 def pair_with_scores(humans: pd.DataFrame, scores: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Join :func:`human_means` with an evaluator's per-image ``scores`` (columns ``metric``, ``value``,
-    ``sha256`` and/or ``prompt_id`` + ``sample_idx``, and slice fields) for ``metric``: items join on the
-    image sha256 where every rated item has one, else on prompt_id and sample_idx (then the ratings must be of
-    one submission: filter them first). Slice fields come from the scores, else from the ratings (with
-    ``region_group`` from the country table). Returns one row per rated item that has the metric."""
+    """Join :func:`human_means` with an evaluator's per-image ``scores`` (columns ``metric``, ``value``, the
+    image as ``sha256``, ``prompt_id`` + ``sample_idx`` and/or ``file_name``, and slice fields) for ``metric``.
+    Items join on the first key that every rated item has and the scores have: the image sha256, else prompt_id
+    and sample_idx (a missing sample_idx is 0), else the file_name; the last two name an image only within one
+    submission, so the ratings must then be of one submission (filter them first). Slice fields come from the
+    scores, else from the ratings (with ``region_group`` from the country table). Returns one row per rated
+    item that has the metric.
+
+    Raises:
+        CultureboardError: no shared key, ratings of several submissions on a per-submission key, or more
+            than one value of ``metric`` per image in the scores.
+    """
     scores = scores[scores["metric"] == metric]
     if humans["image_sha256"].notna().all() and "sha256" in scores:
         left, right = ["image_sha256"], ["sha256"]
-    elif {"prompt_id", "sample_idx"} <= set(scores) and humans["prompt_id"].notna().all():
-        if humans["submission"].nunique() > 1:
-            raise ValueError("ratings of several submissions cannot be joined on prompt_id: pass one submission's")
+    elif humans["prompt_id"].notna().all() and {"prompt_id", "sample_idx"} <= set(scores):
         left = right = ["prompt_id", "sample_idx"]
         humans = humans.assign(sample_idx=humans["sample_idx"].fillna(0))
+    elif humans["file_name"].notna().all() and "file_name" in scores:
+        left = right = ["file_name"]
     else:
-        raise ValueError("the rated items and the scores share no key: need image_sha256 (scores: sha256) "
-                         "or prompt_id + sample_idx on both")
+        named = [c for c in ("image_sha256", "prompt_id", "file_name") if humans[c].notna().any()]
+        raise CultureboardError("ratings", f"name rated images by {' / '.join(named) or 'nothing'}, which the scores "
+                                "of the rated submission do not have for every rated image",
+                                "name every rated image by image_sha256, or by prompt_id and sample_idx, or by the "
+                                "file_name of the submission's metadata.jsonl, the same way on every row")
+    if right != ["sha256"] and humans["submission"].nunique() > 1:
+        raise CultureboardError("ratings", f"of several submissions cannot be joined on {' + '.join(left)}",
+                                "join one submission's ratings at a time")
     keep = [c for c in SLICES if c in scores]
     scores = scores[right + keep + ["value"]].rename(columns={"value": "metric"})
     if scores.duplicated(right).any():
-        raise ValueError(f"the scores have more than one {metric} value per image")
+        raise CultureboardError("scores", f"have more than one {metric} value per image",
+                                "pass one submission's per-image scores.parquet")
     joined = humans.drop(columns=[c for c in keep if c in humans]).merge(
         scores.astype({"sample_idx": "Int64"}) if "sample_idx" in right else scores, left_on=left, right_on=right)
     return joined if "region_group" in joined else with_region_group(joined)
