@@ -112,6 +112,32 @@ def test_bootstrap_proximity_is_seeded_and_brackets_the_value():
     assert same.h[0, 1] == same.low[0, 1] == same.high[0, 1] == pytest.approx(1.0), "no variation, no width"
 
 
+def test_identical_proportions_keep_their_value_in_the_range_and_are_not_significant():
+    # both groups: clusters 0..7 twice each: h = 1, separability 0; every bootstrap replicate has h < 1
+    labels = np.tile(np.repeat(np.arange(8), 2), 2)
+    groups = np.repeat(["a", "b"], 16)
+    ci = core.bootstrap_proximity(labels, groups, 8, n_boot=300, seed=0)
+    assert ci.h[0, 1] == pytest.approx(1.0) and ci.high[0, 1] == pytest.approx(1.0) and ci.low[0, 1] < 0.95
+    assert ci.separability_low.tolist() == pytest.approx([0, 0], abs=1e-12) and (ci.separability_high > 0.05).all()
+    null = core.separability_null(labels, groups, 8, n_perm=199, seed=0)
+    assert null.p.tolist() == [1.0, 1.0], "no shuffle is less distinct than identical proportions"
+    assert (null.mean > 0.05).all(), "shuffling alone gives groups of 16 images a positive separability"
+
+
+def test_separability_null_by_hand():
+    # a = two images of cluster 0, b = two of cluster 1: separability 1 each. A shuffle of the labels gives a the
+    # same cluster twice (separability 1) in 2 of the 6 equally likely splits, else (1/2, 1/2) each (separability
+    # 0): null mean 1/3, p = (1 + #{S* >= 1}) / (B + 1) about 1/3
+    null = core.separability_null([0, 0, 1, 1], ["a", "a", "b", "b"], 2, n_perm=3000, seed=1)
+    np.testing.assert_allclose(null.mean, [1 / 3, 1 / 3], atol=0.03)
+    np.testing.assert_allclose(null.p, [1 / 3, 1 / 3], atol=0.03)
+    # 30 images each in disjoint clusters: only a shuffle that keeps every label (never, in practice) is as extreme
+    far = core.separability_null([0] * 30 + [1] * 30, ["a"] * 30 + ["b"] * 30, 2, n_perm=99, seed=2)
+    assert far.p.tolist() == [1 / 100, 1 / 100] and (far.mean < 0.2).all()
+    assert core.separability_null([0, 0, 1, 1], ["a", "a", "b", "b"], 2, 50, 4).p.tolist() == \
+        core.separability_null([0, 0, 1, 1], ["a", "a", "b", "b"], 2, 50, 4).p.tolist()
+
+
 def test_clusters_are_seeded_and_follow_the_data():
     x = np.concatenate([np.random.default_rng(0).normal(0, 0.01, (10, 5)) + c for c in (0.0, 5.0)])
     labels, info = core.cluster_labels(x, 2, 3, seed=0)

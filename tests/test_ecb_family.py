@@ -24,6 +24,7 @@ from cultureboard.evaluators.engine.scorers import load_scorer
 from cultureboard.evaluators.families.ecb import core
 from cultureboard.evaluators.families.ecb.chains import chain_id
 from cultureboard.evaluators.families.ecb.culture import judge_prompt
+from cultureboard.evaluators.results.stats import benjamini_hochberg
 from cultureboard.evaluators.submission.format import submission_id, write_submission
 from PIL import Image
 
@@ -233,8 +234,9 @@ def test_culture_answers_recomputed_from_the_judge(ecb):
     base = "ecb/ng/food/main-dish/traditional"
     image = _open(sub, _images(sub)[pid])
     prompts = [judge_prompt([chunk_text("NG", 1)], f"Question {k} about main dish in NG?") for k in range(2)]
-    p_yes = np.exp(judge.answer_logprob([image] * 2, prompts, "Yes"))
-    p_no = np.exp(judge.answer_logprob([image] * 2, prompts, "No"))
+    p_yes, p_no = (sum(np.exp(judge.answer_logprob([image] * 2, prompts, w)) for w in (word.capitalize(), word))
+                   for word in ("yes", "no"))
+    assert (p_yes > np.exp(judge.answer_logprob([image] * 2, prompts, "Yes"))).all(), "the lower-case answer counts"
     answers = core.classify_answers(p_yes, p_no, 0.0)
     expected = core.qa_scores(["yes", "no"], answers)
     rows = scores[scores.prompt_id == pid].set_index("metric")
@@ -249,6 +251,43 @@ def test_culture_answers_recomputed_from_the_judge(ecb):
     f1 = scores[(scores.metric == "ecb.culture.f1") & (scores.unit_id == base)].set_index("edit_step")["value"]
     best, worst = core.extreme_steps({int(k): v for k, v in f1.items()})
     assert (detail["best_steps"], detail["worst_steps"]) == (best, worst)
+    assert rows.loc["ecb.culture.ambiguous", "value"] == answers.count("ambiguous") / 2
+
+
+def test_positional_match_recomputed_from_the_f1_rows(ecb):
+    scores = ecb["scores"]
+    f1 = scores[scores.metric == "ecb.culture.f1"].dropna(subset=["value"])
+    match = scores[scores.metric == "ecb.culture.positional_match"].set_index("unit_id")
+    assert len(match) == 21 and match.value.notna().sum() == 12 == f1.unit_id.nunique()
+    shares = []
+    for chain, steps in f1.groupby("unit_id"):
+        by_step = {int(k): v for k, v in zip(steps.edit_step, steps.value)}
+        best, worst = core.extreme_steps(by_step)
+        best_is_base = (0 in best) / len(best)
+        worst_is_last = (5 in worst) / len(worst)
+        detail = json.loads(match.loc[chain, "detail"])
+        assert (detail["best_steps"], detail["worst_steps"]) == (best, worst)
+        assert (detail["best_is_base"], detail["worst_is_last"]) == pytest.approx((best_is_base, worst_is_last))
+        assert (detail["f1_base"], detail["f1_last"]) == pytest.approx((by_step[0], by_step[5]))
+        assert match.loc[chain, "value"] == pytest.approx(best_is_base * worst_is_last)
+        shares.append(best_is_base * worst_is_last)
+    by = {(e["metric"], e["slice_type"]): e for e in ecb["summary"]["metrics"] if e["slice"] in ("all", "0", "5")}
+    assert by[("ecb.culture.positional_match", "overall")]["value"] == pytest.approx(np.mean(shares))
+
+
+def test_culture_notes_and_cards(ecb):
+    notes = ecb["summary"]["provenance"]["notes"]["ecb.culture.accuracy"]
+    assert notes["question_sources"] == {"llm": 12} and notes["template_share"]["share"] == 0.0
+    # each set: one question expecting yes, one no
+    assert notes["constant_answers"] == {"always_yes": {"accuracy": 0.5, "precision": 0.5, "recall": 1.0,
+                                                        "f1": round(2 / 3, 6)},
+                                         "always_no": {"accuracy": 0.5, "precision": 0.0, "recall": 0.0, "f1": 0.0}}
+    family, _ = family_of("ecb")
+    for name in ("accuracy", "precision", "recall", "f1"):
+        card = family.card(f"ecb.culture.{name}")
+        assert card.version == 2 and card.chance and "Qwen2.5-VL" in card.description
+    assert family.card("ecb.culture.accuracy").validity == family.card("ecb.culture.f1").validity
+    assert ecb["summary"]["provenance"]["metrics"]["ecb.culture.accuracy"] == 2
 
 
 def test_t2i_separability_and_leaning_recomputed(ecb):
@@ -269,10 +308,18 @@ def test_t2i_separability_and_leaning_recomputed(ecb):
     agnostic = [i for i, q in enumerate(prompts) if q["era"] == "general"]
     s, _, _ = core.leaning_scores(x, [q["subcategory"] for q in prompts], [q["era"] == "traditional" for q in prompts],
                                   [q["era"] == "modern" for q in prompts], [i in agnostic for i in range(len(prompts))])
+    null = core.separability_null(labels, countries, info["clusters"], OPTIONS["permutations"], 0)
+    for a, d in enumerate(rows.detail):
+        assert (json.loads(d)["null_mean"], json.loads(d)["p"]) == pytest.approx((null.mean[a], null.p[a]))
     means = core.group_means(s, [countries[i] for i in agnostic])
     lean = scores[scores.metric == "ecb.leaning"].set_index("unit_id")
     np.testing.assert_allclose(lean.value.to_numpy(), [means[c][0] for c in COUNTRIES], atol=1e-6)
-    assert all(json.loads(d)["images"] == 2 for d in lean.detail)
+    p, _ = core.permutation_pvalues(s, [countries[i] for i in agnostic],
+                                    [prompts[i]["subcategory"] for i in agnostic], OPTIONS["permutations"], 0)
+    q = dict(zip(COUNTRIES, benjamini_hochberg([p[c] for c in COUNTRIES])))
+    details = [json.loads(d) for d in lean.detail]
+    assert [(d["p"], d["q"]) for d in details] == [pytest.approx((p[c], q[c])) for c in COUNTRIES]
+    assert all(d["images"] == 2 for d in details)
     notes = ecb["summary"]["provenance"]["notes"]
     assert notes["ecb.separability"]["proximity"]["countries"] == list(COUNTRIES)
     assert 0 < notes["ecb.leaning"]["omnibus"]["p"] <= 1
@@ -303,7 +350,7 @@ def test_dataset_without_questions_flags_every_chain(ecb, tmp_path):
                       cache=ecb["root"] / "cache", n_boot=50, options=OPTIONS)
     scores = pq.read_table(result / "scores.parquet").to_pandas()
     culture = scores[scores.metric.str.startswith("ecb.culture")]
-    assert len(culture) == 4 * 21 and culture.value.isna().all()
+    assert len(culture) == 6 * 21 and culture.value.isna().all()
     assert culture.flag.str.contains("no ecb-questions config").all()
 
 

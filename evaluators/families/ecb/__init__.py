@@ -10,7 +10,8 @@ mannequin). What is scored (modules ``chains``, ``culture``, ``t2i``; maths in `
   instruction and against the base prompt, the LAION aesthetic score, DreamSim distance to the base and to
   the previous step; ``ecb.*`` for the multi-loop chains, ``ecb.attribute.*`` for attribute addition;
 * the culture-aware metric (multi-loop chains): accuracy, precision, recall and F1 of the judge's yes/no
-  answers to the dataset's questions (``ecb.culture.*``; the headline is accuracy);
+  answers to the dataset's questions (``ecb.culture.*``; the headline is accuracy), the share of ambiguous
+  answers, and per chain whether its F1 picks are the positional baseline (best = base, worst = last step);
 * the T2I analyses of the base images (unit ``country``): separability and traditional-modern leaning.
 
 ECB's human survey ratings are imported by ``results/studies/ecb.py``.
@@ -46,11 +47,11 @@ SOURCE = "Seo et al., Exposing Blindspots: Cultural Bias Evaluation in Generativ
 class EcbOptions:
     aesthetic: Literal["laion", "ecb-relu"] = "laion"  # the canonical linear head, or ECB's released ReLU variant
     context_chunks: int = 3  # retrieved passages shown to the judge with each question (ECB: 8)
-    min_answer_mass: float = 0.5  # P(Yes) + P(No) below this is an ambiguous answer
+    min_answer_mass: float = 0.5  # P(yes) + P(no) below this is an ambiguous answer
     clusters: int = 8  # k-means clusters of a model's base images (ECB's K_m is unstated)
     pca_dims: int = 50  # PCA dimensions before k-means (unstated in ECB)
-    n_boot: int = 1000  # bootstrap replicates of the proximity CIs
-    permutations: int = 999  # within-subcategory permutations of the leaning tests (smallest p = 0.001, as ECB's)
+    n_boot: int = 1000  # bootstrap replicates of the proximity sampling ranges
+    permutations: int = 999  # permutations of the separability null and of the leaning tests (smallest p = 0.001)
     leaning_images: Literal["era-agnostic", "all"] = "era-agnostic"  # which base images the leaning scores
 
     def __post_init__(self):
@@ -85,11 +86,11 @@ _CHAIN_CARDS = {
                            "ECB, appendix E.2", 0.78),)},
     "dreamsim.base": {
         "title": "DreamSim distance to the base image", "formula": "DreamSim(x_0, x_k), k = 1..5", "direction": "lower",
-        "range": "[0, 1]", "scorers": (DREAMSIM,),
+        "range": "[0, 2] (d = 1 - cos)", "scorers": (DREAMSIM,),
         "description": "How far each edit step has drifted from the chain's text-to-image base (0: identical)."},
     "dreamsim.prev": {
         "title": "DreamSim distance to the previous step", "formula": "DreamSim(x_(k-1), x_k), k = 1..5", "direction": "lower",
-        "range": "[0, 1]", "scorers": (DREAMSIM,),
+        "range": "[0, 2] (d = 1 - cos)", "scorers": (DREAMSIM,),
         "description": "How much each edit step changed the image it edited (shrinking steps: edit saturation)."},
 }
 
@@ -108,39 +109,78 @@ def _chain_cards() -> list[MetricCard]:
 
 
 _QA = "over the image's questions: TP / FP / FN / TN of expected yes/no against the judge's answers"
+_JUDGE = (" The judge is Qwen2.5-VL-7B-Instruct (ECB used Qwen2-VL-7B-Instruct, with a system prompt left out here); "
+          "P(yes) and P(no) each add the capitalised and lower-case answer.")
+#: for a judge that ignores the image; y = questions expecting yes, N = questions (template sets: y = 2, N = 4).
+#: The note constant_answers gives the always-yes / always-no means on the evaluated dataset.
+_CHANCE = {
+    "accuracy": "0.5 answering at random; the majority expected answer's share (y / N or 1 - y / N; 0.5 for "
+                "template sets) answering always the same",
+    "precision": "y / N (0.5 for template sets) answering at random or always yes",
+    "recall": "0.5 answering at random, 1 answering always yes",
+    "f1": "about 2y / (N + 2y) answering at random (0.5 for template sets), 2y / (N + y) answering always yes "
+          "(0.667 for template sets; above ECB's released F1 of 0.33-0.47)",
+}
+_POSITIONAL = Evidence("Agreement with expert best / worst choices 73.8% / 83.7% (Fig. 5); in ECB's released outputs "
+                       "(template questions only) the picks equal the positional baseline in 76-93% of chains and QA "
+                       "F1 rises over the steps while human quality falls", "ECB, Fig. 5; notes/004-blindspots.md 4.2")
+
+
+def _culture_card(name: str, title: str, formula: str, source: str, **fields) -> MetricCard:
+    return MetricCard(f"ecb.culture.{name}", FAMILY, f"Culture-aware metric: {title}", f"{formula} {_QA}", "higher",
+                      "[0, 1]", (JUDGE,), f"{SOURCE}, {source}", version=2, unit="chain", chance=_CHANCE[name],
+                      **{**fields, "description": fields.get("description", "") + _JUDGE})
+
+
 METRICS = (
     *_chain_cards(),
-    MetricCard("ecb.culture.accuracy", FAMILY, "Culture-aware metric: accuracy", f"(TP + TN) / N {_QA}",
-               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, section 3.1, appendix A.2", version=1, unit="chain",
-               primary=True, proxy_for="ECB's expert human quality score (HQS) and best / worst choices",
-               description="Share of the knowledge-grounded yes/no questions about each step's image that the judge "
-                           "answers as expected (N counts ambiguous answers)."),
-    MetricCard("ecb.culture.precision", FAMILY, "Culture-aware metric: precision", f"TP / (TP + FP), 0 if undefined, {_QA}",
-               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
-               proxy_for="ECB's expert human quality score", description="Reported for auditing, as in ECB."),
-    MetricCard("ecb.culture.recall", FAMILY, "Culture-aware metric: recall", f"TP / (TP + FN), 0 if undefined, {_QA}",
-               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
-               proxy_for="ECB's expert human quality score", description="Reported for auditing, as in ECB."),
-    MetricCard("ecb.culture.f1", FAMILY, "Culture-aware metric: F1", f"2PR / (P + R), 0 if undefined, {_QA}",
-               "higher", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
-               proxy_for="ECB's expert best / worst choices",
-               description="Also picks each chain's best and worst step (in the rows' detail), beside the positional "
-                           "baseline best = base, worst = last step.",
-               validity=(Evidence("Agreement with expert best / worst choices 73.8% / 83.7% (Fig. 5); in ECB's released "
-                                  "outputs the picks equal the positional baseline in 76-93% of chains and QA F1 rises "
-                                  "over the steps", "ECB, Fig. 5; notes/004-blindspots.md 4.2"),)),
+    _culture_card("accuracy", "accuracy", "(TP + TN) / N", "section 3.1, appendix A.2", primary=True,
+                  proxy_for="ECB's expert human quality score (HQS) and best / worst choices",
+                  description="Share of the knowledge-grounded yes/no questions about each step's image that the "
+                              "judge answers as expected (N counts ambiguous answers).",
+                  validity=(_POSITIONAL,)),
+    _culture_card("precision", "precision", "TP / (TP + FP), 0 if undefined,", "appendix A.2",
+                  proxy_for="ECB's expert human quality score", description="Reported for auditing, as in ECB."),
+    _culture_card("recall", "recall", "TP / (TP + FN), 0 if undefined,", "appendix A.2",
+                  proxy_for="ECB's expert human quality score", description="Reported for auditing, as in ECB."),
+    _culture_card("f1", "F1", "2PR / (P + R), 0 if undefined,", "appendix A.2",
+                  proxy_for="ECB's expert best / worst choices",
+                  description="Also picks each chain's best and worst step (in the rows' detail); how often these "
+                              "picks are the positional baseline is ecb.culture.positional_match.",
+                  validity=(_POSITIONAL,)),
+    MetricCard("ecb.culture.ambiguous", FAMILY, "Culture-aware metric: ambiguous answers",
+               "ambiguous answers / N over the image's questions (P(yes) + P(no) < min_answer_mass, or a tie)",
+               "none", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
+               description="Share of the questions the judge answered neither yes nor no. Diagnostic, never ranked: "
+                           "ambiguous answers count against accuracy without showing in it." + _JUDGE),
+    MetricCard("ecb.culture.positional_match", FAMILY, "Culture-aware metric: picks equal to the positional baseline",
+               "[0 in best] / #best x [last in worst] / #worst, best / worst = the chain's steps of highest / lowest "
+               "F1", "none", "[0, 1]", (JUDGE,), f"{SOURCE}, Fig. 5; notes/004-blindspots.md 4.2", version=1,
+               unit="chain", chance="1 / 30 for picks at random among 6 steps (best and worst distinct)",
+               description="Share of chains whose F1 picks are the positional baseline (best = the base, worst = the "
+                           "last step), ties broken at random; the detail splits it into best_is_base and "
+                           "worst_is_last and gives F1 at the base and at the last step. Near 1, the metric's best / "
+                           "worst agreement with humans is only position."),
     MetricCard("ecb.separability", FAMILY, "Country separability (T2I)",
                "1 - max_(b != c) h_cb, h = 2 cos(p_c, p_b)(1 - JSD_2(p_c, p_b)) / (cos + 1 - JSD_2), p = cluster "
                "proportions of k-means on PCA of CLIP image embeddings", "higher", "[0, 1]", (CLIP,),
-               f"{SOURCE}, section 4.1.1, eq. 1-3", version=1, unit="country",
+               f"{SOURCE}, section 4.1.1, eq. 1-3", version=2, unit="country",
                description="How distinct a country's text-to-image base images are from those of its nearest other "
-                           "country (0: the same visual modes in the same proportions)."),
+                           "country (0: the same visual modes in the same proportions). The detail's p tests whether "
+                           "the country is more distinct than when the country labels are shuffled across the images "
+                           "(one-sided permutation test, null_mean = the value shuffling alone gives); its ci is only "
+                           "the bootstrap sampling range of the proportions (clusters fixed), biased toward distinct "
+                           "(resampling lowers h) and widened to contain the value: read p, not the ci, for "
+                           "'distinct'."),
     MetricCard("ecb.leaning", FAMILY, "Traditional-modern leaning (T2I)",
                "mean over the country's era-agnostic base images of cos(x, mu_trad(g)) - cos(x, mu_mod(g)), mu = "
                "centroids of the subcategory's traditional / modern base images", "none", "[-2, 2], typically +-0.1",
                (CLIP,), f"{SOURCE}, section 4.1.2, eq. 5-6", version=1, unit="country",
                description="Signed and descriptive, never ranked: > 0 leans traditional, < 0 modern; the detail "
-                           "holds SE, mean cosines, permutation p and BH q."),
+                           "holds SE, mean cosines, p and its Benjamini-Hochberg q over the countries. p tests "
+                           "whether the country's mean differs from the pooled mean of all countries (two-sided "
+                           "permutation test, labels shuffled within subcategories), not whether it differs from "
+                           "0: lean is only the sign of the mean."),
 )
 
 

@@ -17,7 +17,8 @@ Separability and leaning (section 4.1, equations 1-6):
 * :func:`cluster_labels` -- PCA then k-means, seeded;
 * :func:`cluster_proportions` (eq. 1), :func:`jsd` (eq. 2), :func:`proximity` (eq. 3) and
   :func:`proximity_matrix`; :func:`bootstrap_proximity` resamples images within each group;
-  :func:`separability` -- 1 minus the proximity to the nearest other group;
+  :func:`separability` -- 1 minus the proximity to the nearest other group; :func:`separability_null` -- its
+  permutation null (group labels shuffled across the images);
 * :func:`leaning_scores` (eq. 5), :func:`group_means` (eq. 6) and :func:`permutation_pvalues` (within-stratum
   permutation tests of each group's mean and of their dispersion).
 """
@@ -203,37 +204,84 @@ def separability(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class ProximityCI(NamedTuple):
     h: np.ndarray  # (G, G) point values
-    low: np.ndarray  # (G, G) percentile bounds
+    low: np.ndarray  # (G, G) sampling ranges, each widened to contain its point value
     high: np.ndarray
-    separability_low: np.ndarray  # (G,) bounds of separability()
+    separability_low: np.ndarray  # (G,) sampling ranges of separability(), likewise
     separability_high: np.ndarray
+
+
+def _group_proportions(labels: np.ndarray, codes: np.ndarray, n_groups: int, n_clusters: int) -> np.ndarray:
+    """Eq. 1 for every replicate b: ``codes`` (B, n) gives each image's group (0..G-1), ``labels`` (B, n) or
+    (n,) its cluster; returns (B, G, K) proportions."""
+    labels = np.broadcast_to(labels, codes.shape)
+    flat = (codes * n_clusters + labels) + (np.arange(len(codes)) * n_groups * n_clusters)[:, None]
+    counts = np.bincount(flat.ravel(), minlength=len(codes) * n_groups * n_clusters).astype(float)
+    counts = counts.reshape(len(codes), n_groups, n_clusters)
+    return counts / counts.sum(axis=2, keepdims=True)
+
+
+def _separabilities(proportions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(h (B, G, G), separability (B, G)) of every replicate's (G, K) proportions."""
+    h = _proximity(proportions[:, :, None, :], proportions[:, None, :, :])
+    return h, np.stack([separability(m)[0] for m in h])
 
 
 def bootstrap_proximity(labels: Sequence[int], groups: Sequence[str], n_clusters: int, n_boot: int, seed: int,
                         level: float = 0.95) -> ProximityCI:
-    """Proximities (eq. 3 on eq. 1) of the sorted groups with percentile bootstrap CIs: each replicate redraws
-    every group's images with replacement (``stats.resample_indices``; the clusters stay fixed: the CI shows
+    """Proximities (eq. 3 on eq. 1) of the sorted groups with bootstrap sampling ranges: each replicate redraws
+    every group's images with replacement (``stats.resample_indices``; the clusters stay fixed: the range shows
     the sampling variation of the proportions, not of the clustering) and recomputes the proportions, the
-    proximity matrix and :func:`separability`. Deterministic for a seed."""
+    proximity matrix and :func:`separability`. Deterministic for a seed.
+
+    The range is the percentile interval widened to contain the point value: [min(q_lo, v), max(q_hi, v)].
+    It is biased and is not a test: h is largest (1) when two groups' proportions are equal, so resampling
+    pulls h down and separability up (equal proportions give h = 1 and percentiles below 1). Whether a group
+    is more distinct than chance is :func:`separability_null`'s p."""
     labels, groups = np.asarray(labels), np.asarray(groups)
     names, p = cluster_proportions(labels, groups, n_clusters)
+    codes = np.searchsorted(names, groups)
     rng = np.random.default_rng(seed)
-    draws = []
-    for g in names:
-        members = labels[groups == g]
-        drawn = members[resample_indices(len(members), n_boot, rng)]  # (B, n_g)
-        counts = (drawn[..., None] == np.arange(n_clusters)).sum(axis=1)
-        draws.append(counts / len(members))
-    replicates = np.stack(draws, axis=1)  # (B, G, K)
-    h_boot = _proximity(replicates[:, :, None, :], replicates[:, None, :, :])  # (B, G, G)
-    sep_boot = np.stack([separability(h)[0] for h in h_boot])  # (B, G)
+    drawn = np.empty((n_boot, len(labels)), dtype=int)
+    for g in range(len(names)):
+        members = np.flatnonzero(codes == g)
+        drawn[:, members] = members[resample_indices(len(members), n_boot, rng)]
+    h_boot, sep_boot = _separabilities(_group_proportions(labels[drawn], np.broadcast_to(codes, drawn.shape),
+                                                          len(names), n_clusters))
+    h = proximity_matrix(p)
 
-    def bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(values: np.ndarray, point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         flat = values.reshape(n_boot, -1)
         lows, highs = zip(*(percentile_interval(flat[:, j], level) for j in range(flat.shape[1])))
-        return np.reshape(lows, values.shape[1:]), np.reshape(highs, values.shape[1:])
+        return (np.minimum(np.reshape(lows, point.shape), point), np.maximum(np.reshape(highs, point.shape), point))
 
-    return ProximityCI(proximity_matrix(p), *bounds(h_boot), *bounds(sep_boot))
+    return ProximityCI(h, *bounds(h_boot, h), *bounds(sep_boot, separability(h)[0]))
+
+
+class SeparabilityNull(NamedTuple):
+    mean: np.ndarray  # (G,) mean separability of each group under the null
+    p: np.ndarray  # (G,) one-sided permutation p-values
+
+
+def separability_null(labels: Sequence[int], groups: Sequence[str], n_clusters: int, n_perm: int,
+                      seed: int) -> SeparabilityNull:
+    r"""Permutation null of :func:`separability` for the sorted groups.
+
+    Null hypothesis: the group labels are exchangeable across the images (no group has visual modes of its
+    own). Each of ``n_perm`` permutations shuffles the labels over all images (group sizes kept, clusters
+    fixed) and recomputes every group's separability :math:`S^*_{g,b}`. Returns each group's null mean
+    :math:`\frac1B \sum_b S^*_{g,b}` (the separability that sampling noise alone gives groups of these sizes)
+    and the one-sided :math:`p_g = (1 + \#\{b: S^*_{g,b} \ge S_g\}) / (B + 1)`: small p = the group is more
+    distinct than with shuffled labels. Groups with identical proportions have S = 0 and p = 1. Deterministic
+    for a seed."""
+    labels, groups = np.asarray(labels), np.asarray(groups)
+    names, p = cluster_proportions(labels, groups, n_clusters)
+    codes = np.searchsorted(names, groups)
+    observed = separability(proximity_matrix(p))[0]
+    rng = np.random.default_rng(seed)
+    shuffled = np.stack([rng.permutation(codes) for _ in range(n_perm)])
+    _, null = _separabilities(_group_proportions(labels, shuffled, len(names), n_clusters))
+    hits = (null >= observed - 1e-12).sum(axis=0)
+    return SeparabilityNull(null.mean(axis=0), (1 + hits) / (n_perm + 1))
 
 
 def leaning_scores(x: np.ndarray, strata: Sequence[str], traditional: Sequence[bool], modern: Sequence[bool],

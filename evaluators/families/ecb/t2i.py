@@ -5,9 +5,12 @@ CLIP-embedding backbone" is unnamed).
 
 * ``ecb.separability`` (eq. 1-3): the embeddings -> PCA (``pca_dims``) -> k-means (``clusters``, seeded) ->
   each country's distribution over the clusters -> proximity h of every two countries (harmonic mean of the
-  cosine and 1 - JSD, log base 2). A country's value is 1 - h to its nearest other country, with a bootstrap CI
-  (images redrawn within each country, clusters fixed); the row's detail holds its h to every other country
-  with CIs, and the note ``proximity`` the whole matrix.
+  cosine and 1 - JSD, log base 2). A country's value is 1 - h to its nearest other country. The row's detail
+  holds a bootstrap sampling range (images redrawn within each country, clusters fixed; biased toward
+  "distinct", widened to contain the value: :func:`.core.bootstrap_proximity`), the permutation null
+  (country labels shuffled across the images, ``permutations`` times: the null mean and the one-sided p of
+  :func:`.core.separability_null`) and its h to every other country with ranges; the note ``proximity`` holds
+  the whole matrix.
 * ``ecb.leaning`` (eq. 5-6): for the era-agnostic base images (option ``leaning_images``), s = cos(x, traditional
   anchor) - cos(x, modern anchor), the anchors being the centroids of the same subcategory's traditional and
   modern base images (all countries); a country's value is the mean s (> 0: traditional, < 0: modern) with its
@@ -26,7 +29,15 @@ from ...engine.context import Context, score_row
 from ...results.aggregate import unit_slices
 from ...results.stats import benjamini_hochberg
 from .chains import CLIP, is_multiloop_base
-from .core import bootstrap_proximity, cluster_labels, group_means, leaning_scores, permutation_pvalues, separability
+from .core import (
+    bootstrap_proximity,
+    cluster_labels,
+    group_means,
+    leaning_scores,
+    permutation_pvalues,
+    separability,
+    separability_null,
+)
 
 T2I_METRICS = ("ecb.separability", "ecb.leaning")
 COUNTRY_SLICES = ("country", "continent", "region_group")
@@ -60,15 +71,18 @@ def _separability(ctx: Context, x: np.ndarray, countries: list[str], slices: dic
     opts = ctx.options
     labels, info = cluster_labels(x, opts.clusters, opts.pca_dims, ctx.seed)
     ci = bootstrap_proximity(labels, countries, info["clusters"], opts.n_boot, ctx.seed)
+    null = separability_null(labels, countries, info["clusters"], opts.permutations, ctx.seed)
     names = sorted(set(countries))
     sep, nearest = separability(ci.h)
     ctx.note("ecb.separability", "proximity", {
         "countries": names, "h": ci.h.round(6).tolist(), "low": ci.low.round(6).tolist(),
-        "high": ci.high.round(6).tolist(), **info, "n_boot": opts.n_boot})
+        "high": ci.high.round(6).tolist(), **info, "n_boot": opts.n_boot,
+        "permutations": opts.permutations})
     rows = []
     for a, name in enumerate(names):
         detail = {"images": countries.count(name), "nearest": names[nearest[a]],
                   "ci": [float(ci.separability_low[a]), float(ci.separability_high[a])],
+                  "null_mean": float(null.mean[a]), "p": float(null.p[a]),
                   "proximity": {names[b]: [float(ci.h[a, b]), float(ci.low[a, b]), float(ci.high[a, b])]
                                 for b in range(len(names)) if b != a}}
         rows.append(score_row("ecb.separability", float(sep[a]), unit_id=name, slices=slices[name], detail=detail))
