@@ -14,19 +14,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
-
 from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.descriptors import DescriptorResult, descriptor_config
 from cultureboard.builder.prompts_cultivate import build_cultivate
 from cultureboard.builder.references import MISSING_SCHEMA, REFERENCE_SCHEMA
-from cultureboard.countries import load_countries
 from cultureboard.evaluators import evaluate, merge_shards
 from cultureboard.evaluators.engine.scorers import Backend, load_scorer, register_backend
 from cultureboard.evaluators.families import cultivate
 from cultureboard.evaluators.families.cultivate.questions import PROMPT_DESCRIPTION, vqa_question
-from cultureboard.images import open_rgb
+from cultureboard.site.load import Result
+from PIL import Image
 from results_factory import make_submission
+
+from cultureboard.countries import load_countries
+from cultureboard.images import open_rgb
 
 A, B, C = "cultivate/us/celebration/thanksgiving", "cultivate/it/game/bocce", "cultivate/ng/wedding/wedding"
 DIMS = ("setting", "objects", "attire", "interaction", "spatial")
@@ -187,10 +188,16 @@ def test_hand_computed_values(given_tau):
     assert summary["provenance"]["options"]["tau"] == 0.99 and summary["provenance"]["options"]["tau_from"] == "option"
 
 
-def test_mean_variant_of_exag(world, tmp_path):
-    s = scores_of(run(world, tmp_path, tau=0.99, exag_variant="mean"))
+def test_mean_variant_of_exag(world, given_tau, tmp_path):
+    out = run(world, tmp_path, tau=0.99, exag_variant="mean")
+    s = scores_of(out)
     assert s[("cultivate.exag", A, 0)].value == pytest.approx(0.075)
     assert s[("cultivate.exag", A, 1)].value == pytest.approx(0.10)
+    # the variant is in the metric versions of EXAG and FAITH, so the site never ranks the two variants together
+    keys = [dict(Result(d.name, json.loads((d / "summary.json").read_text()), None, {}, d, [], {}).comparability())
+            for d in (given_tau[0], out)]
+    versions = [{m: k[f"metric cultivate.{m} version"] for m in ("exag", "faith", "align")} for k in keys]
+    assert versions == [{"exag": "1", "faith": "1", "align": "1"}, {"exag": "1+mean", "faith": "1+mean", "align": "1"}]
 
 
 def test_unscorable_rows_are_flagged_and_counted(given_tau):

@@ -122,7 +122,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
         "code": code_provenance(PACKAGES),
         "family": family.name,
         "prompt_set": name,
-        "metrics": {m: family.card(m).version for m in metrics},
+        "metrics": {m: family.recorded_version(m, ctx.options) for m in metrics},
         "options": options_dict(ctx.options),  # as the family resolved them (e.g. an "auto" choice)
         "scorers": pool.used(),
         "device": device, "dtype": dtype,

@@ -108,9 +108,18 @@ class Family:
     prompt_sets: tuple[PromptSetSpec, ...]
     metrics: tuple[MetricCard, ...]
     options: type  # a dataclass of typed options with defaults
+    # options -> {metric: version} for the metrics whose formula an option switches (e.g. {"x.y": "1+mean"})
+    variant_versions: Callable[[Any], Mapping[str, str]] | None = None
 
     def card(self, name: str) -> MetricCard:
         return next(m for m in self.metrics if m.name == name)
+
+    def recorded_version(self, name: str, options: Any) -> int | str:
+        """The version provenance records for metric ``name`` scored with ``options``: the card's, or where an
+        option switches the formula the family's ``variant_versions`` entry, so that the variants' results have
+        different metric versions and are never ranked together."""
+        variants = self.variant_versions(options) if self.variant_versions else {}
+        return variants.get(name, self.card(name).version)
 
     def primary(self, prompt_set: str) -> str:
         """The headline metric of ``prompt_set``."""

@@ -19,7 +19,8 @@ Every image of the ``cultivate`` prompt set is compared with its prompt's refere
    that uses tau.
 4. **Score** (:mod:`.core`): ALIGN, HAL (eqs. 1-2), EXAG (eq. 4: the largest excess of P("Yes") to 'Does this
    figure show "<stereotype>"?' over its mean on the prompt's real photographs, for the country's stereotype
-   candidates; option ``exag_variant=mean`` gives the released code's mean instead), FAITH = mean(ALIGN, 1 - HAL,
+   candidates; option ``exag_variant=mean`` gives the released code's mean instead, recorded as the metric
+   versions "<card version>+mean" of EXAG and FAITH: :func:`variant_versions`), FAITH = mean(ALIGN, 1 - HAL,
    1 - EXAG) per image (eq. 5), and per prompt of at least two usable images DDIV and SDIV (eqs. 6-7).
    ``cultivate.vqascore`` is the paper's VQAScore baseline: P("Yes") that the image shows "A photorealistic image
    of <activity> in <country>".
@@ -164,6 +165,15 @@ METRICS = (
           section=", section 4.2", proxy_for="GT-FAITH", validity=_validity("VQAScore") + _validity("CLIPScore")),
 )
 TAU_METRICS = ("cultivate.faith", "cultivate.align", "cultivate.hal", "cultivate.ddiv", "cultivate.sdiv")
+
+
+def variant_versions(options: CultivateOptions) -> dict[str, str]:
+    """exag_variant=mean (the released code's mean over the stereotype candidates) is another EXAG, and so another
+    FAITH: their recorded versions gain "+mean" (e.g. "1+mean"); eq. 4's max keeps the cards' versions."""
+    if options.exag_variant == "max":
+        return {}
+    return {m.name: f"{m.version}+{options.exag_variant}" for m in METRICS
+            if m.name in ("cultivate.exag", "cultivate.faith")}
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -421,4 +431,5 @@ register(Family(
                                units={"prompt": lambda prompt: prompt["prompt_id"]}),),
     metrics=METRICS,
     options=CultivateOptions,
+    variant_versions=variant_versions,
 ))
