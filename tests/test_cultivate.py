@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.engine.context import Context
 from cultureboard.evaluators.engine.registry import family_of, parse_options
 from cultureboard.evaluators.families import cultivate
 from cultureboard.evaluators.families.cultivate import CultivateOptions, core, explain
 from cultureboard.evaluators.results.reported import load_reported
+
+from cultureboard.errors import CultureboardError
 
 TAU = 0.52
 # two predictions x four references: per-reference maxima [.90, .60, .52, .51]
@@ -182,7 +182,7 @@ def test_options_and_cards():
     assert family.primary("cultivate") == "cultivate.faith"
     assert {family.card(m).unit for m in spec.metrics} == {"image", "prompt"}
     assert parse_options(family, overrides=["tau=0.6"]).tau == 0.6
-    for bad in (["tau=2"], ["tau_from=option"], ["exag_variant=median"], ["retries=-1"]):
+    for bad in (["tau=2"], ["tau_from=option"], ["exag_variant=median"], ["retries=-1"], ["tau_min_similarities=0"]):
         with pytest.raises(Exception, match="options of cultivate"):
             parse_options(family, overrides=bad)
     faith_card = family.card("cultivate.faith")
@@ -212,6 +212,28 @@ def test_tau_resolution_without_photographs(tmp_path):
         cultivate._resolve_tau(_ctx(tmp_path, tau_from="references"), {}, [], {}, None)
     with pytest.raises(CultureboardError, match="has no paper tau"):
         cultivate._resolve_tau(_ctx(tmp_path, extractor="other-judge"), {}, [], {}, None)
+
+
+class _FiveSimilarities:
+    """A matcher whose one photograph matches five reference descriptors at 0.1 .. 0.5."""
+
+    def sims(self, predicted, refs):
+        return {"setting": np.array([[0.1, 0.2, 0.3, 0.4, 0.5]])}
+
+
+def test_tau_needs_enough_reference_similarities(tmp_path):
+    calibration = [("p", SimpleNamespace(sha256="s"))]
+    args = ({"p": {"refs": {}}}, calibration, {"s": SimpleNamespace(descriptors={"setting": ["x"]})}, _FiveSimilarities())
+    ctx = _ctx(tmp_path, tau_min_similarities=5)
+    note = cultivate._resolve_tau(ctx, *args)
+    assert (ctx.options.tau, note["from"], note["similarities"]) == (0.4, "references", 5)  # Q3 of 0.1 .. 0.5
+    ctx = _ctx(tmp_path)  # the default minimum, 200: the paper's tau, and why
+    note = cultivate._resolve_tau(ctx, *args)
+    assert (ctx.options.tau, ctx.options.tau_from) == (0.67, "paper") and "5 reference similarities" in note["why_paper"]
+    with pytest.raises(CultureboardError, match="gives 5 reference similarities.*fewer than the 6"):
+        cultivate._resolve_tau(_ctx(tmp_path, tau_from="references", tau_min_similarities=6), *args)
+    with pytest.raises(CultureboardError, match="has no paper tau.*5 similarities"):
+        cultivate._resolve_tau(_ctx(tmp_path, extractor="other-judge"), *args)
 
 
 def test_a_dataset_without_descriptors_is_one_clear_error(tmp_path):

@@ -27,6 +27,7 @@ from PIL import Image
 from results_factory import make_submission
 
 from cultureboard.countries import load_countries
+from cultureboard.errors import CultureboardError
 from cultureboard.images import open_rgb
 
 A, B, C = "cultivate/us/celebration/thanksgiving", "cultivate/it/game/bocce", "cultivate/ng/wedding/wedding"
@@ -245,13 +246,17 @@ def _cos(vectors, a, b):
     return float(vectors[a] @ vectors[b])
 
 
+#: the world's two photographs give 14 reference similarities, fewer than the default minimum
+CALIBRATION_MINIMUM = 14
+
+
 @pytest.fixture(scope="module")
 def calibrated(world, tmp_path_factory):
-    out = run(world, tmp_path_factory.mktemp("calibrated"))
+    out = run(world, tmp_path_factory.mktemp("calibrated"), tau_min_similarities=CALIBRATION_MINIMUM)
     return out, scores_of(out), json.loads((out / "summary.json").read_text())
 
 
-def test_tau_is_calibrated_on_the_photographs_only(world, calibrated):
+def test_tau_is_calibrated_on_the_photographs_only(world, calibrated, tmp_path):
     _, s, summary = calibrated
     embedder = load_scorer("all-minilm-l6-v2", config=world["scorers"], device="cpu")
     photo_preds = [json.loads(EXTRACT[("photo", k)].strip("`json\n")) for k in (1, 2)]
@@ -271,12 +276,14 @@ def test_tau_is_calibrated_on_the_photographs_only(world, calibrated):
            for d in DIMS if REFS[A][d]]
     assert s[("cultivate.align", A, 0)].value == pytest.approx(np.mean(per))
     assert 0 < tau < 0.99
+    with pytest.raises(CultureboardError, match="14 similarities, fewer than tau_min_similarities = 15"):
+        run(world, tmp_path, tau_min_similarities=15)  # the scripted extractor has no paper tau to fall back to
 
 
 def test_sharded_equals_unsharded(world, calibrated, tmp_path):
     whole, _, _ = calibrated
     for i in range(2):
-        run(world, tmp_path, shard=(i, 2))
+        run(world, tmp_path, shard=(i, 2), tau_min_similarities=CALIBRATION_MINIMUM)
     merged = merge_shards(tmp_path, whole.name, world["dataset"])
     for name in ("summary.json", "scores.parquet"):
         assert (merged / name).read_bytes() == (whole / name).read_bytes()

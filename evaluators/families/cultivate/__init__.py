@@ -14,7 +14,8 @@ Every image of the ``cultivate`` prompt set is compared with its prompt's refere
 3. **Tau** (options ``tau``, ``tau_from``) is the third quartile of the best-match similarities of the reference
    descriptors against the descriptors the *same* extractor lists for the prompts' real reference photographs
    (``ctx.references()``; appendix A.3). Without any photograph it falls back to the paper's tau for the
-   extractor (0.67 for Qwen2.5-VL-7B). The resolved tau and its source are recorded as options, so scores made
+   extractor (0.67 for Qwen2.5-VL-7B), and so it does with fewer than ``tau_min_similarities`` (200) similarities,
+   saying why in the note. The resolved tau and its source are recorded as options, so scores made
    with different extractors or thresholds are never ranked together; the calibration is a note on every metric
    that uses tau.
 4. **Score** (:mod:`.core`): ALIGN, HAL (eqs. 1-2), EXAG (eq. 4: the largest excess of P("Yes") to 'Does this
@@ -83,6 +84,9 @@ class CultivateOptions:
     # "references" / "paper": only that; "option": the tau given. A given tau is used as is (tau_from auto becomes
     # option; a recorded tau with its recorded tau_from reproduces the recorded run)
     tau_from: Literal["auto", "references", "paper", "option"] = "auto"
+    # fewest reference similarities tau is calibrated on; with fewer, auto takes the paper's tau (and says why) and
+    # references is an error: a Q3 of a few dozen best matches moves every tau-based score by chance
+    tau_min_similarities: int = 200
     exag_variant: Literal["max", "mean"] = "max"  # max: the paper's eq. 4; mean: the released code
     retries: int = 2  # extraction: further questions after an invalid JSON answer
     max_new_tokens: int = 512  # extraction answer length
@@ -93,8 +97,9 @@ class CultivateOptions:
             raise ValueError("tau is a cosine similarity: between -1 and 1")
         if self.tau_from == "option" and self.tau is None:
             raise ValueError("tau_from=option needs tau")
-        if self.retries < 0 or self.max_new_tokens < 16 or self.shown < 1:
-            raise ValueError("retries >= 0, max_new_tokens >= 16 and shown >= 1 are required")
+        if self.retries < 0 or self.max_new_tokens < 16 or self.shown < 1 or self.tau_min_similarities < 1:
+            raise ValueError("retries >= 0, max_new_tokens >= 16, shown >= 1 and tau_min_similarities >= 1 are "
+                             "required")
 
 
 def _validity(metric: str) -> tuple[Evidence, ...]:
@@ -250,19 +255,27 @@ def _resolve_tau(ctx: Context, refs_by_prompt: dict, calibration: list, extracte
                 values.extend(core.best_matches(S))
         info.update(reference_images=len({s.sha256 for _, s in calibration}), failed_reference_images=failed,
                     prompts=len({pid for pid, _ in calibration}), similarities=len(values))
-        if values and opts.tau_from in ("auto", "references"):
+        enough = len(values) >= opts.tau_min_similarities
+        if enough and opts.tau_from in ("auto", "references"):
             q1, median, q3 = core.quartiles(values)
             tau, source = round(q3, 4), "references"
             info.update(q1=round(q1, 4), median=round(median, 4), q3=round(q3, 4))
         elif opts.tau_from == "references":
-            raise CultureboardError(ctx.dataset, "has no reference photograph whose descriptors could be extracted, "
-                                    "which tau_from=references calibrates on", "add a references config, or pass "
-                                    "--option tau_from=auto (the paper's tau) or --option tau=VALUE")
+            raise CultureboardError(ctx.dataset, f"gives {len(values)} reference similarities (extracted descriptors "
+                                    f"of its reference photographs), fewer than the {opts.tau_min_similarities} "
+                                    "that tau_from=references calibrates on", "add reference photographs, or pass "
+                                    "--option tau_from=auto (the paper's tau), --option tau=VALUE or a lower "
+                                    "--option tau_min_similarities")
         elif opts.extractor in PAPER_TAU:
             tau, source = PAPER_TAU[opts.extractor], "paper"
+            if values:
+                info["why_paper"] = (f"{len(values)} reference similarities, fewer than tau_min_similarities = "
+                                     f"{opts.tau_min_similarities}: too few for a stable third quartile")
         else:
-            raise CultureboardError(f"extractor {opts.extractor}", "has no paper tau and there are no usable reference "
-                                    "photographs to calibrate one on", "pass --option tau=VALUE")
+            raise CultureboardError(f"extractor {opts.extractor}", f"has no paper tau and its reference photographs give "
+                                    f"{len(values)} similarities, fewer than tau_min_similarities = "
+                                    f"{opts.tau_min_similarities}", "pass --option tau=VALUE, or a lower "
+                                    "--option tau_min_similarities")
     ctx.options = dataclasses.replace(opts, tau=float(tau), tau_from=source)  # recorded as resolved
     return {**info, "tau": float(tau), "from": source}
 
