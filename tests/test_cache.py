@@ -85,7 +85,8 @@ def test_rerun_computes_nothing_and_returns_identical_vectors(siglip, images, tm
     assert np.array_equal(siglip.embed_images(pil), np.stack([vectors[item.sha256] for item in images[:8]]))
     key = json.loads((tmp_path / cache_key(image_key(identity_of(siglip))) / "key.json").read_text())
     assert key == {"kind": "image-embedding", "model_id": siglip.model_id, "revision": siglip.revision,
-                   "dtype": "float32", "preprocessing": siglip.preprocessing}
+                   "dtype": "float32", "preprocessing": siglip.preprocessing,
+                   "value_shape": [len(vectors[images[0].sha256])]}
 
 
 def test_key_changes_with_revision_preprocessing_and_dtype(tiny_scorers, images, tmp_path):
@@ -154,6 +155,46 @@ def test_a_damaged_shard_is_dropped_and_recomputed(siglip, images, tmp_path, dam
     # batches of another composition may differ in the last bits, damaged values would differ entirely
     assert all(np.allclose(got[s], fresh[s], atol=1e-5) for s in fresh), "damaged entries are recomputed, never used"
     assert list((tmp_path / "cache").glob("*/*.rejected"))
+
+
+def _reshaped(shard: Path, dim: int) -> None:
+    """Give ``shard`` random values of ``dim`` columns, with a checksum that matches them."""
+    with np.load(shard) as data:
+        keys = data["keys"]
+    values = np.random.default_rng(2).normal(size=(len(keys), dim)).astype(np.float32)
+    _rewrite(shard, values=values, checksum=np.array(cache_module._checksum(keys, values)))
+
+
+def test_the_value_shape_is_recorded_and_a_shard_of_another_is_dropped(siglip, images, tmp_path):
+    """key.json records the shape of one value with the first batch; a folder whose only shard has another
+    (its checksum right, so no majority and no checksum could tell) is recomputed; the model cannot add values
+    of another shape; a folder of an older version, which recorded none, records the shape most entries have."""
+    items = images[:4]
+    fresh = embed(Cache(tmp_path / "fresh"), siglip, items)
+    dim = len(fresh[items[0].sha256])
+    embed(Cache(tmp_path / "cache"), siglip, items[:2])
+    [shard] = _shards(tmp_path / "cache")
+    key_file = shard.parent / "key.json"
+    assert json.loads(key_file.read_text())["value_shape"] == [dim]
+    _reshaped(shard, dim + 1)
+    cache = Cache(tmp_path / "cache")
+    with pytest.warns(UserWarning, match=rf"its values have shape \({dim + 1},\), key\.json records \({dim},\)"):
+        got = embed(cache, siglip, items)
+    assert cache.stats["rejected_shards"] == 1
+    assert all(np.allclose(got[s], fresh[s], atol=1e-5) for s in fresh)
+    with pytest.raises(ValueError, match=rf"values of shape \({dim + 1},\), but .*key\.json records \({dim},\)"):
+        cache.store(image_key(identity_of(siglip))).put(["f" * 64], np.zeros((1, dim + 1)))
+
+    shards = _shards(tmp_path / "cache")  # the recomputed 4 entries, and the rejected one aside
+    embed(Cache(tmp_path / "cache"), siglip, images[4:5])  # a fifth entry, then the lone one gets another shape
+    [lone] = sorted(set(_shards(tmp_path / "cache")) - set(shards))
+    _reshaped(lone, dim + 1)
+    older = {k: v for k, v in json.loads(key_file.read_text()).items() if k != "value_shape"}
+    key_file.write_text(json.dumps(older))
+    cache = Cache(tmp_path / "cache")
+    with pytest.warns(UserWarning, match=rf"its values have shape \({dim + 1},\), key\.json records \({dim},\)"):
+        embed(cache, siglip, images[:5])
+    assert cache.stats["rejected_shards"] == 1 and json.loads(key_file.read_text()) == {**older, "value_shape": [dim]}
 
 
 def test_folders_are_read_once_and_compacted(siglip, images, tmp_path, monkeypatch):

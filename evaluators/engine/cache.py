@@ -8,9 +8,12 @@ batch: float32 rows (embeddings, distances, probabilities) or text (a judge's an
 checksum of its keys and values. Shards are written to a temporary name and renamed once complete, so a
 killed run (even SIGKILL) loses at most the batch in flight and a rerun continues from what is on disk.
 
-Reading verifies each shard (checksum, finite numbers, the shape most of the folder's entries have): one that fails is
-moved aside with a warning and its entries are computed again, never used. A folder is read once per
-run (the index is kept in memory) and compacted into one shard when it holds many.
+``key.json`` also records the shape of one value (``"value_shape": [768]`` for an embedding, ``[]`` for a
+number, ``"text"`` for answers), written with the folder's first batch. Reading verifies each shard (checksum,
+finite numbers, that recorded shape; in a folder of an older version that recorded none, the shape most of its
+entries have, which is then recorded): one that fails is moved aside with a warning and its entries are
+computed again, never used. A folder is read once per run (the index is kept in memory) and compacted into one
+shard when it holds many.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from cultureboard.atomic import atomic_write_bytes, atomic_write_text
 
 #: A folder with more shards than this is compacted into one when it is opened.
 COMPACT_ABOVE = 64
+_UNKNOWN = "unknown"  # the value shape of a folder that has recorded none yet
 
 
 def cache_key(key: Mapping) -> str:
@@ -61,7 +65,7 @@ class Store:
     def __init__(self, folder: Path, key: Mapping, cache: Cache):
         self.folder, self.key, self.cache = folder, dict(key), cache
         self._index: dict[str, np.ndarray | str] | None = None
-        self._shape: tuple | None = None  # the shape of one value (None for text)
+        self._shape: tuple | str | None = _UNKNOWN  # the shape of one value (None for text)
 
     def get(self, keys: Sequence[str]) -> dict:
         index = self._load()
@@ -73,16 +77,40 @@ class Store:
     def put(self, keys: Sequence[str], values) -> None:
         """Store a batch: ``values`` is an array with one row per key (numbers) or a list of strings (text)."""
         keys = np.array(list(keys), dtype=str)
+        if not len(keys):
+            return
         values = np.array(list(values), dtype=str) if _is_text(values) else np.asarray(values, dtype=np.float32)
         if len(values) != len(keys):
             raise ValueError(f"{len(keys)} keys but {len(values)} values")
         if values.dtype.kind == "f" and not np.isfinite(values).all():
             raise ValueError(f"cache {self.key['kind']}: the model produced NaN or infinite values")
+        index = self._load()
+        shape = values.shape[1:] if values.dtype.kind == "f" else None
+        if self._shape == _UNKNOWN:
+            self._record(shape)
+        elif shape != self._shape:
+            raise ValueError(f"cache {self.key['kind']}: the model produced values of shape {shape}, but "
+                             f"{self.folder / 'key.json'} records {self._shape}")
         buffer = io.BytesIO()
         np.savez(buffer, keys=keys, values=values, checksum=np.array(_checksum(keys, values)))
         atomic_write_bytes(self.folder / f"shard-{time.time_ns()}-{os.getpid()}.npz", buffer.getvalue())
-        index = self._load()
         index.update(zip(keys.tolist(), values.tolist() if values.dtype.kind == "U" else values))
+
+    def _recorded_shape(self) -> tuple | str | None:
+        """The value shape key.json records (None for text), or :data:`_UNKNOWN` (none, or a damaged file)."""
+        try:
+            shape = json.loads((self.folder / "key.json").read_text(encoding="utf-8"))["value_shape"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return _UNKNOWN
+        if shape == "text":
+            return None
+        ok = isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in shape)
+        return tuple(shape) if ok else _UNKNOWN
+
+    def _record(self, shape: tuple | None) -> None:
+        self._shape = shape
+        recorded = {**self.key, "value_shape": "text" if shape is None else list(shape)}
+        atomic_write_text(self.folder / "key.json", json.dumps(recorded, indent=2, sort_keys=True) + "\n")
 
     def _load(self) -> dict:
         if self._index is not None:
@@ -94,14 +122,16 @@ class Store:
         shards = sorted(self.folder.glob("shard-*.npz"))
         loaded = [(shard, self._read(shard)) for shard in shards]
         loaded = [(shard, entries) for shard, entries in loaded if entries is not None]
-        shapes = Counter()
-        for _, (shape, entries) in loaded:
-            shapes[shape] += len(entries)
-        self._shape = shapes.most_common(1)[0][0] if shapes else None
+        self._shape = self._recorded_shape()
+        if self._shape == _UNKNOWN and loaded:  # a folder of an older version: the shape of most entries
+            shapes = Counter()
+            for _, (shape, entries) in loaded:
+                shapes[shape] += len(entries)
+            self._record(shapes.most_common(1)[0][0])
         read = []
         for shard, (shape, entries) in loaded:
             if shape != self._shape:
-                self._reject(shard, f"its values have shape {shape}, most of the folder's have {self._shape}")
+                self._reject(shard, f"its values have shape {shape}, key.json records {self._shape}")
                 continue
             index.update(entries)
             read.append(shard)
