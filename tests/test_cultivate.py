@@ -173,6 +173,10 @@ def test_edit_instruction_follows_the_explanation():
         "Keep: samovar.",
         "Add: chador; suit; scarf.",  # attire has a hallucination: up to 3 of its missing; setting has none
     ]
+    # the correct interaction is added whether or not the image hallucinated one (Table 32)
+    lists["missing"] += [{"dimension": "interaction", "reference": r} for r in ("pouring tea", "passing bread")]
+    text = explain.edit_instruction("a family eating", "Iran", lists)
+    assert text.splitlines()[-1] == "Add: pouring tea; chador; suit; scarf."
 
 
 # ------------------------------------------------------------------------------------------ options and cards

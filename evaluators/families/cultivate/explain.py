@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-#: Reference descriptors the edit instruction adds per dimension, where the image has hallucinations in it
-#: (Table 32: the correct interaction, 1-3 kinds of attire, one background).
+#: Missing reference descriptors the edit instruction adds per dimension (Table 32): the correct interaction
+#: always, 1-3 kinds of attire and one background where the image has hallucinations in that dimension.
 ADD_PER_DIMENSION = {"interaction": 1, "attire": 3, "setting": 1}
+ADD_ALWAYS = ("interaction",)
 
 
 def _r(x: float) -> float:
@@ -63,16 +64,16 @@ def exaggerated(candidates: Sequence[str], scores: np.ndarray, baseline: np.ndar
 def edit_instruction(activity: str, country: str, explanation: Mapping[str, list[dict]],
                      exaggerated_items: Sequence[dict] = ()) -> str:
     """An instruction for an image editor, from the explanation (the paper's Table 32): remove what is
-    hallucinated or exaggerated and anything of another culture, period or activity; keep what is aligned; where a
-    dimension has hallucinations, add its missing reference descriptors (one interaction, up to three kinds of
-    attire, one background)."""
+    hallucinated or exaggerated and anything of another culture, period or activity; keep what is aligned; add the
+    correct interaction (a missing interaction reference descriptor) and, where those dimensions have
+    hallucinations, up to three missing kinds of attire and one missing background."""
     remove = [e["descriptor"] for e in explanation.get("hallucinated", [])]
     remove += [e["candidate"] for e in exaggerated_items]
     keep = [e["reference"] for e in explanation.get("aligned", [])]
     flagged = {e["dimension"] for e in explanation.get("hallucinated", [])}
     add = []
     for d, n in ADD_PER_DIMENSION.items():
-        if d in flagged:
+        if d in flagged or d in ADD_ALWAYS:
             add += [e["reference"] for e in explanation.get("missing", []) if e["dimension"] == d][:n]
     lines = [f"Edit the image so that it correctly shows {activity} in {country}."]
     lines.append("Remove: " + "; ".join([*remove, "anything from another culture, period or activity"]) + ".")
