@@ -177,13 +177,15 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @dataset_option()
 @click.option("--submissions", required=True, type=click.Path(file_okay=False), help="Submissions folder (model cards, images).")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the site to.")
-@click.option("--ratings", type=click.Path(file_okay=False), help="Output of `cultureboard import ratings`, for metric validity.")
+@click.option("--ratings", multiple=True, type=click.Path(),
+              help="A ratings folder (output of `cultureboard import ratings`), for metric validity; repeat it for "
+                   "several studies.")
 @json_option
 def build_site(results, dataset, submissions, out, ratings, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=ratings)
+    info = run(results, dataset, submissions, out, ratings=list(ratings))
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
