@@ -177,3 +177,34 @@ def test_metric_hqs_correlations_and_the_written_report(tmp_path):
     validate_rows(pq.read_table(tmp_path / "out" / "ratings.parquet").to_pandas())
     validity = json.loads((tmp_path / "out" / "validity.json").read_text())
     assert validity["provenance"]["submissions"] == {"sd35": "lab__sd35"}
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    """An Excel-saved (cp1252) export: `import ratings --study ecb` ends in one error line, no traceback."""
+    from cultureboard.builder.dataset import prompt_config, write_dataset
+    from cultureboard.cli import main
+
+    dataset = write_dataset(tmp_path / "dataset", [prompt_config(build_ecb([], load_countries()))], {})
+    path = tmp_path / "survey.csv"
+    path.write_bytes((",".join(ecb.FIELDS) + "\nu1,sd35,korea,food,main_dish,traditional,step0,4,5,true,false,caf\xe9\n")
+                     .encode("cp1252"))
+    code = main(["import", "ratings", str(path), "--study", "ecb", "--dataset", str(dataset), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {path}: cannot be read (UnicodeDecodeError) (fix: save it as UTF-8 text)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_csv_layout_problems(tmp_path):
+    short = tmp_path / "short.csv"
+    short.write_text("user_id,model,step\nu1,sd35,step0\n", encoding="utf-8")
+    with pytest.raises(CultureboardError, match=r"lacks the columns \['country', 'category'"):
+        import_study("ecb", short, prompts=PROMPTS)
+    extra = tmp_path / "extra.csv"
+    extra.write_text(",".join(ecb.FIELDS) + "\nu1,sd35,korea,food,main_dish,traditional,step0,4,5,true,false,x\n",
+                     encoding="utf-8")
+    with pytest.raises(CultureboardError, match="extra.csv:2: has more cells than the header"):
+        import_study("ecb", extra, prompts=PROMPTS)
+    (tmp_path / "empty.csv").write_text(",".join(ecb.FIELDS) + "\n", encoding="utf-8")
+    with pytest.raises(CultureboardError, match="has no ratings"):
+        import_study("ecb", tmp_path / "empty.csv", prompts=PROMPTS)

@@ -25,7 +25,6 @@ HQS (section 3.4) of an image = the mean over its raters of (image quality + cul
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -43,6 +42,7 @@ from cultureboard.provenance import code_provenance, file_sha256
 
 from ...families.ecb.core import extreme_steps, pick_agreement
 from ..agreement import agreement
+from ..ratings_files import read_records
 from ..ratings_format import ITEM, to_table
 from ..stats import bootstrap_ci
 from ..trust import pair_with_scores, rated_results, trust_map, usable_scores
@@ -97,40 +97,29 @@ def import_ecb(path: str | Path, prompts: list[dict] | None = None, submissions:
 
 
 def _records(path: Path, problems: list[str]) -> list[tuple[str, dict]]:
-    if not path.is_file():
-        raise CultureboardError(path, "does not exist", "pass the survey export as .jsonl or .csv")
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl"):
-        raise CultureboardError(path, f"has the extension {suffix!r}", "save the export as .jsonl or .csv")
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        if suffix == ".csv":
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames or []
-            admin = "Image ID" in header
-            missing = [c for c in (("User ID", "Image ID", "Response Type") if admin else FIELDS) if c not in header]
-            if missing:
-                raise CultureboardError(path, f"lacks the columns {missing}",
-                                        f"export the step_responses fields {', '.join(FIELDS)}, or the admin CSV")
-            out = []
-            for raw in reader:
-                row = {ADMIN.get(k, k): v for k, v in raw.items() if k is not None} if admin else raw
-                if admin and row.get("response_type") != "step":
-                    continue  # the attribute-addition rows of the admin export carry no step ratings
-                out.append((f"{path}:{reader.line_num}", row))
-            return out
-        out = []
-        for line, text in enumerate(fh, 1):
-            if text.strip():
-                try:
-                    raw = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: one JSON object per line)")
-                    continue
-                if isinstance(raw, dict):
-                    out.append((f"{path}:{line}", raw))
-                else:
-                    problems.append(f"{path}:{line}: is not a JSON object (fix: one JSON object per line)")
-        return out
+    """(FILE:LINE, row) of every rating of the export, read by ``ratings_files.read_records`` (so a missing file,
+    another format or a non-UTF-8 file is one CultureboardError line); an admin CSV's rows are renamed to the
+    step_responses fields (:data:`ADMIN`) and only its "step" rows are kept. Rows that are not rows are added to
+    ``problems``."""
+    records, bad = read_records(path, None, required=())
+    problems += bad
+    if not records and not bad:
+        raise CultureboardError(path, "has no ratings", "pass the survey export, one row per rater and image")
+    admin = False
+    if records and path.suffix.lower() == ".csv":  # a CSV row has every column of the header
+        header = set(records[0][1])
+        admin = "Image ID" in header
+        absent = [c for c in (("User ID", "Image ID", "Response Type") if admin else FIELDS) if c not in header]
+        if absent:
+            raise CultureboardError(path, f"lacks the columns {absent}",
+                                    f"export the step_responses fields {', '.join(FIELDS)}, or the admin CSV")
+    out = []
+    for line, raw in records:
+        row = {ADMIN.get(k, k): v for k, v in raw.items()} if admin else raw
+        if admin and row.get("response_type") != "step":
+            continue  # the attribute-addition rows of the admin export carry no step ratings
+        out.append((f"{path}:{line}", row))
+    return out
 
 
 def _parse(raw: dict, where: str, problems: list[str]) -> dict | None:
