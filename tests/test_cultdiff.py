@@ -299,3 +299,33 @@ def test_synthetic_references_load_like_real_ones(world, tmp_path):
     one, two = (np.asarray(_pil(refs.data[s]), dtype=float) for s in refs.by_artifact[first][:2])
     other = np.asarray(_pil(refs.data[refs.by_artifact[second][0]]), dtype=float)
     assert np.abs(one - two).mean() < np.abs(one - other).mean(), "one artifact's images look alike"
+
+
+def test_reference_photos_control_is_never_compared_with_itself(world):
+    """Sample 0 of the control is the artifact's first photograph: its K references are the others (leave-one-out),
+    so no similarity is a self-match (1, or LPIPS 0) and the value is their mean, recomputed here."""
+    from cultureboard.evaluators.engine.registry import metric_cards
+    from cultureboard.evaluators.submission.controls import make_control
+
+    control = Path(make_control("reference-photos", world["dataset"], "cultdiff",
+                                world["root"] / "controls" / "control__reference-photos", size=SIDE)["out"])
+    out = evaluate(control, world["dataset"], world["root"] / "results", scorers=world["config"], device="cpu",
+                   n_boot=50, cache=world["root"] / "cache")
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    dino = load_scorer("dinov2-base", config=world["config"], device="cpu")
+    refs, checked = world["refs"], 0
+    for p in world["prompts"][:3]:
+        if p["artifact_id"] == world["bare"]:
+            continue
+        image = _pil((control / f"images/{p['prompt_id']}/0.png").read_bytes())
+        others = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][1:]]
+        vectors = dino.embed_images([image, *others])
+        row = {m: scores[(scores.metric == m) & (scores.prompt_id == p["prompt_id"])].iloc[0] for m in METRICS}
+        assert json.loads(row["cultdiff.dino"].detail)["references"] == 2
+        assert row["cultdiff.dino"].value == pytest.approx(float(np.mean(vectors[1:] @ vectors[0])), abs=1e-5)
+        np.testing.assert_allclose(json.loads(row["cultdiff.dino"].detail)["per_reference"], vectors[1:] @ vectors[0],
+                                   atol=1e-5)
+        assert min(json.loads(row["cultdiff.lpips"].detail)["per_reference"]) > 1e-3  # LPIPS(x, x) = 0: not there
+        assert max(json.loads(row["cultdiff.ssim"].detail)["per_reference"]) < 0.99  # SSIM(x, x) = 1: not there
+        checked += 1
+    assert checked >= 2 and {metric_cards()[m].version for m in METRICS} == {2}

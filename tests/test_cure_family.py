@@ -253,8 +253,9 @@ def test_shards_merge_to_the_unsharded_result(world):
     assert pq.read_table(merged / "scores.parquet").equals(pq.read_table(world["results"] / "scores.parquet"))
 
 
-def _context(world, drop=lambda prompt, k: False) -> Context:
-    """The context evaluate builds, with the images ``drop`` selects declared refused instead."""
+def _context(world, drop=lambda prompt, k: False, control: str | None = None) -> Context:
+    """The context evaluate builds, with the images ``drop`` selects declared refused instead (as the ``control``
+    kind's submission, when given)."""
     prompts = {p["prompt_id"]: p for p in read_prompt_set(world["dataset"], "cure-ladder")}
     images, refused = [], []
     for line in (json.loads(t) for t in (world["submission"] / "metadata.jsonl").read_text().splitlines()):
@@ -266,7 +267,8 @@ def _context(world, drop=lambda prompt, k: False) -> Context:
             images.append(CtxImage(line["file_name"], world["submission"] / line["file_name"], line["sha256"],
                                    line["prompt_id"], line["sample_idx"], prompt))
     pool = Scorers(world["scorers"], "cpu", "float32")
-    return Context(images, prompts, world["dataset"], Cache(world["root"] / "cache"), pool, CureOptions(), 0, refused)
+    return Context(images, prompts, world["dataset"], Cache(world["root"] / "cache"), pool, CureOptions(), 0, refused,
+                   control=control)
 
 
 def test_a_refused_ladder_changes_acceptance_not_the_other_ladders(world):
@@ -341,3 +343,43 @@ def test_declared_refusals_change_coverage_and_acceptance_not_the_other_scores(w
         assert value(scores, metric, JIAOZI)["value"] == pytest.approx(value(world["scores"], metric, JIAOZI)["value"])
     bridge = scores[scores["unit_id"] == BRIDGE].reset_index(drop=True)
     pd.testing.assert_frame_equal(bridge, world["scores"][world["scores"]["unit_id"] == BRIDGE].reset_index(drop=True))
+
+
+def test_reference_photos_control_leaves_each_photograph_out_of_its_own_references(world):
+    """The control's images ARE the photographs (sample k = photograph k): each is compared with the others
+    only, so jiaozi's cure.gt is the hand-computed leave-one-out mean, below the self-including one."""
+    from cultureboard.evaluators.submission.controls import make_control
+
+    control = make_control("reference-photos", world["dataset"], "cure-ladder",
+                           world["root"] / "controls" / "control__reference-photos", size=SIDE)
+    out = evaluate(Path(control["out"]), world["dataset"], world["root"] / "results", scorers=world["scorers"],
+                   device="cpu", cache=world["root"] / "cache", n_boot=100)
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    prompt = next(p for p in read_prompt_set(world["dataset"], "cure-ladder") if ladder_id(p) == JIAOZI and p["level"] == "n")
+    for suffix, name in cure.IMAGE_ENCODERS.items():
+        scorer = load_scorer(name, config=world["scorers"], device="cpu")
+        x = scorer.embed_images([Image.open(Path(control["out"]) / f"images/{prompt['prompt_id']}/{k}.png")
+                                 for k in range(2)])
+        g = scorer.embed_images([Image.open(io.BytesIO(b)) for b in world["photos"]["cure:food-jiaozi"]])
+        leave_one_out = (float(x[0] @ g[1]) + float(x[1] @ g[0])) / 2  # image 0 is photograph 0: only photograph 1
+        row = value(scores, f"cure.gt{suffix}", JIAOZI)
+        assert row["value"] == pytest.approx(leave_one_out, abs=1e-5)
+        assert row["value"] < float(np.mean(x @ g.T)) - 1e-3 and row["value"] < 1  # the self-matches are gone
+        assert json.loads(row["detail"])["left_out"] == "each image's own photograph (leave-one-out)"
+    assert metric_cards()["cure.gt"].version == 2 and metric_cards()["cure.ps"].version == 1
+    # a model's images are compared with every photograph (the world's own check): no detail of leaving out
+    assert "left_out" not in json.loads(value(world["scores"], "cure.gt", JIAOZI)["detail"])
+
+
+def test_leave_one_out_picks_the_photograph_of_the_sample_and_flags_a_lone_one(world):
+    ctx = _context(world, control="reference-photos")
+    photos = ctx.references()[0]["cure:food-jiaozi"]
+    jiaozi = sorted((im for im in ctx.images if ladder_id(im.prompt) == JIAOZI and im.prompt["level"] == "n"),
+                    key=lambda im: im.sample_idx)
+    assert [ctx.references_of(im) for im in jiaozi] == [[photos[1]], [photos[0]]]
+    assert _context(world).references_of(jiaozi[0]) == photos  # a model's image: every photograph
+    # one photograph: the control has sample 0 alone (as make_control refuses sample 1), which has no other one
+    ctx = _context(world, lambda p, k: k == 1, control="reference-photos")
+    ctx._references = ({"cure:food-jiaozi": photos[:1]}, {})
+    rows = pd.DataFrame(score_ladder(ctx)).set_index(["unit_id", "metric"])
+    assert rows.loc[(JIAOZI, "cure.gt"), "flag"] == "no reference photograph besides the image's own"

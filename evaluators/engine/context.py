@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from cultureboard.dataset_folder import read_references
 from cultureboard.errors import CultureboardError
 
+from ..submission.controls import REFERENCE_PHOTOS
 from . import embedding, judge, pairwise
 from .cache import Cache
 from .images import ImageSource
@@ -50,8 +51,10 @@ def sources(images) -> list[ImageSource]:
 class Context:
     def __init__(self, images: list[Image], prompts: dict[str, dict], dataset: Path, cache: Cache, scorers: Scorers,
                  options: Any = None, seed: int = 0, refused: list[dict] | None = None,
-                 shard: tuple[int, int] | None = None, all_images: list[Image] | None = None):
+                 shard: tuple[int, int] | None = None, all_images: list[Image] | None = None,
+                 control: str | None = None):
         self.images, self.prompts, self.dataset = images, prompts, dataset
+        self.control = control  # the submission's ``control`` kind (reference-photos, text-only), None for a model
         self.shard = shard  # (i, n) in a sharded run: rows that read the whole set are shard 0's alone
         self.all_images = images if all_images is None else all_images  # every image, whatever the shard
         self.refused = refused or []  # declared refusals: {prompt_id, sample_idx, reason, prompt}
@@ -133,6 +136,17 @@ class Context:
             self._references = ({q: [ImageSource(r["sha256"], data=r["data"], label=f"reference {r['rank']} of {q}")
                                      for r in rows] for q, rows in photos.items()}, missing)
         return self._references
+
+    def references_of(self, image: Image) -> list[ImageSource]:
+        """The reference photographs ``image`` is compared with: those of its prompt's artifact, best-ranked first
+        (none for a prompt without an artifact). In the ``reference-photos`` control, whose sample k IS the
+        artifact's photograph of index k (:func:`~cultureboard.evaluators.submission.controls.make_control`), that
+        photograph is left out (leave-one-out), so the control's ceiling never counts a photograph's similarity
+        with itself; an artifact with one photograph then leaves the image none."""
+        photos = self.references()[0].get(image.prompt.get("artifact_id") or "", [])
+        if self.control == REFERENCE_PHOTOS:
+            return photos[:image.sample_idx] + photos[image.sample_idx + 1:]
+        return photos
 
     def note(self, metric: str, key: str, value: Any) -> None:
         """Record a fact about ``metric`` that holds for the whole prompt set (e.g. its chance level); shards

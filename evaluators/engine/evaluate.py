@@ -114,7 +114,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
         mine = {u for k, u in enumerate(units) if k % shard[1] == shard[0]}
         images = [im for im in images if pspec.shard_unit(im.prompt) in mine]
         refused = [r for r in refused if pspec.shard_unit(r["prompt"]) in mine]
-    ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused, shard, everything)
+    ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused, shard, everything, spec.get("control"))
     rows = pspec.score(ctx) if images or refused else []
     table = _table(rows, pspec)
     metrics = sorted(set(table.column("metric").to_pylist()))

@@ -7,7 +7,10 @@
   metric that rates it as high as real generations rewards reading text, not seeing culture.
 
 A control is a normal submission (it validates and evaluates like any other) whose ``submission.yaml`` says
-``control: <kind>``; the site shows it marked, beside the leaderboard, never ranked. Photographs are centre-cropped
+``control: <kind>``; the site shows it marked, beside the leaderboard, never ranked. Sample k of a
+``reference-photos`` prompt is the artifact's photograph of index k, so a metric that compares an image with
+the artifact's photographs leaves that one out for it (leave-one-out, ``Context.references_of``): the ceiling
+is the similarity of a real photograph to the *other* photographs, never to itself. Photographs are centre-cropped
 and resized to a square of ``size`` pixels (every image of a submission shares one size). A prompt that names no
 artifact, or whose artifact has fewer photographs than the prompt's images, gets declared refusals for the samples
 it lacks, with the reason, so coverage says what is missing and why.
@@ -28,7 +31,8 @@ from cultureboard.provenance import file_sha256
 
 from .format import FORMAT_VERSION, IMAGES, submission_id, write_submission
 
-CONTROLS = ("reference-photos", "text-only")
+REFERENCE_PHOTOS = "reference-photos"
+CONTROLS = (REFERENCE_PHOTOS, "text-only")
 
 
 def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Path, *, size: int = 512) -> dict:
@@ -44,8 +48,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         raise CultureboardError(out, f"is not named {submission_id(spec)}", f"use --out {out.parent / submission_id(spec)}",
                                 exit_code=2)
     check_replaceable(out, kind="submission")
-    photos, missing = read_references(dataset) if kind == "reference-photos" else ({}, {})
-    if kind == "reference-photos" and not photos:
+    photos, missing = read_references(dataset) if kind == REFERENCE_PHOTOS else ({}, {})
+    if kind == REFERENCE_PHOTOS and not photos:
         raise CultureboardError(dataset, "has no reference photographs", "run `cultureboard references --dataset DIR` first")
     rows, written = [], 0
     with atomic_dir(out, kind="submission") as tmp:
@@ -59,7 +63,9 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
                     if k >= len(available):
                         rows.append({**line, "refused": True, "reason": _why_none(p, available, missing)})
                         continue
-                    data = _square(available[k]["data"], size)
+                    data = _square(available[k]["data"], size, {
+                        "prompt_id": p["prompt_id"],
+                        "reference": f"{p['artifact_id']} rank {available[k]['rank']} (the dataset's references config)"})
                 rel = f"{IMAGES}/{p['prompt_id']}/{k}.png"
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 (tmp / rel).write_bytes(data)
@@ -75,7 +81,7 @@ def _spec(kind: str, dataset: Path, prompt_set: str, size: int) -> dict:
         "format_version": FORMAT_VERSION, "organization": "control", "contact": "cultureboard", "control": kind,
         "date": date.today().isoformat(),
         "model": {"name": kind, "id": f"cultureboard/control-{kind}", "revision": __version__,
-                  "license": "see the dataset's references config" if kind == "reference-photos" else "CC0-1.0",
+                  "license": "see the dataset's references config" if kind == REFERENCE_PHOTOS else "CC0-1.0",
                   "weights": "open", "training_data": "none (a control, not a model)"},
         "generation": {"pipeline": "control", "scheduler": None, "steps": None, "guidance_scale": None, "width": size,
                        "height": size, "negative_prompt": False, "precision": None},
@@ -94,15 +100,21 @@ def _why_none(prompt: dict, available: list, missing: dict) -> str:
     return f"no reference photograph of {artifact}" + (f": {missing[artifact]}" if artifact in missing else "")
 
 
-def _square(data: bytes, size: int) -> bytes:
-    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), as PNG."""
+def _square(data: bytes, size: int, text: dict[str, str]) -> bytes:
+    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), as PNG with
+    ``text`` in its text chunks (which prompt it stands for and which photograph it is: one photograph serves
+    several prompts of a ladder, and each file says which, so no two prompts list the same file)."""
     from PIL import Image, ImageOps
+    from PIL.PngImagePlugin import PngInfo
 
     from cultureboard.images import open_rgb
 
     image = ImageOps.fit(open_rgb(io.BytesIO(data)), (size, size), method=Image.Resampling.BICUBIC)
+    info = PngInfo()
+    for key, value in text.items():
+        info.add_itxt(key, value)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
+    image.save(buffer, format="PNG", pnginfo=info)
     return buffer.getvalue()
 
 

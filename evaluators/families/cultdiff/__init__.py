@@ -16,6 +16,9 @@ real-generated pair counts once, as CultDiff's pairs do) or ``best`` (the closes
 - ``cultdiff.learned``: CultDiff-S, cos of the learned twin-ViT embeddings (trained with ``cultureboard train
   cultdiff-s``; no released weights, so its rows are flagged until a model is configured).
 
+In the ``reference-photos`` control, whose images are those photographs, each image's own photograph is left
+out of its K (leave-one-out, ``Context.references_of``), so the control is never compared with itself.
+
 An image whose artifact has no reference photograph is flagged ("no reference photograph"; the reason is in
 the row's detail), counted in the summary and never scored. These scores are automatic proxies of CultDiff's
 human image-image similarity rating; the human study is imported by ``results/studies/cultdiff.py`` and
@@ -44,7 +47,8 @@ SOURCE = "Bayramli et al., Diffusion Models Through a Global Lens: Are They Cult
 HUMAN = "CultDiff's human image-image similarity score (mean of Q1.1-Q1.4, 1-5)"
 NO_REFERENCE = "no reference photograph"
 NO_ARTIFACT = "the prompt names no artifact"
-_REFS = "over the artifact's first K reference photographs r_k"
+_REFS = ("over the artifact's first K reference photographs r_k (in the reference-photos control, the first K "
+         "besides the image's own)")
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,8 @@ class CultDiffOptions:
 
 def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE + ", section 3.3",
           **kw) -> MetricCard:
-    return MetricCard(name, FAMILY, title, formula, direction, value_range, scorers, source, version=1,
+    # version 2: leave-one-out in the reference-photos control (only the control's values change)
+    return MetricCard(name, FAMILY, title, formula, direction, value_range, scorers, source, version=2,
                       proxy_for=HUMAN, description=description, validity=evidence(name), **kw)
 
 
@@ -102,12 +107,13 @@ def _plan(ctx: Context) -> tuple[list[tuple[Image, list[ImageSource]]], list[dic
     plan, flagged = [], []
     for im in ctx.images:
         qid = im.prompt.get("artifact_id")
-        sources = refs.get(qid, [])[:ctx.options.references] if qid else []
+        sources = ctx.references_of(im)[:ctx.options.references]
         if sources:
             plan.append((im, sources))
             continue
         flag = NO_ARTIFACT if not qid else NO_REFERENCE
-        reason = None if not qid else missing.get(qid, "the references config lists no photograph of it")
+        reason = None if not qid else missing.get(qid, "the references config lists no photograph of it"
+                                                  if qid not in refs else "it has no photograph besides this one")
         flagged += [score_row(m.name, None, im, flag=flag, detail={"artifact": qid, "reason": reason})
                     for m in METRICS]
     return plan, flagged

@@ -11,7 +11,9 @@ over S; ``centroid``: the cosine with S's mean direction), recorded with the res
   ``cure.ps_delta.cr`` = Delta phi_PS(a) = sim(I(a), I(c)) - sim(I(n), I(c)) for a = {n,c}, {n,c,r},
   signed, lower first (CuRe Table 8 marks it "lower"; values can be negative, and the sign is kept).
 - ``cure.gt`` = phi_GT(n) = sim(I(n), G) (eq. 1) with G the artifact's reference photographs (the dataset's
-  ``references`` config); an artifact without any is a flagged row (counted, never scored as zero).
+  ``references`` config); an artifact without any is a flagged row (counted, never scored as zero). In the
+  ``reference-photos`` control, whose images are those photographs, image x_i is compared with G minus its own
+  photograph (leave-one-out, ``Context.references_of``): (1/N) sum_i sim(x_i, G \\ {g_i}).
 - The image encoder is part of each metric's name: no suffix = SigLIP 2, ``.dinov2`` = DINOv2, ``.aimv2`` =
   AIMV2 (``cure.ps.dinov2``, ``cure.ps_delta.c.aimv2``, ``cure.gt.dinov2``...). One evaluation gives CuRe's
   three columns side by side (Table 1, Table 8), and two encoders' raw cosines, whose scales differ, can never
@@ -47,6 +49,7 @@ from cultureboard.builder.prompts_cure import CATEGORY_LEVEL, LADDER, with_artic
 
 from ...engine.context import SLICE_FIELDS, Context, Image, score_row
 from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
+from ...submission.controls import REFERENCE_PHOTOS
 from ...results.aggregate import unit_slices
 from . import core
 from .encoders import DISTANCE, ENTANGLEMENT, IMAGE_ENCODERS, TEXT_ENCODER
@@ -109,11 +112,15 @@ def _ps_cards(suffix: str, scorer: str) -> list[MetricCard]:
                    f"model's generic images of its category, by {enc} image embeddings; needs no ground truth.",
                    **common),
         MetricCard(f"cure.gt{suffix}", title=f"Similarity to reference photographs, {enc} (phi_GT(n))",
-                   formula="(1/N) sum_i sim(I(n)_i, G), G = the artifact's reference photographs",
+                   formula="(1/N) sum_i sim(I(n)_i, G_i), G_i = the artifact's reference photographs (in the "
+                           "reference-photos control, all but image i's own: leave-one-out)",
                    direction="higher", range="[-1, 1]", validity=_table1(gt),
                    description=f"How much the images of the artifact's name look like real photographs of it, "
                                f"by {enc} image embeddings (CuRe's ground-truth baseline). Artifacts without "
-                               "photographs are counted as flagged, never scored.", **common),
+                               "photographs are counted as flagged, never scored. The reference-photos control "
+                               "compares each photograph with the others only.",
+                   # version 2: leave-one-out in the reference-photos control (only the control's values change)
+                   **(common | {"version": 2})),
     ]
     for level, key, evidence in (("n,c", "c", dc), ("n,c,r", "cr", dcr)):
         cards.append(MetricCard(
@@ -291,9 +298,14 @@ def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no
                                           else "not in the references config")
             out.add(f"cure.gt{suffix}", None, detail, f"no reference photographs: {reason}")
         else:
-            g = _vectors(ref_emb, photos)
-            levels = {lvl: core.phi_set(v, g, reduction) for lvl, v in x.items() if len(v)}
-            out.add(f"cure.gt{suffix}", levels["n"], {**detail, "levels": levels})
+            if ctx.control == REFERENCE_PHOTOS:
+                detail["left_out"] = "each image's own photograph (leave-one-out)"
+            levels = {lvl: _phi_references(ctx, ref_emb, x[lvl], ims, reduction)
+                      for lvl, ims in ladder.images.items() if ims}
+            if levels["n"] is None:
+                out.add(f"cure.gt{suffix}", None, detail, "no reference photograph besides the image's own")
+            else:
+                out.add(f"cure.gt{suffix}", levels["n"], {**detail, "levels": levels})
         # cure.ps and its divergences: the category's images I(c)
         detail = {"images": n_images, "category_images": len(cat_images)}
         if not n_images or not cat_images:
@@ -311,6 +323,15 @@ def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no
                 out.add(metric, levels[level] - levels["n"], {**detail, "images": n_images + len(x[level])})
             else:
                 out.add(metric, None, detail, _missing(f"P({level})", ladder.refused[level]))
+
+
+def _phi_references(ctx: Context, ref_emb: dict, x: np.ndarray, images: list[Image], reduction: str) -> float | None:
+    """phi_GT of one level's images (embeddings ``x``): (1/N) sum_i sim(x_i, G_i), G_i the photographs image i is
+    compared with (all of the artifact's, or all but its own in the reference-photos control), over the images
+    left with any; None when none is."""
+    sets = [_vectors(ref_emb, ctx.references_of(im)) for im in images]
+    kept = [i for i, g in enumerate(sets) if len(g)]
+    return core.phi_sets(x[kept], [sets[i] for i in kept], reduction) if kept else None
 
 
 def _scoring_texts(prompt: dict) -> dict[str, str]:

@@ -55,6 +55,15 @@ def phi_set(x: np.ndarray, s: np.ndarray, reduction: str = "mean_pairwise") -> f
     return float(set_similarity(x, s, reduction).mean())
 
 
+def phi_sets(x: np.ndarray, sets: list[np.ndarray], reduction: str = "mean_pairwise") -> float:
+    """(1/N) sum_i sim(x_i, S_i): :func:`phi_set` with a set of its own for each image (``sets[i]`` for row
+    ``x_i``), as when each image leaves its own photograph out of the references (leave-one-out)."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    if not len(x) or len(x) != len(sets):
+        raise ValueError(f"need one set per image: {len(x)} images, {len(sets)} sets")
+    return float(np.mean([set_similarity(row, s, reduction)[0] for row, s in zip(x, sets)]))
+
+
 def ps_delta(x_a: np.ndarray, x_n: np.ndarray, category: np.ndarray, reduction: str = "mean_pairwise") -> float:
     """Delta phi_PS(a) = phi_PS(a) - phi_PS(n) = phi(I(a), I(c)) - phi(I(n), I(c)).
 
