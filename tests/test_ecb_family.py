@@ -23,7 +23,7 @@ from cultureboard.evaluators.engine.registry import family_of, load_families
 from cultureboard.evaluators.engine.scorers import load_scorer
 from cultureboard.evaluators.families.ecb import core
 from cultureboard.evaluators.families.ecb.chains import chain_id
-from cultureboard.evaluators.families.ecb.culture import judge_prompt
+from cultureboard.evaluators.families.ecb.culture import CULTURE_METRICS, judge_prompt
 from cultureboard.evaluators.results.stats import benjamini_hochberg
 from cultureboard.evaluators.submission.format import submission_id, write_submission
 from PIL import Image
@@ -257,7 +257,7 @@ def test_culture_answers_recomputed_from_the_judge(ecb):
 def test_positional_match_recomputed_from_the_f1_rows(ecb):
     scores = ecb["scores"]
     f1 = scores[scores.metric == "ecb.culture.f1"].dropna(subset=["value"])
-    match = scores[scores.metric == "ecb.culture.positional_match"].set_index("unit_id")
+    match = scores[scores.metric == "ecb.positional_match"].set_index("unit_id")
     assert len(match) == 21 and match.value.notna().sum() == 12 == f1.unit_id.nunique()
     shares = []
     for chain, steps in f1.groupby("unit_id"):
@@ -272,7 +272,7 @@ def test_positional_match_recomputed_from_the_f1_rows(ecb):
         assert match.loc[chain, "value"] == pytest.approx(best_is_base * worst_is_last)
         shares.append(best_is_base * worst_is_last)
     by = {(e["metric"], e["slice_type"]): e for e in ecb["summary"]["metrics"] if e["slice"] in ("all", "0", "5")}
-    assert by[("ecb.culture.positional_match", "overall")]["value"] == pytest.approx(np.mean(shares))
+    assert by[("ecb.positional_match", "overall")]["value"] == pytest.approx(np.mean(shares))
 
 
 def test_culture_notes_and_cards(ecb):
@@ -349,7 +349,7 @@ def test_dataset_without_questions_flags_every_chain(ecb, tmp_path):
     result = evaluate(submission, dataset, tmp_path / "results", scorers=ecb["scorers"], device="cpu",
                       cache=ecb["root"] / "cache", n_boot=50, options=OPTIONS)
     scores = pq.read_table(result / "scores.parquet").to_pandas()
-    culture = scores[scores.metric.str.startswith("ecb.culture")]
+    culture = scores[scores.metric.isin(CULTURE_METRICS)]
     assert len(culture) == 6 * 21 and culture.value.isna().all()
     assert culture.flag.str.contains("no ecb-questions config").all()
 

@@ -146,21 +146,22 @@ METRICS = (
     _culture_card("f1", "F1", "2PR / (P + R), 0 if undefined,", "appendix A.2",
                   proxy_for="ECB's expert best / worst choices",
                   description="Also picks each chain's best and worst step (in the rows' detail); how often these "
-                              "picks are the positional baseline is ecb.culture.positional_match.",
+                              "picks are the positional baseline is ecb.positional_match.",
                   validity=(_POSITIONAL,)),
     MetricCard("ecb.culture.ambiguous", FAMILY, "Culture-aware metric: ambiguous answers",
                "ambiguous answers / N over the image's questions (P(yes) + P(no) < min_answer_mass, or a tie)",
                "none", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
                description="Share of the questions the judge answered neither yes nor no. Diagnostic, never ranked: "
                            "ambiguous answers count against accuracy without showing in it." + _JUDGE),
-    MetricCard("ecb.culture.positional_match", FAMILY, "Culture-aware metric: picks equal to the positional baseline",
+    MetricCard("ecb.positional_match", FAMILY, "Culture-aware metric: picks equal to the positional baseline",
                "[0 in best] / #best x [last in worst] / #worst, best / worst = the chain's steps of highest / lowest "
                "F1", "none", "[0, 1]", (JUDGE,), f"{SOURCE}, Fig. 5; notes/004-blindspots.md 4.2", version=1,
                unit="chain", chance="1 / 30 for picks at random among 6 steps (best and worst distinct)",
                description="Share of chains whose F1 picks are the positional baseline (best = the base, worst = the "
                            "last step), ties broken at random; the detail splits it into best_is_base and "
                            "worst_is_last and gives F1 at the base and at the last step. Near 1, the metric's best / "
-                           "worst agreement with humans is only position."),
+                           "worst agreement with humans is only position. A chain score, not an image's (hence not ecb.culture.*: "
+                           "the ratings study correlates those with HQS per image)."),
     MetricCard("ecb.separability", FAMILY, "Country separability (T2I)",
                "1 - max_(b != c) h_cb, h = 2 cos(p_c, p_b)(1 - JSD_2(p_c, p_b)) / (cos + 1 - JSD_2), p = cluster "
                "proportions of k-means on PCA of CLIP image embeddings", "higher", "[0, 1]", (CLIP,),

@@ -21,7 +21,7 @@ the chain's best and worst steps by F1 (ties kept), for comparison with human ch
 (``results/studies/ecb.py``).
 
 ECB's released picks mostly equal the positional baseline (best = the base, worst = the last step), so each
-chain also gets a row of ``ecb.culture.positional_match``: the chance that its F1 picks are exactly that
+chain also gets a row of ``ecb.positional_match``: the chance that its F1 picks are exactly that
 baseline, ties broken at random: [0 in best] / #best x [last in worst] / #worst (its summary mean is the share
 of chains; the mean F1 at step 0 and at the last step are ``ecb.culture.f1``'s ``edit_step`` slices).
 
@@ -47,7 +47,7 @@ from .core import classify_answers, extreme_steps, pick_agreement, qa_scores
 JUDGE = "qwen2.5-vl-7b"
 QA_SCORES = ("accuracy", "precision", "recall", "f1")
 CULTURE_METRICS = (*(f"ecb.culture.{name}" for name in QA_SCORES), "ecb.culture.ambiguous",
-                   "ecb.culture.positional_match")
+                   "ecb.positional_match")
 CHAIN_SLICES = ("country", "continent", "region_group", "category", "subcategory", "era")
 
 
@@ -107,7 +107,7 @@ def score_culture(ctx: Context) -> list[dict]:
             rows.append(step_row("ecb.culture.ambiguous", s.ambiguous / len(asked), im, key[0], step, detail))
         last = len(members) - 1
         best_is_base, worst_is_last = pick_agreement(best, 0), pick_agreement(worst, last)
-        rows.append(score_row("ecb.culture.positional_match", best_is_base * worst_is_last, unit_id=key[0],
+        rows.append(score_row("ecb.positional_match", best_is_base * worst_is_last, unit_id=key[0],
                               slices=_chain_slices(ctx, key[0]),
                               detail={"images": len(members), "best_steps": best, "worst_steps": worst,
                                       "best_is_base": best_is_base, "worst_is_last": worst_is_last,
