@@ -87,6 +87,7 @@ KINDS = {
     "ratings": Kind("imported human ratings (cultureboard ratings import)",
                     ("ratings.parquet", "consensus.parquet")),
     "submission": Kind("a packaged submission (cultureboard package)"),  # package removes the marker afterwards
+    "model": Kind("a trained model (cultureboard train cultdiff-s)", ("training.json", "cultdiff_s.json")),
     "demo": Kind("a demo folder (cultureboard demo)",
                  unmarked=frozenset({"dataset", "submissions", "results", "site"})),
 }

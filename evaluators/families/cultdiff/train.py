@@ -24,7 +24,8 @@ on d = ||f(x1) - f(x2)||. Choices the paper leaves open are :class:`TrainingConf
 model card: initialisation google/vit-base-patch16-224-in21k (the ImageNet-21k ViT-B/16 of Dosovitskiy et al.,
 which the paper cites), margin 1.0, AdamW (weight decay 0.01), no augmentation, the last epoch kept (no
 checkpoint selection), w as the negatives' weight. Training is deterministic for a seed on one machine: the
-pair order is a seeded shuffle per epoch and torch runs with deterministic algorithms.
+pair order is a seeded shuffle per epoch and torch runs with deterministic algorithms (the caller's setting is
+restored afterwards). The model folder is an output of kind ``model``: only a new model replaces it.
 
 Evaluation: Spearman's rho (bootstrap CI over pairs), Pearson r and Kendall tau-b of s(x, y) = cos(f(x), f(y))
 with the human scores of the held-out pairs, before and after training, reported as measured.
@@ -32,10 +33,11 @@ with the human scores of the held-out pairs, before and after training, reported
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -294,6 +296,20 @@ def _load_init(config: TrainingConfig):
     return model, processor, described
 
 
+@contextlib.contextmanager
+def _deterministic_algorithms() -> Iterator[None]:
+    """torch's deterministic algorithms within the block (warn-only: an operation without a deterministic
+    version warns), and the caller's own setting back afterwards, however the block ends."""
+    import torch
+
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
 def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, *, images: Sequence[str | Path] = (),
                      config: TrainingConfig = TrainingConfig(), echo: Callable[[str], None] = lambda _: None) -> dict:
     """Train CultDiff-S (module doc) and write the model folder ``out``; returns the training record."""
@@ -301,7 +317,7 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
     from transformers.utils import logging as transformers_logging
 
     ratings, dataset, out = Path(ratings), Path(dataset), Path(out)
-    check_replaceable(out, kind=None)
+    check_replaceable(out, kind="model")
     rows = read_ratings(ratings)
     refs = read_references(dataset)
     prompts = {}
@@ -332,39 +348,40 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
     if not splits["train"]:
         raise CultureboardError("--ratings", "leaves no training pair", "rate more items, or lower --held-out")
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    transformers_logging.disable_progress_bar()
-    model, processor, described = _load_init(config)
-    model = model.to(config.device)
-    transform = image_transform(processor)
-    pixels = _pixels({s for part in splits.values() for p in part for s in (p.a, p.b)}, refs, files, transform)
-    test = splits["held_out"]
-    human = np.array([p.score for p in test], dtype=float)
-    before = held_out_correlation(_similarities(model, test, pixels, config.device, config.batch_size), human,
-                                  config.seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    losses = []
-    train = splits["train"]
-    for epoch in range(config.epochs):
-        model.train()
-        order = np.random.default_rng([config.seed, epoch]).permutation(len(train))
-        total = 0.0
-        for start in range(0, len(order), config.batch_size):
-            part = [train[i] for i in order[start:start + config.batch_size]]
-            both = embed(model, torch.stack([pixels[p.a] for p in part] + [pixels[p.b] for p in part]).to(config.device))
-            ea, eb = both[:len(part)], both[len(part):]
-            d = ((ea - eb) ** 2).sum(-1).clamp_min(1e-12).sqrt()
-            y = torch.tensor([p.y for p in part], device=config.device)
-            w = torch.tensor([p.w for p in part], device=config.device)
-            loss = core.weighted_contrastive_loss(d, y, w, config.margin)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach()) * len(part)
-        losses.append(total / len(train))
-        echo(f"epoch {epoch + 1}/{config.epochs}: loss {losses[-1]:.4f}")
-    after = held_out_correlation(_similarities(model, test, pixels, config.device, config.batch_size), human,
-                                 config.seed)
+    with _deterministic_algorithms():
+        transformers_logging.disable_progress_bar()
+        model, processor, described = _load_init(config)
+        model = model.to(config.device)
+        transform = image_transform(processor)
+        pixels = _pixels({s for part in splits.values() for p in part for s in (p.a, p.b)}, refs, files, transform)
+        test = splits["held_out"]
+        human = np.array([p.score for p in test], dtype=float)
+        before = held_out_correlation(_similarities(model, test, pixels, config.device, config.batch_size), human,
+                                      config.seed)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        losses = []
+        train = splits["train"]
+        for epoch in range(config.epochs):
+            model.train()
+            order = np.random.default_rng([config.seed, epoch]).permutation(len(train))
+            total = 0.0
+            for start in range(0, len(order), config.batch_size):
+                part = [train[i] for i in order[start:start + config.batch_size]]
+                batch = torch.stack([pixels[p.a] for p in part] + [pixels[p.b] for p in part])
+                both = embed(model, batch.to(config.device))
+                ea, eb = both[:len(part)], both[len(part):]
+                d = ((ea - eb) ** 2).sum(-1).clamp_min(1e-12).sqrt()
+                y = torch.tensor([p.y for p in part], device=config.device)
+                w = torch.tensor([p.w for p in part], device=config.device)
+                loss = core.weighted_contrastive_loss(d, y, w, config.margin)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += float(loss.detach()) * len(part)
+            losses.append(total / len(train))
+            echo(f"epoch {epoch + 1}/{config.epochs}: loss {losses[-1]:.4f}")
+        after = held_out_correlation(_similarities(model, test, pixels, config.device, config.batch_size), human,
+                                     config.seed)
 
     counts = {name: dict(sorted(pd.Series([p.kind for p in part], dtype=object).value_counts().items()))
               for name, part in splits.items()}
@@ -389,7 +406,7 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
             "source": "CultDiff Table 2 (its 2.7k test pairs: other data, not comparable)"}},
         "code": code_provenance(("torch", "transformers", "numpy")),
     }
-    with atomic_dir(out, kind=None) as tmp:
+    with atomic_dir(out, kind="model") as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
         (tmp / SETTINGS_FILE).write_text(json.dumps(SETTINGS, indent=2, sort_keys=True) + "\n", encoding="utf-8")
