@@ -336,3 +336,19 @@ def test_bad_input_is_one_clear_error(tiny, tmp_path, case, message):
     with pytest.raises(CultureboardError, match=message) as err:
         generate(dataset, **args, **FAST)
     assert "\n" not in err.value.message and "(fix: " in err.value.message
+
+
+@pytest.mark.parametrize("header", ["", "{\"settings\": {\"generation.st", "[]", '{"settings": 1, "date": "2026-01-02"}',
+                                    '{"settings": {}}', "\u2028\n"])
+def test_an_empty_or_damaged_journal_header_is_one_error(tiny, tmp_path, header):
+    """The journal is read with the metadata line reader; a header that is not the settings and date of a run
+    is one line naming the journal (never a ValueError or JSONDecodeError traceback), and nothing is written."""
+    dataset, pipeline = tiny
+    out = tmp_path / NAME
+    out.mkdir()
+    (out / JOURNAL).write_bytes(header.encode("utf-8"))
+    with pytest.raises(CultureboardError) as err:
+        generate(dataset, T2I, str(pipeline), out, **FAST)
+    assert err.value.message == (f"{out / JOURNAL}: has no readable header (the settings and date of the interrupted "
+                                 f"run) (fix: delete {out} to start again, or choose a new folder for --out)")
+    assert sorted(p.name for p in out.iterdir()) == [JOURNAL]

@@ -56,6 +56,8 @@ from .format import (
     METADATA,
     SUBMISSION_YAML,
     get,
+    metadata_lines,
+    parse_metadata_line,
     parse_submission_id,
     submission_id,
     write_submission,
@@ -415,8 +417,12 @@ def _previous(out: Path, settings: dict) -> tuple[dict[str, str], str | None]:
     """
     journal, yaml_path = out / JOURNAL, out / SUBMISSION_YAML
     if journal.is_file():
-        header, *lines = journal.read_text(encoding="utf-8").splitlines()
-        before, date = json.loads(header)["settings"], json.loads(header)["date"]
+        header, *lines = _entries(journal) or [None]
+        if not (isinstance(header, dict) and isinstance(header.get("settings"), dict)
+                and isinstance(header.get("date"), str)):
+            raise CultureboardError(journal, "has no readable header (the settings and date of the interrupted run)",
+                                    f"delete {out} to start again, or choose a new folder for --out")
+        before, date = header["settings"], header["date"]
     elif yaml_path.is_file():
         try:
             spec = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
@@ -426,7 +432,7 @@ def _previous(out: Path, settings: dict) -> tuple[dict[str, str], str | None]:
             raise CultureboardError(yaml_path, "is not a readable submission.yaml",
                                     "restore it, or choose a new folder for --out")
         before, date = {path: get(spec, path) for path in RESUME_SETTINGS}, spec.get("date")
-        lines = (out / METADATA).read_text(encoding="utf-8").splitlines() if (out / METADATA).is_file() else []
+        lines = _entries(out / METADATA) if (out / METADATA).is_file() else []
     elif out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CultureboardError(out, "exists and is neither a submission nor an interrupted generation",
                                 "choose a new or empty folder for --out")
@@ -439,14 +445,28 @@ def _previous(out: Path, settings: dict) -> tuple[dict[str, str], str | None]:
     return dict(_hashes(lines)), date
 
 
-def _hashes(lines: list[str]):
-    """(file name, sha256) of journal or metadata lines; a line cut short by a crash is skipped (its image is redone)."""
-    for line in lines:
-        try:
-            entry = json.loads(line)
+def _entries(path: Path) -> list[Any]:
+    """The lines of a journal or metadata.jsonl read as every reader reads metadata (split on ``\n`` only, strict
+    JSON: :func:`.format.metadata_lines`), each parsed, or None where a crash cut it short or it is damaged."""
+    entries = []
+    try:
+        with open(path, "rb") as fh:
+            for _, line, _ in metadata_lines(fh):
+                try:
+                    entries.append(None if line is None else parse_metadata_line(line))
+                except (ValueError, RecursionError):
+                    entries.append(None)
+    except OSError as exc:
+        raise CultureboardError(path, f"cannot be read ({exc.strerror})", "make it readable, or choose a new folder "
+                                "for --out") from None
+    return entries
+
+
+def _hashes(entries: list[Any]):
+    """(file name, sha256) of journal or metadata entries; one cut short or damaged is skipped (its image is redone)."""
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("file_name"), str) and isinstance(entry.get("sha256"), str):
             yield entry["file_name"], entry["sha256"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
 
 
 def _metadata_row(row: dict, k: int, done: dict[str, str]) -> dict:
