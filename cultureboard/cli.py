@@ -386,7 +386,7 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored,
 @click.argument("kind", type=click.Choice(["reference-photos", "text-only"]))
 @dataset_option()
 @prompt_set_option()
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND[__TAG] (a tag such as the prompt set tells several apart).")
 @click.option("--size", default=512, show_default=True, help="Side of the square images, in pixels.")
 @json_option
 def make_control(kind, dataset, prompt_set, out, size, as_json):

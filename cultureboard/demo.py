@@ -1,7 +1,8 @@
 """``cultureboard demo``: the whole pipeline, offline, on the embedded defaults.
 
 build the dataset from the shipped sample dump -> generate one submission per prompt set of every family with
-tiny local stand-in generators -> validate them -> evaluate them with tiny stand-in scorers -> render the site.
+tiny local stand-in generators, and the reference-photos controls of cure-ladder and cultdiff -> validate them ->
+evaluate them with tiny stand-in scorers -> render the site.
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
@@ -40,6 +41,10 @@ DEMO_COUNTRIES = ["ES", "MX", "NG"]
 #: family's prompt set, and cube-awareness twice, so that the leaderboards rank two models.
 STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate", "ecb"),
                   "tiny-b": ("cube-awareness", "cultdiff", "cure-ladder")}
+#: The prompt sets that get a reference-photos control (their families compare images with the artifacts'
+#: photographs): made from the dataset's synthetic references on every run (a few ms), scored and shown on the
+#: site as control rows, never ranked.
+CONTROL_SETS = ("cure-ladder", "cultdiff")
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -125,7 +130,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
             for ps in (STANDIN_MODELS[name] if standin else PIPELINE_SETS)]
     echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
          + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
-            else ", ".join(pipelines)))
+            else ", ".join(pipelines)) + f", and {len(CONTROL_SETS)} reference-photos controls")
     models = _standin_pipelines() if standin else pipelines
     written = []
     for k, (name, prompt_set) in enumerate(jobs, start=1):
@@ -135,6 +140,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         written.append(folder)
         if hit:
             cached.append(folder.name)
+    written += _controls(dataset, submissions, echo)
     lap("generate")
 
     for folder in written:
@@ -207,6 +213,20 @@ def _build(dataset: Path, countries: list[str]) -> bool:
     synthetic_references(dataset)
     make_once(entry, lambda tmp: shutil.copytree(dataset, tmp / "dataset"))
     return False
+
+
+def _controls(dataset: Path, submissions: Path, echo: Callable[[str], None]) -> list[Path]:
+    """The reference-photos control of each of :data:`CONTROL_SETS` (64 px, as the stand-ins' images), in
+    ``submissions/control__reference-photos__<prompt set>``."""
+    from .evaluators.submission.controls import REFERENCE_PHOTOS, make_control
+
+    folders = []
+    for prompt_set in CONTROL_SETS:
+        folder = submissions / f"control__{REFERENCE_PHOTOS}__{prompt_set}"
+        made = make_control(REFERENCE_PHOTOS, dataset, prompt_set, folder, size=64)
+        echo(f"      control {folder.name}: {made['images']} photographs, {made['refused']} declared refusals")
+        folders.append(folder)
+    return folders
 
 
 def _copy_into(source: Path, target: Path) -> None:

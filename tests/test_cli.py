@@ -18,7 +18,7 @@ import pytest
 from cultureboard.builder.build import sample_dump_path
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import DEMO_COUNTRIES, STANDIN_MODELS
+from cultureboard.demo import CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -171,8 +171,10 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert steps == ["[1/5", "[2/5", "[3/5", "[4/5", "[5/5"]
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
-    assert subs == sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    assert out.count("generated") == len(subs) and "reused" not in out
+    models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
+    controls = [f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+    assert subs == sorted(models + controls)
+    assert out.count("generated") == len(models) and "reused" not in out
     results = _results(demo)
     assert sorted(results) == subs
     scored = {family_of(s.split("__")[-1])[0].name for s in subs}
@@ -185,13 +187,46 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert "Traceback" not in demo_runs["first"].stderr and "Loading pipeline components" not in demo_runs["first"].stderr
 
 
+def test_demo_shows_the_reference_photos_controls_as_unranked_rows(demo_runs):
+    """cure-ladder's and cultdiff's reference-photos controls are scored (each photograph against the others:
+    never a self-match) and shown on their leaderboards as control rows, without a rank."""
+    import csv
+
+    import pyarrow.parquet as pq
+
+    demo = demo_runs["demo"]
+    results = _results(demo)
+    for prompt_set, metric in (("cure-ladder", "cure.gt"), ("cultdiff", "cultdiff.ssim")):
+        sid = f"control__reference-photos__{prompt_set}"
+        summary = results[sid]
+        assert summary["provenance"]["submission"]["id"] == sid
+        [overall] = [e for e in summary["metrics"] if (e["metric"], e["slice_type"]) == (metric, "overall")]
+        assert overall["value"] is not None and overall["n_prompts"] > 0
+        scores = pq.read_table(demo / "results" / sid / "scores.parquet").to_pandas()
+        rows = scores[(scores.metric == metric) & scores.flag.isna()]
+        if prompt_set == "cure-ladder":  # each photograph against the others only
+            assert all(json.loads(d)["left_out"] for d in rows.detail)
+        else:  # SSIM(x, x) = 1 would be among an image's values if its own photograph were compared
+            assert max(v for d in rows.detail for v in json.loads(d)["per_reference"]) < 0.99
+        page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
+        row = page.split('<tr class="control">', 1)[1].split("</tr>", 1)[0]
+        assert "control: reference-photos" in row and f"model/{sid}.html" in row
+        assert row.split("<td", 2)[1].startswith(' class="na" data-sort="">—')  # the rank cell: none
+        table = demo / "site" / "data" / f"leaderboard-{prompt_set}-{prompt_set}-g1.csv"
+        rows = list(csv.DictReader(table.open(encoding="utf-8")))
+        [control] = [r for r in rows if r["control"]]
+        assert control["control"] == "reference-photos" and (control["rank_best"], control["rank_worst"]) == ("", "")
+        assert any(r["rank_best"] for r in rows if not r["control"])  # the model beside it is ranked
+
+
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     first, second = demo_runs["demo"], demo_runs["root"] / "second"
     summary = json.loads(demo_runs["second"].stdout)
     subs = sorted(p.name for p in (first / "submissions").iterdir())
-    assert sorted(summary["cached"]) == sorted(["dataset", *subs])
+    generated = [s for s in subs if not s.startswith("control__")]  # the controls are made anew (a few ms)
+    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(CONTROL_SETS)
     assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "site", "total"}
-    assert demo_runs["second"].stderr.count("reused from the cache") == len(subs) + 1
+    assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 1
     for sub in subs:  # the same bytes: images, metadata and submission.yaml
         a, b = first / "submissions" / sub, second / "submissions" / sub
         files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())

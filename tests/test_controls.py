@@ -71,5 +71,11 @@ def test_controls_refuse_what_they_cannot_make(tmp_path):
         make_control("reference-photos", tmp_path / "bare", "cube-awareness", tmp_path / "control__reference-photos")
     with pytest.raises(CultureboardError, match="is not named control__text-only"):
         make_control("text-only", tmp_path / "bare", "cube-awareness", tmp_path / "x")
+    with pytest.raises(CultureboardError, match="control__text-only__cube-awareness"):  # the fix names a tagged folder
+        make_control("text-only", tmp_path / "bare", "cube-awareness", tmp_path / "control__reference-photos__a")
+    # a tag (the prompt set) tells the controls of several prompt sets apart
+    tagged = tmp_path / "control__text-only__cube-awareness"
+    make_control("text-only", tmp_path / "bare", "cube-awareness", tagged, size=64)
+    assert validate(tagged, tmp_path / "bare").valid and "tag: cube-awareness" in (tagged / "submission.yaml").read_text()
     assert main(["control", "text-only", "--dataset", str(tmp_path / "bare"), "--prompt-set", "cube-awareness",
                  "--out", str(tmp_path / "control__text-only"), "--size", "10"]) == 2

@@ -7,7 +7,8 @@
   metric that rates it as high as real generations rewards reading text, not seeing culture.
 
 A control is a normal submission (it validates and evaluates like any other) whose ``submission.yaml`` says
-``control: <kind>``; the site shows it marked, beside the leaderboard, never ranked. Sample k of a
+``control: <kind>``, in a folder named ``control__<kind>[__<tag>]`` (the tag, e.g. the prompt set, tells the
+controls of several prompt sets apart); the site shows it marked, beside the leaderboard, never ranked. Sample k of a
 ``reference-photos`` prompt is the artifact's photograph of index k, so a metric that compares an image with
 the artifact's photographs leaves that one out for it (leave-one-out, ``Context.references_of``): the ceiling
 is the similarity of a real photograph to the *other* photographs, never to itself. Photographs are centre-cropped
@@ -27,9 +28,10 @@ from cultureboard import __version__
 from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
 from cultureboard.dataset_folder import local_revision, read_prompt_set, read_references
 from cultureboard.errors import CultureboardError
+from cultureboard.naming import slug
 from cultureboard.provenance import file_sha256
 
-from .format import FORMAT_VERSION, IMAGES, submission_id, write_submission
+from .format import FORMAT_VERSION, IMAGES, parse_submission_id, write_submission
 
 REFERENCE_PHOTOS = "reference-photos"
 CONTROLS = (REFERENCE_PHOTOS, "text-only")
@@ -43,10 +45,12 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         raise CultureboardError(f"--size {size}", "is outside 64..2048", "pass a size such as 512", exit_code=2)
     dataset, out = Path(dataset), Path(out)
     prompts = read_prompt_set(dataset, prompt_set)
-    spec = _spec(kind, dataset, prompt_set, size)
-    if out.name != submission_id(spec):
-        raise CultureboardError(out, f"is not named {submission_id(spec)}", f"use --out {out.parent / submission_id(spec)}",
-                                exit_code=2)
+    named = parse_submission_id(out.name)
+    if not named or (named["organization"], named["model"]) != ("control", kind):
+        raise CultureboardError(out, f"is not named control__{kind} or control__{kind}__TAG",
+                                f"use --out {out.parent / f'control__{kind}__{slug(prompt_set)}'} (a tag tells the "
+                                "controls of several prompt sets apart)", exit_code=2)
+    spec = _spec(kind, dataset, prompt_set, size, named["tag"])
     check_replaceable(out, kind="submission")
     photos, missing = read_references(dataset) if kind == REFERENCE_PHOTOS else ({}, {})
     if kind == REFERENCE_PHOTOS and not photos:
@@ -76,9 +80,10 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
     return {"out": str(out), "images": written, "refused": len(rows) - written}
 
 
-def _spec(kind: str, dataset: Path, prompt_set: str, size: int) -> dict:
+def _spec(kind: str, dataset: Path, prompt_set: str, size: int, tag: str | None) -> dict:
     return {
         "format_version": FORMAT_VERSION, "organization": "control", "contact": "cultureboard", "control": kind,
+        **({"tag": tag} if tag else {}),
         "date": date.today().isoformat(),
         "model": {"name": kind, "id": f"cultureboard/control-{kind}", "revision": __version__,
                   "license": "see the dataset's references config" if kind == REFERENCE_PHOTOS else "CC0-1.0",
