@@ -9,6 +9,7 @@ images that differ from their declared sha256).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -18,6 +19,10 @@ import pytest
 import yaml
 from cultureboard.evaluators import evaluate
 from cultureboard.evaluators.engine import evaluate as engine
+from cultureboard.evaluators.engine.cache import Cache
+from cultureboard.evaluators.engine.embedding import embed_images
+from cultureboard.evaluators.engine.images import ImageSource
+from cultureboard.evaluators.engine.scorers import identity_of, load_scorer
 from PIL import Image
 from results_factory import make_dataset, make_submission
 from test_outputs import read_only  # noqa: F401 (a fixture: a read-only folder, or a skip where none can be made)
@@ -165,3 +170,29 @@ def test_hub_images_that_differ_from_their_sha256_are_refused(tmp_path, world, m
                                            "sha256 metadata.jsonl declares"), caught.value.message
     assert not (tmp_path / "results" / SID).exists() and not list((tmp_path / "results").glob(f".{SID}*"))
     assert not list(tmp_path.glob("cache/**/shard-*.npz"))
+
+
+# ------------------------------------------------------------------------------------ EXIF in scoring
+
+
+def test_scoring_applies_the_exif_orientation(tmp_path, tiny_scorers):
+    """A JPEG stored portrait with "rotate 90 clockwise" in its EXIF and its pre-rotated twin (the displayed
+    pixels, saved losslessly) give equal embeddings through the engine's image loading (ImageSource ->
+    decode_batches -> the scorer's transform); the stored, unrotated pixels give another."""
+    rows, cols = np.mgrid[0:48, 0:32]
+    stored = Image.fromarray(np.stack([rows * 5, cols * 8, (rows * cols) % 256], axis=-1).astype(np.uint8))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: rotate 90 clockwise to display
+    rotated = tmp_path / "rotated.jpg"
+    stored.save(rotated, "JPEG", exif=exif, quality=95)
+    with Image.open(rotated) as img:
+        decoded = img.convert("RGB")  # the stored pixels as decoded, orientation not applied
+    decoded.transpose(Image.Transpose.ROTATE_270).save(tmp_path / "twin.png")  # ROTATE_270: 90 clockwise
+    decoded.save(tmp_path / "unrotated.png")
+    items = [ImageSource(hashlib.sha256(p.read_bytes()).hexdigest(), p)
+             for p in (rotated, tmp_path / "twin.png", tmp_path / "unrotated.png")]
+    scorer = load_scorer("siglip2-so400m", config=tiny_scorers)
+    vectors = embed_images(Cache(tmp_path / "cache"), identity_of(scorer), lambda: scorer, items, num_workers=0)
+    exif_rotated, twin, unrotated = (vectors[item.sha256] for item in items)
+    assert np.abs(exif_rotated - twin).max() < 1e-5
+    assert np.abs(exif_rotated - unrotated).max() > 1e-3
