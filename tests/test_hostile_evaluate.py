@@ -2,9 +2,10 @@
 ``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
 the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README): 13 cases, all rejected cleanly:
-merge-shards 11 (MERGE_SHARDS), evaluate 2 (an --out or --cache that is not a writable folder, and Hub
-images that differ from their declared sha256).
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 16 cases, 16 rejected cleanly, 0
+accepted by design. Rejected: merge-shards 11 (MERGE_SHARDS), evaluate 5 (UNWRITABLE: an --out or --cache
+inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The EXIF test
+at the end is not counted.
 """
 
 from __future__ import annotations
@@ -119,32 +120,32 @@ def no_scoring(*_, **__):
     raise AssertionError("scoring started before --out and --cache were checked")
 
 
-def refused_before_scoring(capsys, world, out: Path, cache: Path) -> str:
+# (id, option, where): evaluate exits 1 with one line naming that option's folder, before any scoring
+UNWRITABLE = [
+    ("out-inside-a-file", "out", "inside a file"),
+    ("cache-inside-a-file", "cache", "inside a file"),
+    ("out-on-a-read-only-folder", "out", "read-only"),
+    ("cache-on-a-read-only-folder", "cache", "read-only"),
+]
+
+
+@pytest.mark.parametrize("option, where", [pytest.param(*c[1:], id=c[0]) for c in UNWRITABLE])
+def test_unwritable_out_or_cache_is_refused_before_any_scoring(capsys, request, tmp_path, world, monkeypatch, option,
+                                                               where):
+    monkeypatch.setattr(engine, "_score", no_scoring)
+    if where == "inside a file":
+        blocker = tmp_path / "a-file"
+        blocker.write_text("x")
+        bad, problem = blocker / option, f"cannot be created: {blocker} is not a folder"
+    else:
+        blocker = request.getfixturevalue("read_only")
+        bad, problem = blocker / option, f"cannot be written: {blocker}: "
+    paths = {"out": tmp_path / "results", "cache": tmp_path / "cache", option: bad}
     line = one_error(capsys, ["evaluate", world["submission"], "--dataset", world["dataset"], "--scorers",
-                              world["scorers"], "--device", "cpu", "--out", out, "--cache", cache])
-    assert not out.exists() or not any(out.iterdir())
-    return line
-
-
-def test_out_or_cache_inside_a_file_is_refused_before_any_scoring(capsys, tmp_path, world, monkeypatch):
-    monkeypatch.setattr(engine, "_score", no_scoring)
-    a_file = tmp_path / "a-file"
-    a_file.write_text("x")
-    line = refused_before_scoring(capsys, world, a_file / "results", tmp_path / "cache")
-    assert line.startswith(f"error: {a_file / 'results' / SID}: cannot be created: {a_file} is not a folder"), line
-    line = refused_before_scoring(capsys, world, tmp_path / "results", a_file / "cache")
-    assert line.startswith(f"error: --cache {a_file / 'cache'}: cannot be created: {a_file} is not a folder"), line
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
-
-
-def test_read_only_out_or_cache_is_refused_before_any_scoring(capsys, tmp_path, world, read_only,  # noqa: F811
-                                                              monkeypatch):
-    monkeypatch.setattr(engine, "_score", no_scoring)
-    line = refused_before_scoring(capsys, world, read_only, tmp_path / "cache")
-    assert line.startswith(f"error: {read_only / SID}: cannot be written: {read_only}: "), line
-    line = refused_before_scoring(capsys, world, tmp_path / "results", read_only / "cache")
-    assert line.startswith(f"error: --cache {read_only / 'cache'}: cannot be written: {read_only}: "), line
-    assert not (tmp_path / "cache").exists() and not (tmp_path / "results").exists()
+                              world["scorers"], "--device", "cpu", "--out", paths["out"], "--cache", paths["cache"]])
+    named = f"--cache {bad}" if option == "cache" else bad / SID
+    assert line.startswith(f"error: {named}: {problem}"), line
+    assert not (tmp_path / "results").exists() and not (tmp_path / "cache").exists() and not bad.exists()
 
 
 def test_hub_images_that_differ_from_their_sha256_are_refused(tmp_path, world, monkeypatch):
