@@ -37,8 +37,10 @@ def test_top_candidates_best_first_ties_by_index():
 def test_choice_answers():
     schema = core.choice_schema(5)
     assert schema["properties"]["choice"] == {"type": "integer", "minimum": 0, "maximum": 5}
-    assert core.chosen_index({"choice": 3}) == 2
-    assert core.chosen_index({"choice": 0}) is None and core.chosen_index(None) is None
+    assert core.judge_choice({"choice": 3}, 4) == ("chosen", 2)  # 1-based answer, 0-based index
+    assert core.judge_choice({"choice": 0}, 4) == ("none", None)  # none matches: not the same as no answer
+    assert core.judge_choice(None, 4) == ("unusable", None)
+    assert core.judge_choice({"choice": 5}, 4) == ("unusable", None)  # beyond the candidates listed
 
 
 def test_pool_diversity_values_and_small_pools():
@@ -96,3 +98,6 @@ def test_cube_registration():
     assert family.card("cube.cultural_relevance").chance == "1 / number of countries of the prompt set"
     assert family.card("cube.within.vs.artifact").unit == "pool" and spec.units["pool"]
     assert all(family.card(m).version >= 1 for m in spec.metrics)
+    # CUBE J.2.1: humans found the mapping about 70% accurate, evidence on every card that rests on it
+    for m in ("cube.retrieval", "cube.qvs.uniform", "cube.vs.country", "cube.within.vs.artifact"):
+        assert [e.value for e in family.card(m).validity] == [0.70] and "J.2.1" in family.card(m).validity[0].source

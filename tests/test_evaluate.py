@@ -58,7 +58,8 @@ def make_submission(root: Path, dataset: Path, prompt_set: str) -> Path:
 def world(tmp_path_factory, tiny_scorers):
     root = tmp_path_factory.mktemp("eval")
     dataset = root / "dataset"
-    build(dataset, countries=["IT", "JP"], prompt_sets=["cube-awareness", "cube-diversity"])
+    # FR and IT share a continent, so the continent and country kernels differ; FR has no clothing artifact
+    build(dataset, countries=["IT", "FR", "JP"], prompt_sets=["cube-awareness", "cube-diversity"])
     return {"root": root, "dataset": dataset, "scorers": tiny_scorers,
             "awareness": make_submission(root / "subs-a", dataset, "cube-awareness"),
             "diversity": make_submission(root / "subs-d", dataset, "cube-diversity")}
@@ -82,7 +83,7 @@ def test_awareness_scores_and_summary(world, tmp_path):
     counts = scores.groupby("metric").size().to_dict()
     assert counts == {"cube.faithfulness": n_images, "cube.cultural_relevance": n_images,
                       "cube.country_top1": n_images, "cube.quality": n_images}
-    assert scores["value"].between(-1, 1).all() and set(scores["country"]) == {"IT", "JP"}
+    assert scores["value"].between(-1, 1).all() and set(scores["country"]) == {"FR", "IT", "JP"}
     s = summary(result)
     overall = {m["metric"]: m for m in s["metrics"] if m["slice_type"] == "overall"}
     for m in overall.values():
@@ -95,7 +96,7 @@ def test_awareness_scores_and_summary(world, tmp_path):
     assert prov["family"] == "cube" and prov["metrics"]["cube.faithfulness"] == 1
     assert prov["options"] == {"repetitions": 5, "group_size": 8, "candidates": 5, "mapping": "judge",
                                "retrieve_by": "auto"}
-    assert prov["notes"]["cube.cultural_relevance"]["chance"] == 0.5  # two countries
+    assert prov["notes"]["cube.cultural_relevance"]["chance"] == pytest.approx(1 / 3)  # three countries
     assert {p["name"] for p in prov["scorers"]} == {"siglip2-so400m", "hpsv2.1"}
     assert all(p["dtype"] == "float32" and p["kind"] == "embedding" for p in prov["scorers"])
     assert all(p["revision"].startswith("local:") for p in prov["scorers"])
@@ -128,20 +129,18 @@ def test_awareness_values_are_recomputed_from_the_scorers(world, tmp_path):
     siglip = load_scorer("siglip2-so400m", config=world["scorers"])
     hps = load_scorer("hpsv2.1", config=world["scorers"])
     prompts = {p["prompt_id"]: p for p in read_prompt_set(world["dataset"], "cube-awareness")}
-    codes = ["IT", "JP"]
+    codes = ["FR", "IT", "JP"]
     T = siglip.embed_texts([f"An image from {load_countries().by_iso(c).name_in_sentence}." for c in codes])
-    top1 = []
+    top1 = {}
     for row in scores[scores.metric == "cube.cultural_relevance"].itertuples():
         x = siglip.embed_images([Image.open(world["awareness"] / row.file_name)])[0]
         logits = siglip.logit_scale * (T @ x)
         p = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
         target = codes.index(prompts[row.prompt_id]["country"])
         assert row.value == pytest.approx(p[target], abs=1e-5)
-        top1.append(float(np.argmax(p) == target))
-    got_top1 = scores[scores.metric == "cube.country_top1"].sort_values(["prompt_id", "sample_idx"])["value"].tolist()
-    rel = scores[scores.metric == "cube.cultural_relevance"]
-    expected = [float(v) for v in rel.sort_values(["prompt_id", "sample_idx"])["value"] > 0.5]
-    assert got_top1 == expected and 0 < sum(got_top1) < len(got_top1), "top-1 follows the probabilities, not a constant"
+        top1[row.prompt_id, row.sample_idx] = float(np.argmax(p) == target)
+    got_top1 = {(r.prompt_id, r.sample_idx): r.value for r in scores[scores.metric == "cube.country_top1"].itertuples()}
+    assert got_top1 == top1 and 0 < sum(top1.values()) < len(top1), "top-1 follows the probabilities, not a constant"
     sample = scores[scores.metric == "cube.quality"].iloc[:3]
     for row in sample.itertuples():
         x = hps.embed_images([Image.open(world["awareness"] / row.file_name)])[0]
@@ -170,56 +169,136 @@ def test_merge_refuses_missing_shards_and_another_dataset(world, tmp_path):
         merge_shards(tmp_path, "lab__model", tmp_path / "other-dataset")
 
 
+def artifact_countries(dataset: Path) -> dict[str, str]:
+    return {r["qid"]: r["country"] for f in sorted((dataset / "data" / "artifacts").glob("*.parquet"))
+            for r in pq.read_table(f, columns=["qid", "country"]).to_pylist()}
+
+
 def test_diversity_pools(world, tmp_path):
     result = run(world, "diversity", tmp_path)
     scores = pq.read_table(result / "scores.parquet").to_pandas()
     presets = ("continent", "country", "artifact", "hierarchical", "uniform")
     pools = scores[scores.metric.str.startswith(("cube.qvs.", "cube.vs.", "cube.within."))]
-    assert pools["prompt_id"].isna().all() and pools["flag"].isna().all() and pools["value"].between(0, 1).all()
+    assert pools["prompt_id"].isna().all()
     global_pools = pools[pools.metric.str.startswith(("cube.qvs.", "cube.vs."))]
     within = pools[pools.metric == "cube.within.vs.artifact"]
     assert set(global_pools.metric) == {f"cube.{k}.{p}" for k in ("qvs", "vs") for p in presets}
     assert (global_pools["level"] == "global").all() and global_pools["country"].isna().all()
-    assert (within["level"] == "within-culture").all() and set(within["country"]) == {"IT", "JP"}
+    assert global_pools["flag"].isna().all() and global_pools["value"].between(0, 1).all()
+    assert (within["level"] == "within-culture").all() and set(within["country"]) == {"FR", "IT", "JP"}
     assert scores[scores.metric == "cube.vs.artifact"]["value"].between(1 / 8, 1).all()
     retrieval = scores[scores.metric == "cube.retrieval"]
     labels = [json.loads(d) for d in retrieval["detail"]]
-    assert all(lab["country"] in {"IT", "JP"} and lab["artifact"] in lab["candidates"] for lab in labels)
-    # the tiny judge never answers usable JSON: every mapping falls back to retrieval, and says so
-    assert all(lab["decided_by"].startswith("retrieval") and "retrieval top-1" in lab["fallback"] for lab in labels)
+    assert all(lab["artifact"] in lab["candidates"] for lab in labels)
+    # a within-culture prompt's candidates are its country's artifacts (CUBE J.2.1 retrieves within the country)
+    country_of = artifact_countries(world["dataset"])
+    for row, lab in zip(retrieval.itertuples(), labels):
+        if row.level == "within-culture":
+            assert {country_of[q] for q in lab["candidates"]} == {row.country} == {lab["country"]}
+    # the tiny judge never answers usably: every mapping it was asked about falls back to retrieval, and says so
+    asked = [lab for lab in labels if len(lab["candidates"]) > 1]
+    assert 0 < len(asked) < len(labels)  # IT's and JP's one clothing artifact: nothing to choose among
+    assert all(lab["decided_by"].startswith("retrieval") and "retrieval top-1" in lab["fallback"] for lab in asked)
+    notes = summary(result)["provenance"]["notes"]
+    n_global = int((retrieval["level"] == "global").sum())
+    assert notes["cube.retrieval"]["counts"]["judge_failed"] == len(asked)
+    assert notes["cube.qvs.uniform"]["counts"]["judge_failed"] == notes["cube.qvs.uniform"]["counts"]["images"] == n_global
+    # ... and its P("Yes") is near 0: every within-culture image is left out as not showing the named culture
+    pool_detail = {r.unit_id: json.loads(r.detail) for r in within.itertuples()}
+    for detail in pool_detail.values():
+        assert detail["images"] == 0 and detail["counts"]["not_of_culture"] == detail["counts"]["images"] == 40
+    assert within["value"].isna().all() and within["flag"].str.contains("pool of 0 images").all()
+    # FR has no clothing artifact: its art pool's candidates are all of FR's art, and each of its images counts
+    assert pool_detail["cube-diversity/within-culture/art/FR/pool"]["counts"]["widened_to_concept"] == 40
+    assert notes["cube.within.vs.artifact"]["counts"]["widened_to_concept"] == 40
+    assert sum(json.loads(d)["counts"]["widened_to_concept"] for d in global_pools["detail"]) == 0
     detail = json.loads(global_pools["detail"].iloc[0])
     assert detail["group_size"] == 8 and detail["repetitions"] == 5
     overall = {(m["metric"], m["slice_type"]): m for m in summary(result)["metrics"]}
-    n_global = sum(1 for r in retrieval.itertuples() if r.level == "global")
     assert overall[("cube.qvs.uniform", "overall")]["n_images"] == n_global
 
 
-def test_diversity_values_are_recomputed_from_the_mapping(world, tmp_path):
-    """Each pool's value equals CUBE's grouped qVS of the labels and qualities in the rows: swapped label lists,
-    a wrong kernel or mixed levels fail here."""
+def fake_judge(monkeypatch):
+    """A judge whose answers follow each image's sha256: asked to choose, it answers 0 (none matches), nothing
+    usable, or the first candidate listed from France, Italy or Japan (else the first), so that images land in
+    countries that share a continent; P("Yes") that an image shows the named culture is 0.9 or 0.2. Returns the
+    two rules: sha256 -> "none" | "unusable" | "pick", and sha256 -> P("Yes")."""
+    import re
+
+    from cultureboard.evaluators.engine.context import Context
+    from cultureboard.evaluators.engine.judge import JudgeAnswer
+
+    def rule(sha):
+        return ("none", "pick", "unusable")[int(sha[1], 16) % 3]
+
+    def p_yes(sha):
+        return 0.2 if int(sha[2], 16) % 4 == 0 else 0.9
+
+    def answer(im, question):
+        if rule(im.sha256) == "unusable":
+            return JudgeAnswer(None, 3, "not JSON")
+        if rule(im.sha256) == "none":
+            return JudgeAnswer({"choice": 0}, 1)
+        wanted = ("France", "Italy", "Japan")[int(im.sha256[3], 16) % 3]
+        listed = re.findall(r"^(\d+)\. .* \((\w+)\)$", question, flags=re.MULTILINE)
+        return JudgeAnswer({"choice": next((int(n) for n, c in listed if c == wanted), 1)}, 1)
+
+    monkeypatch.setattr(Context, "ask_json", lambda self, scorer, items, schema, **kw: [
+        answer(im, q) for im, q in items])
+    monkeypatch.setattr(Context, "probability", lambda self, scorer, items, answer="Yes": np.array(
+        [p_yes(im.sha256) for im, _ in items]))
+    return rule, p_yes
+
+
+def test_diversity_values_are_recomputed_from_the_mapping(world, tmp_path, monkeypatch):
+    """Each pool's value equals CUBE's grouped qVS of the labels and qualities of the images it keeps: swapped
+    label lists, a wrong kernel, mixed levels, or an image the judge rejected kept in fail here."""
     from cultureboard.evaluators.families.cube import pool_id
     from cultureboard.evaluators.families.vendi import CUBE_KERNEL_PRESETS, grouped_qvendi
 
-    scores = pq.read_table(run(world, "diversity", tmp_path) / "scores.parquet").to_pandas()
+    rule, p_yes = fake_judge(monkeypatch)
+    result = run(world, "diversity", tmp_path)
+    scores = pq.read_table(result / "scores.parquet").to_pandas()
     prompts = {p["prompt_id"]: p for p in read_prompt_set(world["dataset"], "cube-diversity")}
-    labels = {(r.prompt_id, r.sample_idx): json.loads(r.detail) for r in scores[scores.metric == "cube.retrieval"].itertuples()}
+    retrieval = {(r.prompt_id, r.sample_idx): r for r in scores[scores.metric == "cube.retrieval"].itertuples()}
     quality = {(r.prompt_id, r.sample_idx): r.value for r in scores[scores.metric == "cube.quality"].itertuples()}
-    members = {}
-    for key in sorted(labels):
-        members.setdefault(pool_id(prompts[key[0]]), []).append(key)
+    members, left_out = {}, {}
+    for key in sorted(retrieval):
+        r, detail = retrieval[key], json.loads(retrieval[key].detail)
+        asked = len(detail["candidates"]) > 1
+        none = asked and rule(r.sha256) == "none"
+        assert isinstance(r.flag, str) == none and (detail["decided_by"] == "judge (among the retrieval candidates)") == (
+            asked and rule(r.sha256) == "pick")
+        within = prompts[key[0]]["level"] == "within-culture"
+        rejected = within and p_yes(r.sha256) < 0.5
+        pid = pool_id(prompts[key[0]])
+        left_out.setdefault(pid, {"judge_chose_none": 0, "not_of_culture": 0})
+        left_out[pid]["judge_chose_none"] += none
+        left_out[pid]["not_of_culture"] += rejected
+        if not (none or rejected):
+            members.setdefault(pid, []).append((key, detail))
     checked = 0
+    values = {}
     for row in scores[scores.metric.str.startswith(("cube.qvs.", "cube.vs.", "cube.within."))].itertuples():
-        keys = members[row.unit_id]
-        labs = [labels[k] for k in keys]
+        keys, labs = zip(*members[row.unit_id])
+        detail = json.loads(row.detail)
+        assert detail["images"] == len(keys) >= 8
+        assert {k: detail["counts"][k] for k in left_out[row.unit_id]} == left_out[row.unit_id]
         kind, preset = row.metric.split(".")[1], row.metric.split(".")[-1]
         weights = np.clip([quality[k] for k in keys], 0, 1) if kind == "qvs" else np.ones(len(keys))
         expected = grouped_qvendi([x["continent"] for x in labs], [x["country"] for x in labs],
                                   [x["artifact"] for x in labs], weights, w=CUBE_KERNEL_PRESETS[preset], size=8,
                                   repetitions=5, seed=0).mean
         assert row.value == pytest.approx(expected, abs=1e-12), row.metric
+        values[row.metric, row.unit_id] = row.value
         checked += 1
     n_global = sum(1 for pool in members if "/global/" in pool)
     assert checked == 10 * n_global + (len(members) - n_global) and n_global == 3
+    # FR and IT share Europe: the continent kernel sees fewer distinct labels than the country kernel somewhere
+    pools = [pid for pid in members if "/global/" in pid]
+    assert any(values["cube.vs.continent", pid] != pytest.approx(values["cube.vs.country", pid]) for pid in pools)
+    assert sum(c["judge_chose_none"] for c in left_out.values()) > 0
+    assert sum(c["not_of_culture"] for c in left_out.values()) > 0
 
 
 def test_small_pools_are_flagged_not_ranked(world, tmp_path):
@@ -240,12 +319,59 @@ def test_the_judge_makes_the_final_choice_when_it_answers(world, tmp_path, monke
         JudgeAnswer({"choice": 2}, 1) for _ in items])
     scores = pq.read_table(run(world, "diversity", tmp_path) / "scores.parquet").to_pandas()
     labels = [json.loads(d) for d in scores[scores.metric == "cube.retrieval"]["detail"]]
-    assert all(lab["artifact"] == lab["candidates"][1] and lab["decided_by"].startswith("judge") for lab in labels)
-    assert not any("fallback" in lab for lab in labels)
+    asked = [lab for lab in labels if len(lab["candidates"]) > 1]
+    assert asked and all(lab["artifact"] == lab["candidates"][1] and lab["decided_by"].startswith("judge")
+                         for lab in asked)
+    assert not any("retrieval top-1" in lab.get("fallback", "") for lab in labels)
     plain = run(world, "diversity", tmp_path / "retrieval", options={"mapping": "retrieval"})
-    plain_labels = [json.loads(d) for d in pq.read_table(plain / "scores.parquet").to_pandas().query(
-        "metric == 'cube.retrieval'")["detail"]]
-    assert all(lab["artifact"] == lab["candidates"][0] and "fallback" not in lab for lab in plain_labels)
+    plain_scores = pq.read_table(plain / "scores.parquet").to_pandas()
+    plain_labels = [json.loads(d) for d in plain_scores.query("metric == 'cube.retrieval'")["detail"]]
+    assert all(lab["artifact"] == lab["candidates"][0] and "belongs_to_culture" not in lab for lab in plain_labels)
+    # without the judge nothing checks the culture: no within-culture image is left out
+    within = plain_scores[plain_scores.metric == "cube.within.vs.artifact"]
+    assert (within["value"].notna()).all() and all(json.loads(d)["images"] == 40 for d in within["detail"])
+
+
+def test_candidates_by_reference_photographs(world, tmp_path):
+    """Once the dataset has reference photographs (retrieve_by=auto), the candidates are the artifacts whose
+    photographs are closest to the image (image-image, max over an artifact's photographs); an artifact with
+    none cannot be a candidate, and every image whose candidate pool lacked one counts it."""
+    import io
+    import shutil
+
+    from cultureboard.builder.references import synthetic_references
+    from cultureboard.dataset_folder import read_references
+    from cultureboard.evaluators.engine.scorers import load_scorer
+
+    dataset = shutil.copytree(world["dataset"], tmp_path / "dataset")
+    arts = [r for f in sorted((dataset / "data" / "artifacts").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    missing = min(a["qid"] for a in arts if a["concept"] == "cuisine" and a["country"] == "IT")
+    synthetic_references(dataset, per_artifact=2, qids=[a["qid"] for a in arts if a["qid"] != missing])
+    result = evaluate(world["diversity"], dataset, tmp_path / "r", scorers=world["scorers"], device="cpu", n_boot=200,
+                      options={"repetitions": 5, "mapping": "retrieval"}, cache=world["root"] / "cache")
+    s = summary(result)
+    assert s["provenance"]["options"]["retrieve_by"] == "references" and s["provenance"]["dataset"]["references_revision"]
+    scores = pq.read_table(result / "scores.parquet").to_pandas()
+    rows = scores[scores.metric == "cube.retrieval"]
+    details = [json.loads(d) for d in rows["detail"]]
+    assert all(d["decided_by"] == "retrieval (image-image, top-1)" and missing not in d["candidates"] for d in details)
+    lacking = [d["references_missing"] == 1 for d in details]  # the global and the IT cuisine pools
+    assert [r.category == "cuisine" and (r.level == "global" or r.country == "IT") for r in rows.itertuples()] == lacking
+    assert s["provenance"]["notes"]["cube.retrieval"]["counts"]["references_missing"] == sum(lacking) == 80
+    # by hand, for the IT cuisine prompts: the best photograph of each IT dish with photographs
+    msiglip = load_scorer("msiglip", config=world["scorers"])
+    photos, _ = read_references(dataset)
+    dishes = [a["qid"] for a in arts if a["concept"] == "cuisine" and a["country"] == "IT" and a["qid"] != missing]
+    vectors = {q: msiglip.embed_images([Image.open(io.BytesIO(r["data"])) for r in photos[q]]) for q in dishes}
+    checked = 0
+    for row, detail in zip(rows.itertuples(), details):
+        if row.category == "cuisine" and row.country == "IT":
+            x = msiglip.embed_images([Image.open(world["diversity"] / row.file_name)])[0]
+            best = {q: float(np.max(v @ x)) for q, v in vectors.items()}
+            top = max(dishes, key=lambda q: best[q])
+            assert detail["artifact"] == top and row.value == pytest.approx(best[top], abs=1e-5)
+            checked += 1
+    assert checked == 40
 
 
 def test_options_are_validated_before_any_work(world, tmp_path):

@@ -12,13 +12,21 @@ import); these are automatic proxies of those human-rated constructs, never the 
 
 Diversity (``cube-diversity``, section 5, appendices J, K). Each image is mapped to an artifact of the
 artifact space (J.2.1, as far as the scorers allow): the ``candidates`` artifacts of the prompt's concept
-(and art sub-type) closest to the image by mSigLIP image-text similarity to "An image of {name}." (one
-similarity scale), then, where CUBE asks GPT-4-Turbo, the judge VLM chooses among them (option
-``mapping``); every row records which path decided and any fallback. With the dataset's reference photographs
-(option ``retrieve_by``, by default whenever the dataset has them), the candidates are the artifacts whose
-photographs are closest to the image (mSigLIP image-image, as CUBE retrieves reference images), and each row
-counts the concept's artifacts that have no photograph. ``cube.retrieval`` keeps the mapping
-(labels in ``detail``; value: the image-text cosine of the chosen artifact).
+(and art sub-type; for a within-culture prompt, of the named country only, as J.2.1 retrieves within the
+country) closest to the image by mSigLIP image-text similarity to "An image of {name}." (one similarity
+scale), then, where CUBE asks GPT-4-Turbo, the judge VLM chooses among them (option ``mapping``). With the
+dataset's reference photographs (option ``retrieve_by``, by default whenever the dataset has them), the
+candidates are the artifacts whose photographs are closest to the image (mSigLIP image-image, as CUBE retrieves
+reference images), and each row counts the candidate artifacts that have no photograph. ``cube.retrieval``
+keeps the mapping (labels in ``detail``; value: the similarity of the chosen artifact).
+
+Every row records which path decided and any fallback; each pool's detail and the summary's notes (key
+``counts``, per metric) count the images that met each of :data:`EVENTS`: the candidates widened beyond the
+prompt's sub-type or country, candidates without a photograph, a judge with no usable answer (retrieval top-1
+decided), a judge that found none of the candidates matches (the image's ``cube.retrieval`` row is flagged and
+the image is left out of every pool, global ones included), and, with ``mapping=judge``, a within-culture image
+the judge says does not show the named culture (P("Yes") < 0.5 to :data:`CULTURE_QUESTION`: left out of its
+pool, as appendix K removes them).
 
 Global prompts (concept only) and within-culture prompts (concept and country) are separate measurements:
 
@@ -29,8 +37,8 @@ Global prompts (concept only) and within-culture prompts (concept and country) a
 - ``cube.within.vs.artifact``: within-culture pools, VS/N of the artifact kernel only (appendix K; the other
   kernels would reward images mapped to other countries), with uniform quality as in K.
 
-A pool (the rephrasings of one level x concept x country) with fewer images than the group size is flagged
-and not ranked.
+A pool (the rephrasings of one level x concept x country) left with fewer images than the group size is
+flagged and not ranked.
 """
 
 from __future__ import annotations
@@ -49,11 +57,14 @@ from ...engine.context import Context, Image, score_row
 from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
 from ...results.aggregate import unit_slices
 from ..vendi import CUBE_KERNEL_PRESETS
-from .core import choice_schema, chosen_index, country_probabilities, pool_diversity, relevance, top_candidates
+from .core import choice_schema, country_probabilities, judge_choice, pool_diversity, relevance, top_candidates
 
 FAMILY = "cube"
 ALIGNMENT, QUALITY, RETRIEVAL, JUDGE = "siglip2-so400m", "hpsv2.1", "msiglip", "qwen2.5-vl-7b"
 SOURCE = "Kannen et al., Beyond Aesthetics: Cultural Competence in Text-to-Image Models, NeurIPS 2024 D&B"
+MAPPING_EVIDENCE = Evidence("Human reviewers found CUBE's artifact mapping (mSigLIP retrieval, then GPT-4-Turbo "
+                            "among the top five) about 70% accurate on a small subset of images", "CUBE appendix J.2.1",
+                            0.70)
 CLIPSCORE_EVIDENCE = Evidence("A CLIPScore-style image-text similarity reached Spearman 0.04 with human faithfulness "
                               "ratings of culture-specific images", "Nayak et al. (CULTIVate / AHEaD), human study",
                               0.04)
@@ -74,14 +85,17 @@ class CubeOptions:
             raise ValueError("repetitions >= 1, group_size >= 2 and candidates >= 1 are required")
 
 
-def _diversity_card(name: str, title: str, formula: str, version: int = 2, **kw) -> MetricCard:
-    return MetricCard(name, FAMILY, title, formula, "higher", "[0, 1]", (RETRIEVAL, QUALITY), SOURCE, version=version,
-                      unit="pool", **kw)
+# versions: 3 (qvs, vs), 2 (within): within-culture candidates from the named country only, images of another
+# culture or matching no candidate left out of the pools, and the judge's reworded JSON retries (e6d0c74)
+def _diversity_card(name: str, title: str, formula: str, version: int = 3, **kw) -> MetricCard:
+    return MetricCard(name, FAMILY, title, formula, "higher", "[0, 1]", (RETRIEVAL, QUALITY, JUDGE), SOURCE,
+                      version=version, unit="pool", validity=(MAPPING_EVIDENCE,), **kw)
 
 
 _KERNEL_TITLES = {"continent": "continents", "country": "countries", "artifact": "artifacts",
                   "hierarchical": "continents and countries", "uniform": "continents, countries and artifacts"}
-_GROUPS = "mean over random groups of N images of a global pool"
+_GROUPS = ("mean over random groups of N images of a global pool (images the judge found to match none of "
+           "their candidates left out)")
 
 METRICS = (
     MetricCard("cube.faithfulness", FAMILY, "Faithfulness proxy (image-text alignment)", "cos(f_img(x), f_txt(prompt))",
@@ -106,9 +120,10 @@ METRICS = (
     MetricCard("cube.retrieval", FAMILY, "Artifact mapping similarity",
                "cos(f_img(x), f_txt('An image of a.')) of the artifact a the image is mapped to; with retrieve_by="
                "references, max over a's reference photos r of cos(f_img(x), f_img(r))", "higher", "[-1, 1]",
-               (RETRIEVAL, JUDGE), SOURCE + ", appendix J.2.1", version=2,
+               (RETRIEVAL, JUDGE), SOURCE + ", appendix J.2.1", version=3, validity=(MAPPING_EVIDENCE,),
                description="The artifact each image is mapped to (in the row's detail), by retrieval over artifact "
-                           "names and a VLM's choice among the closest candidates."),
+                           "names (a within-culture prompt: its country's artifacts) or reference photographs and a "
+                           "VLM's choice among the closest candidates; flagged when the VLM says none matches."),
     *(_diversity_card(f"cube.qvs.{p}", f"Global cultural diversity qVS over {_KERNEL_TITLES[p]}",
                       f"{_GROUPS}: (1/N sum s(x_i)) * VS_1(X; k_w) / N, w = {w}", primary=p == "uniform",
                       description=f"How many distinct {_KERNEL_TITLES[p]} the images of a concept-only prompt "
@@ -120,7 +135,8 @@ METRICS = (
       for p, w in CUBE_KERNEL_PRESETS.items()),
     _diversity_card("cube.within.vs.artifact", "Within-culture artifact diversity VS/N",
                     "mean over random groups of N images of a within-culture pool: VS_1(X; k_artifact) / N "
-                    "(uniform quality, appendix K)", version=1,
+                    "(uniform quality; with mapping=judge, images whose P(Yes) to 'Does the ... belong to "
+                    "<country> culture?' is below 0.5 left out: appendix K)", version=2,
                     description="How many distinct artifacts the images of a prompt naming one country show."),
 )
 DIVERSITY_METRICS = tuple(m.name for m in METRICS if m.unit == "pool")
@@ -165,22 +181,42 @@ def _quality(ctx: Context) -> dict[Image, float]:
 
 # ---------------------------------------------------------------------------------------- diversity
 
-def _candidate_pool(ctx: Context, concept: str, subcategory: str | None) -> tuple[list[dict], str | None]:
-    """The artifacts an image of (concept, sub-type) may be mapped to, and the fallback taken, if any."""
-    space = ctx.artifacts()
-    pool = [a for a in space if a["concept"] == concept and (subcategory is None or a.get("subcategory") == subcategory)]
-    if pool:
-        return pool, None
-    pool = [a for a in space if a["concept"] == concept]
-    if not pool:
+# What can happen to an image on its way to a diversity pool, counted per metric (the summary's notes, key
+# ``counts``) and per pool (its row's detail): the mapping fell back, or the image was left out of the pool.
+WIDENED = "widened_to_concept"  # no artifact of the prompt's sub-type (or country): candidates from wider
+REFERENCES_MISSING = "references_missing"  # some candidate artifacts have no reference photograph
+JUDGE_FAILED = "judge_failed"  # the judge gave no usable answer: retrieval top-1 decided
+JUDGE_NONE = "judge_chose_none"  # the judge said no candidate matches: flagged, left out of the pools
+NOT_OF_CULTURE = "not_of_culture"  # within-culture, mapping=judge: P(Yes) < 0.5 that it shows the country's culture
+EVENTS = (WIDENED, REFERENCES_MISSING, JUDGE_FAILED, JUDGE_NONE, NOT_OF_CULTURE)
+LEFT_OUT = (JUDGE_NONE, NOT_OF_CULTURE)
+_ITEM = {"cuisine": "dish", "landmarks": "landmark"}  # what one image of a concept shows (else its sub-type)
+CULTURE_QUESTION = "Does the {item} in the image belong to {adjective} culture? Answer Yes or No."  # CUBE K
+
+
+def _candidate_pool(ctx: Context, concept: str, subcategory: str | None,
+                    country: str | None) -> tuple[list[dict], str | None]:
+    """The artifacts an image of (concept, sub-type) may be mapped to -- only the named country's for a
+    within-culture prompt (CUBE J.2.1 retrieves within the country) -- and the widening taken, if any: to the
+    whole concept of that country, or, when it has none, to the whole concept."""
+    space = [a for a in ctx.artifacts() if a["concept"] == concept]
+    if not space:
         raise CultureboardError(ctx.dataset, f"has no artifact of concept {concept!r} to map images to",
                                 "build the dataset with that concept")
-    return pool, f"no {subcategory} artifact of {concept}: candidates from the whole concept"
+    of = f" of {country}" if country else ""
+    local = [a for a in space if country is None or a["country"] == country]
+    if not local:
+        return space, f"no {concept} artifact{of}: candidates from every country"
+    exact = [a for a in local if subcategory is None or a.get("subcategory") == subcategory]
+    if not exact:
+        return local, f"no {subcategory} artifact{of}: candidates from all of {concept}{of}"
+    return exact, None
 
 
 def _map_images(ctx: Context) -> dict[Image, dict]:
     """Each image's artifact: the closest candidates on one similarity scale (artifact names, or the artifacts'
-    reference photographs: option ``retrieve_by``), then the judge's choice among them (option ``mapping``)."""
+    reference photographs: option ``retrieve_by``), then the judge's choice among them (option ``mapping``).
+    Each mapping records the path that decided, its fallbacks, and the :data:`EVENTS` it met (``events``)."""
     opts = ctx.options
     mode = opts.retrieve_by
     if mode == "auto":
@@ -190,7 +226,7 @@ def _map_images(ctx: Context) -> dict[Image, dict]:
     pools: dict[tuple, tuple] = {}
     mapped, asks = {}, []
     for im in ctx.images:
-        key = (im.prompt["category"], im.prompt.get("subcategory"))
+        key = (im.prompt["category"], im.prompt.get("subcategory"), _named_country(im))
         if key not in pools:
             pools[key] = _candidate_vectors(ctx, mode, *key)
         arts, vectors, owner, notes = pools[key]
@@ -200,28 +236,60 @@ def _map_images(ctx: Context) -> dict[Image, dict]:
             best.setdefault(owner[k], float(sims[k]))
             if len(best) == opts.candidates:
                 break
+        events = {WIDENED} if "fallback" in notes else set()
+        events |= {REFERENCES_MISSING} if notes.get("references_missing") else set()
         mapped[im] = {"candidates": [arts[i] for i in best], "sims": list(best.values()), "chosen": 0,
                       "decided_by": f"retrieval ({'image-image' if mode == 'references' else 'image-text'}, top-1)",
-                      **notes}
+                      "events": events, **notes}
         if opts.mapping == "judge" and len(best) > 1:
             asks.append(im)
     if asks:
         questions = [_choice_question(im, mapped[im]["candidates"]) for im in asks]
         answers = ctx.ask_json(JUDGE, list(zip(asks, questions)), choice_schema(opts.candidates), max_new_tokens=16)
         for im, answer in zip(asks, answers):
-            index = chosen_index(answer.value)
-            if index is not None and index < len(mapped[im]["candidates"]):
-                mapped[im].update(chosen=index, decided_by="judge (among the retrieval candidates)")
+            m = mapped[im]
+            kind, index = judge_choice(answer.value, len(m["candidates"]))
+            if kind == "chosen":
+                m.update(chosen=index, decided_by="judge (among the retrieval candidates)")
+            elif kind == "none":
+                m.update(chosen=None, decided_by="judge: none of the retrieval candidates matches")
+                m["events"].add(JUDGE_NONE)
             else:
-                reason = answer.error or "the judge chose none of the candidates"
-                mapped[im]["fallback"] = "; ".join(filter(None, [mapped[im].get("fallback"),
-                                                                 f"retrieval top-1 ({reason})"]))
+                reason = answer.error or f"choice {answer.value['choice']} is not one of the {len(m['candidates'])}"
+                m["fallback"] = "; ".join(filter(None, [m.get("fallback"), f"retrieval top-1 ({reason})"]))
+                m["events"].add(JUDGE_FAILED)
+    if opts.mapping == "judge":
+        _check_culture(ctx, mapped)
     return mapped
 
 
-def _candidate_vectors(ctx: Context, mode: str, concept: str, subcategory: str | None):
+def _named_country(im: Image) -> str | None:
+    """The country a within-culture prompt names (None for a global prompt)."""
+    return im.prompt["country"] if im.prompt.get("level") == "within-culture" else None
+
+
+def _culture_question(im: Image) -> str:
+    item = _ITEM.get(im.prompt["category"]) or im.prompt.get("subcategory") or im.prompt["category"]
+    return CULTURE_QUESTION.format(item=item, adjective=load_countries().by_iso(im.prompt["country"]).adjective)
+
+
+def _check_culture(ctx: Context, mapped: dict[Image, dict]) -> None:
+    """CUBE appendix K: an image of a within-culture prompt that the judge says does not show the named
+    culture, P("Yes") < 0.5, is left out of its pool (event :data:`NOT_OF_CULTURE`)."""
+    within = [im for im in mapped if _named_country(im)]
+    if not within:
+        return
+    ctx.note("cube.within.vs.artifact", "culture_question", CULTURE_QUESTION)
+    p_yes = ctx.probability(JUDGE, [(im, _culture_question(im)) for im in within])
+    for im, p in zip(within, p_yes):
+        mapped[im]["belongs_to_culture"] = float(p)
+        if p < 0.5:
+            mapped[im]["events"].add(NOT_OF_CULTURE)
+
+
+def _candidate_vectors(ctx: Context, mode: str, concept: str, subcategory: str | None, country: str | None):
     """(artifacts, one unit vector per row, the artifact index of each row, notes for the rows' detail)."""
-    arts, fallback = _candidate_pool(ctx, concept, subcategory)
+    arts, fallback = _candidate_pool(ctx, concept, subcategory, country)
     notes = {"fallback": fallback} if fallback else {}
     if mode == "references":
         refs, _ = ctx.references()
@@ -246,31 +314,46 @@ def _choice_question(im: Image, candidates: list[dict]) -> str:
             '\nAnswer with a JSON object {"choice": N}: N is the number of the best match, 0 if none matches.')
 
 
+def _counts(mappings) -> dict[str, int]:
+    """How many of the ``mappings`` met each of :data:`EVENTS`, and how many there are (``images``)."""
+    mappings = list(mappings)
+    return {"images": len(mappings), **{e: sum(e in m["events"] for m in mappings) for e in EVENTS}}
+
+
 def score_diversity(ctx: Context) -> list[dict]:
     table = load_countries()
     mapped = _map_images(ctx)
     rows, labels = [], {}
     for im, m in mapped.items():
+        detail = {"decided_by": m["decided_by"], "candidates": [c["qid"] for c in m["candidates"]],
+                  **{k: m[k] for k in ("fallback", "references_missing", "belongs_to_culture") if k in m}}
+        if m["chosen"] is None:
+            rows.append(score_row("cube.retrieval", None, im, detail=detail,
+                                  flag="the judge found that none of the retrieval candidates matches"))
+            continue
         a = m["candidates"][m["chosen"]]
         labels[im] = {"artifact": a["qid"], "name": a["name"], "country": a["country"],
                       "continent": table.by_iso(a["country"]).continent}
-        detail = {**labels[im], "decided_by": m["decided_by"], "candidates": [c["qid"] for c in m["candidates"]],
-                  **{k: m[k] for k in ("fallback", "references_missing") if k in m}}
-        rows.append(score_row("cube.retrieval", float(m["sims"][m["chosen"]]), im, detail=detail))
+        rows.append(score_row("cube.retrieval", float(m["sims"][m["chosen"]]), im, detail={**labels[im], **detail}))
+    if mapped:
+        ctx.note("cube.retrieval", "counts", _counts(mapped.values()))
     quality = _quality(ctx)
     rows += [score_row("cube.quality", quality[im], im) for im in ctx.images]
     pools: dict[str, list[Image]] = defaultdict(list)
     for im in ctx.images:
         pools[pool_id(im.prompt)].append(im)
     opts = ctx.options
+    tallies: dict[str, list[dict]] = defaultdict(list)
     for pid, members in sorted(pools.items()):
         members.sort(key=lambda im: (im.prompt_id, im.sample_idx))
-        labs = [labels[im] for im in members]
+        counts = _counts(mapped[im] for im in members)
+        kept = [im for im in members if not mapped[im]["events"] & set(LEFT_OUT)]
+        labs = [labels[im] for im in kept]
         args = ([x["continent"] for x in labs], [x["country"] for x in labs], [x["artifact"] for x in labs])
         slices = unit_slices([p for p in ctx.prompts.values() if pool_id(p) == pid],
                              ("country", "continent", "region_group", "category", "subcategory", "level"))
-        s = np.clip([quality[im] for im in members], 0.0, 1.0)
-        ones = np.ones(len(members))
+        s = np.clip([quality[im] for im in kept], 0.0, 1.0)
+        ones = np.ones(len(kept))
         if members[0].prompt.get("level") == "within-culture":
             jobs = [("cube.within.vs.artifact", "artifact", ones)]
         else:
@@ -278,9 +361,12 @@ def score_diversity(ctx: Context) -> list[dict]:
                     for kind, weights in (("qvs", s), ("vs", ones))]
         for metric, preset, weights in jobs:
             value, spread, flag = pool_diversity(*args, weights, preset, opts.group_size, opts.repetitions, ctx.seed)
-            detail = {"std": spread, "images": len(members), "group_size": opts.group_size,
+            detail = {"std": spread, "images": len(kept), "counts": counts, "group_size": opts.group_size,
                       "repetitions": opts.repetitions}
             rows.append(score_row(metric, value, unit_id=pid, slices=slices, detail=detail, flag=flag))
+            tallies[metric].append(counts)
+    for metric, per_pool in tallies.items():
+        ctx.note(metric, "counts", {k: sum(c[k] for c in per_pool) for k in per_pool[0]})
     return rows
 
 

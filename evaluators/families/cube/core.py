@@ -3,7 +3,7 @@
 * :func:`country_probabilities` -- zero-shot country recognition: softmax_c(s * cos(x, t_c));
 * :func:`relevance` -- the probability of the prompt's country and whether it is the most probable one;
 * :func:`top_candidates` -- the k artifacts closest to an image on one similarity scale;
-* :func:`choice_schema` / :func:`chosen_index` -- the judge's multiple-choice answer, validated;
+* :func:`choice_schema` / :func:`judge_choice` -- the judge's multiple-choice answer, validated;
 * :func:`pool_diversity` -- CUBE's grouped (quality-weighted) Vendi score of one pool, or the reason it
   cannot be ranked (a pool smaller than the group size).
 """
@@ -44,11 +44,15 @@ def choice_schema(k: int) -> dict:
             "properties": {"choice": {"type": "integer", "minimum": 0, "maximum": k}}}
 
 
-def chosen_index(answer: dict | None) -> int | None:
-    """The 0-based candidate the judge chose, or None when it chose none (0) or gave no usable answer."""
-    if not answer or int(answer["choice"]) == 0:
-        return None
-    return int(answer["choice"]) - 1
+def judge_choice(answer: dict | None, k: int) -> tuple[str, int | None]:
+    """The judge's answer among ``k`` listed candidates: ("chosen", n - 1) for a choice n in 1..k, ("none", None)
+    for 0 (none of them matches), ("unusable", None) for no usable answer or a number beyond the ``k`` listed."""
+    if not answer:
+        return "unusable", None
+    n = int(answer["choice"])
+    if n == 0:
+        return "none", None
+    return ("chosen", n - 1) if 1 <= n <= k else ("unusable", None)
 
 
 def pool_diversity(continents: Sequence, countries: Sequence, artifacts: Sequence, quality: Sequence[float],
