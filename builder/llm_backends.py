@@ -21,6 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
 from cultureboard.http import with_retries
 
@@ -116,19 +117,21 @@ class TransformersBackend:
 
     name = "transformers"
 
-    def __init__(self, model_path: str | os.PathLike, device: str | None = None):
+    def __init__(self, model_path: str | os.PathLike, device: str | None = None, dtype: str | None = None):
         self.model = str(model_path)
-        self.device = device
+        self.device, self.dtype = device, dtype
         self._tokenizer = None
         self._lm = None
 
     def _load(self) -> None:
+        """Device and dtype from :mod:`cultureboard.device` (cuda, then mps, then cpu; float16 on cuda)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = choose_device(self.device)
+        self.dtype = choose_dtype(self.device, self.dtype)
         self._tokenizer = AutoTokenizer.from_pretrained(self.model)
-        self._lm = AutoModelForCausalLM.from_pretrained(self.model).to(self.device).eval()
+        self._lm = AutoModelForCausalLM.from_pretrained(self.model, dtype=getattr(torch, self.dtype)).to(self.device).eval()
 
     def render(self, messages: Messages) -> str:
         """The prompt text the model sees for ``messages``."""
