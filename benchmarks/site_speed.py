@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the site tests' world of real results
 
 import site_worlds
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4  # 4: the CULTIVate submission declares a refused prompt (site_worlds.REFUSED)
 WORK = ROOT / "benchmarks" / "_work" / "site-speed"
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp"}
 TARGET_FIRST, TARGET_REBUILD, TARGET_KB = 60.0, 20.0, 200.0

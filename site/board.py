@@ -78,6 +78,7 @@ class Board:
         self.trust = evidence(self.trust_rows)
         self.standin = sorted(r.sid for r in self.results.values() if r.standin)
         self._ranks: dict[tuple, dict[str, dict]] = {}
+        self._value_ranks_of: dict[tuple[str, str], dict[str, int]] = {}
         self._gaps: dict[tuple[str, str], list | None] = {}
         self._training = entangle.registry_training_data()
 
@@ -155,15 +156,33 @@ class Board:
         ITA per OpenCLIP backbone) among ``available``; just ``[metric]`` when it has none."""
         return [metric] + sorted(m for m in available if m.startswith(metric + ".") and "." not in m[len(metric) + 1:])
 
-    def spread(self, result: Result, metric: str, available) -> dict | None:
-        """The range of ``metric``'s value over its scorer variants in ``result`` (overall): {low, high, n, of},
-        or None without variants."""
-        names = self.variants(metric, available)
-        values = [(m, e["value"]) for m in names if (e := result.entries.get((m, "overall", "all"))) and e["value"] is not None]
-        if len(names) < 2 or len(values) < 2:
+    def spread(self, group: Group, result: Result, metric: str) -> dict | None:
+        """How far ``result``'s rank on ``metric`` moves across the metric's scorer variants (overall), as
+        {value, best: (variant, rank), worst: (variant, rank), n}: within each variant the group's ranked results
+        with a value from at least :data:`MIN_PROMPTS` prompts are ranked by value alone (rank = 1 + the number
+        with a strictly better value, in the card's direction), and ``value`` = worst rank - best rank. Ranks,
+        not values: the variants' scales differ (SigLIP 2 cosines are about 0.1, CLIP's about 0.25), so results
+        whose values on one variant are those on another plus a constant keep spread 0. None for a control, a
+        descriptive metric, or fewer than two variants ranking ``result``."""
+        variants = self.variants(metric, group.metrics)
+        if result.control or len(variants) < 2 or self.cards[metric]["direction"] == "none":
             return None
-        low, high = min(values, key=lambda x: x[1]), max(values, key=lambda x: x[1])
-        return {"value": high[1] - low[1], "low": low, "high": high, "n": len(values)}
+        ranks = [(v, r[result.sid]) for v in variants if result.sid in (r := self._value_ranks(group, v))]
+        if len(ranks) < 2:
+            return None
+        best, worst = min(ranks, key=lambda x: x[1]), max(ranks, key=lambda x: x[1])
+        return {"value": worst[1] - best[1], "best": best, "worst": worst, "n": len(ranks)}
+
+    def _value_ranks(self, group: Group, metric: str) -> dict[str, int]:
+        """sid -> 1 + the number of the group's ranked results with a strictly better overall value of ``metric``."""
+        key = (group.name, metric)
+        if key not in self._value_ranks_of:
+            sign = 1 if self.cards[metric]["direction"] == "higher" else -1
+            values = {r.sid: sign * e["value"] for r in group.results
+                      if (e := r.entries.get((metric, "overall", "all"))) and e["value"] is not None
+                      and e["n_prompts"] >= MIN_PROMPTS}
+            self._value_ranks_of[key] = {sid: 1 + sum(o > v for o in values.values()) for sid, v in values.items()}
+        return self._value_ranks_of[key]
 
     def gaps(self, result: Result, metric: str) -> list | None:
         """:func:`~cultureboard.evaluators.results.disparity.gaps` of ``metric``'s units in ``result``: each
@@ -173,6 +192,13 @@ class Board:
         if key not in self._gaps:
             self._gaps[key] = _gaps(result, metric)
         return self._gaps[key]
+
+    def under_represented(self, result: Result, metric: str) -> list[str]:
+        """The countries whose gap on ``metric`` in ``result`` has its whole CI on the worse side of zero: below it
+        where higher is better, above it where lower is better (an untested gap, NaN CI, never is)."""
+        direction = self.cards[metric]["direction"]
+        return [g.name for g in self.gaps(result, metric) or () if g.kind == "country"
+                and (g.high < 0 if direction == "higher" else g.low > 0 if direction == "lower" else False)]
 
     def region_gap(self, result: Result, metric: str):
         found = self.gaps(result, metric)

@@ -6,7 +6,8 @@ as Jinja's autoescaping does); the result is :class:`markupsafe.Markup` for the 
 
 * ``score``: value [CI], n = images / prompts with their title, the caveat badge and any cell badges;
   ``data-sort`` = the value (empty without one);
-* ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a spread and its two ends;
+* ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a rank spread with its best and worst
+  ranks and the variants that gave them;
 * ``link``, ``num`` (integers as they are, others to 3 decimals), ``pct``, ``text``;
 * ``thumb``: a thumbnail linked to its full-size image (an external link for a Hub image); ``notes``: the
   explanations of an image's rows, one ``<details>`` per (merged) metric.
@@ -82,9 +83,10 @@ def cell(c, v, marks, root: str) -> str:
         return (f'<td class="rank tie" data-sort="{escape(v["rank"])}" title="Tied: the 95% CI overlaps others\', so the '
                 f'rank is anywhere from {escape(v["best"])} to {escape(v["worst"])}">{escape(v["best"])}–{escape(v["worst"])}</td>')
     if kind == "range":
-        return (f'<td class="num" data-sort="{escape(v["value"])}" title="lowest: {escape(v["low"][0])}, highest: '
-                f'{escape(v["high"][0])}">{num(v["value"])} <span class="ci">({num(v["low"][1])}–{num(v["high"][1])}, '
-                f'{escape(v["n"])} scorers)</span></td>')
+        return (f'<td class="num" data-sort="{escape(v["value"])}" title="best rank {escape(v["best"][1])} with '
+                f'{escape(v["best"][0])}, worst rank {escape(v["worst"][1])} with {escape(v["worst"][0])}">'
+                f'{escape(v["value"])} <span class="ci">(ranks {escape(v["best"][1])}–{escape(v["worst"][1])}, '
+                f'{escape(v["n"])} scorers)</span>{_badges(marks)}</td>')
     if kind == "link":
         return f'<td><a href="{escape(root)}{escape(v["href"])}">{escape(v["text"])}</a>{_badges(marks)}</td>'
     if kind == "num":
@@ -131,9 +133,9 @@ def notes(items) -> str:
             for item in n["explained"]:
                 if "entries" in item:
                     value = "<ul>" + "".join(f"<li>{escape(x)}</li>" for x in item["entries"]) + "</ul>"
+                    parts.append(f"<dt>{escape(item['label'])}</dt><dd>{value}</dd>")
                 else:
-                    value = escape(item["text"])
-                parts.append(f"<dt>{escape(item['label'])}</dt><dd>{value}</dd>")
+                    parts.append(f'<dt>{escape(item["label"])}</dt><dd class="text">{escape(item["text"])}</dd>')
             explained = '<dl class="explain">' + "".join(parts) + "</dl>"
         out.append(f"<details><summary>{escape(n['metric'])}{flag}</summary>{explained}</details>")
     return "".join(out)

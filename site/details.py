@@ -8,6 +8,8 @@ field by field (names, versions, revisions, never the scoring machine's paths).
 
 from __future__ import annotations
 
+import math
+
 from cultureboard.evaluators.results.reported import load_reported, load_validity
 from cultureboard.evaluators.submission.format import FIELDS, get
 
@@ -49,15 +51,12 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
              "rank": None if r.control else board.ranks(group, headline, st, s).get(r.sid),
              **{m: r.entries.get((m, st, s)) for m in group.shown}} for st, s in plain]
     everything = _all_metrics(site, board, page, r, group)
-    gaps = board.gaps(r, headline)
-    gap_rows = [{"kind": "Global North - South" if g.kind == "region_group" else slice_name("country", g.name),
-                 "gap": {"value": g.value, "ci_low": g.low, "ci_high": g.high, "n_images": 0, "n_prompts": g.n_prompts,
-                         "coverage": None, "complete": True}, "p": g.p, "q": g.p_adjusted} for g in gaps or ()]
-    gap_columns = [Column("kind", "Gap", "text"),
-                   Column("gap", f"Difference of {board.cards[headline]['title']}", "score",
-                          "A country's mean minus the model's mean over all prompts, or Global North minus Global South; "
-                          "95% CI from a paired bootstrap over prompts within countries"),
-                   Column("p", "p", "num"), Column("q", "q (BH)", "num", "Benjamini-Hochberg adjusted over these gaps")]
+    gap_rows = _gap_rows(board, r, [m for m in group.shown if board.cards[m]["direction"] != "none"])
+    gap_columns = [Column("metric", "Metric", "text"), Column("kind", "Gap", "text"),
+                   Column("gap", "Difference", "score", "A country's mean minus the model's mean over all prompts, or "
+                          "Global North minus Global South; 95% CI from a paired bootstrap over prompts within countries; "
+                          "a country is under-represented where the whole CI lies on the metric's worse side of zero"),
+                   Column("p", "p", "num"), Column("q", "q (BH)", "num", "Benjamini-Hochberg adjusted over the metric's gaps")]
     site.page(page, "model.html", r.display, r=r, group=group, card=card, provenance=_provenance(r),
               per_slice=site.table(page, "slices", columns, rows), everything=everything,
               figures=_model_figures(site, board, page, r, group),
@@ -67,6 +66,29 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               entangled=[{"metric": m, "title": board.cards[m]["title"], "found": board.entangled(r, m)}
                          for m in group.metrics if board.entangled(r, m)],
               **images)
+
+
+def _gap_rows(board: Board, r, metrics: list[str]) -> list[dict]:
+    """The disparity table's rows: per metric, each country gap and the GN - GS gap (:meth:`Board.gaps`; an
+    untested gap's NaN CI and p-values as None), an under-represented country badged
+    (:meth:`Board.under_represented`)."""
+    def known(x):
+        return None if math.isnan(x) else x
+
+    rows = []
+    for m in metrics:
+        card, worse = board.cards[m], board.under_represented(r, m)
+        for g in board.gaps(r, m) or ():
+            row = {"metric": card["title"], "kind": "Global North - South" if g.kind == "region_group" else
+                   slice_name("country", g.name), "gap": {"value": g.value, "ci_low": known(g.low),
+                   "ci_high": known(g.high), "n_images": 0, "n_prompts": g.n_prompts, "coverage": None,
+                   "complete": True}, "p": known(g.p), "q": known(g.p_adjusted)}
+            if g.name in worse:
+                row["_marks"] = {"gap": [{"label": "under-represented", "title": f"The whole 95% CI of the gap lies on "
+                                           f"the worse side of zero ({card['direction']} is better): the model serves "
+                                           "this country worse than its own average."}]}
+            rows.append(row)
+    return rows
 
 
 def _ordered_types(r) -> set[str]:

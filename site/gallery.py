@@ -29,8 +29,8 @@ from .write import Column, Site
 PROMPTS_PER_PAGE = 400
 #: Images of one submission a prompt page shows (the rest are one click away, in its image browser).
 PER_SUBMISSION = 4
-#: What an explanation shows of one value: list items and characters.
-MAX_ITEMS, MAX_CHARS = 24, 240
+#: What an explanation shows of a list: its first items.
+MAX_ITEMS = 24
 FILTERS = ("country", "category", "era")
 
 
@@ -153,28 +153,42 @@ def _hub_url(r, im: dict) -> str | None:
 
 
 def explain(detail) -> list[dict]:
-    """A row's ``detail`` as labelled items {label, text} or {label, entries}: lists as items, mappings one level
-    down as "key: value", long text cut; bookkeeping numbers (e.g. images) are kept, nothing is interpreted."""
+    """A row's ``detail`` as labelled items {label, text} or {label, entries}: text whole (an edit instruction is
+    meant to be copied; its line breaks are kept on the page), lists as at most :data:`MAX_ITEMS` items, mappings
+    one level down as "key: value"; each entry readable (:func:`entry`), never JSON; bookkeeping numbers (e.g.
+    images) are kept, nothing is interpreted."""
     if not isinstance(detail, dict):
         return []
     out = []
     for key, value in detail.items():
         label = str(key).replace("_", " ")
         if isinstance(value, list):
-            items = [_short(v) for v in value[:MAX_ITEMS]] + ([f"… {len(value) - MAX_ITEMS} more"] if len(value) > MAX_ITEMS else [])
+            items = [entry(v) for v in value[:MAX_ITEMS]] + ([f"… {len(value) - MAX_ITEMS} more"] if len(value) > MAX_ITEMS else [])
             out.append({"label": label, "entries": items or ["none"]})
         elif isinstance(value, dict):
-            items = [f"{str(k).replace('_', ' ')}: {_short(v)}" for k, v in list(value.items())[:MAX_ITEMS]]
+            items = [f"{str(k).replace('_', ' ')}: {entry(v)}" for k, v in list(value.items())[:MAX_ITEMS]]
             out.append({"label": label, "entries": items or ["none"]})
         elif value is not None:
-            out.append({"label": label, "text": _short(value)})
+            out.append({"label": label, "text": entry(value)})
     return out
 
 
-def _short(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) \
-        else f"{value:.4g}" if isinstance(value, float) else str(value)
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+def entry(value) -> str:
+    """One value as text. A match of a descriptor, a mapping with ``nearest`` and ``similarity`` and one more
+    field (AHEaD's aligned, missing and hallucinated descriptors), is "own ← nearest (similarity)", or "own ←
+    nothing" without a nearest, prefixed by its ``dimension``; another mapping is "field: value; ...", a list
+    its items joined by "; ", a float to 4 significant digits, None as "—"."""
+    if isinstance(value, dict):
+        fields = {k: v for k, v in value.items() if k != "dimension"}
+        prefix = f"{entry(value['dimension'])}: " if "dimension" in value else ""
+        own = [k for k in fields if k not in ("nearest", "similarity")]
+        if {"nearest", "similarity"} <= set(fields) and len(own) == 1:
+            nearest = "nothing" if fields["nearest"] is None else f"{entry(fields['nearest'])} ({entry(fields['similarity'])})"
+            return f"{prefix}{entry(fields[own[0]])} ← {nearest}"
+        return prefix + "; ".join(f"{str(k).replace('_', ' ')}: {entry(v)}" for k, v in fields.items())
+    if isinstance(value, list):
+        return "; ".join(entry(v) for v in value)
+    return f"{value:.4g}" if isinstance(value, float) else "—" if value is None else str(value)
 
 
 def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dict:

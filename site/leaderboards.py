@@ -64,9 +64,11 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
     columns += [score_column(board, group, m, slice_type, slice_) for m in metrics]
     variants = board.variants(metrics[0], group.metrics)
     if len(variants) > 1 and slice_type == "overall":
-        columns.append(Column("spread", f"Spread over {len(variants)} scorers", "range",
-                              f"{main['title']} recomputed with each scorer variant ({', '.join(variants)}): the "
-                              "largest minus the smallest value, with the two ends", better="lower"))
+        columns.append(Column("spread", f"Rank spread over {len(variants)} scorers", "range",
+                              f"{main['title']} recomputed with each scorer variant ({', '.join(variants)}): each "
+                              "submission ranked by value within each variant, its worst rank minus its best (ranks, "
+                              "since the scorers' scales differ); badged where a variant's scorer shares training "
+                              "data with the submission", better="lower"))
     rows = []
     for r in members:
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
@@ -74,7 +76,9 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
                **{m: r.entries.get((m, slice_type, slice_)) for m in metrics}, "_marks": marks(board, r, metrics)}
         if any(c.key == "spread" for c in columns):
-            row["spread"] = board.spread(r, metrics[0], group.metrics)
+            row["spread"] = board.spread(group, r, metrics[0])
+            if badge := _entangled_badge(e for v in variants for e in board.entangled(r, v)):
+                row["_marks"]["spread"] = badge
         if r.control:
             row["_control"] = r.control
             row["_marks"]["submission"] = [{"label": f"control: {r.control}", "title": CONTROLS.get(r.control, "")}]
@@ -95,14 +99,14 @@ CONTROLS = {
 
 def marks(board: Board, r, metrics: list[str]) -> dict[str, list[dict]]:
     """Per-cell badges: the scorer of a metric shares training data with the submission (entanglement)."""
-    out = {}
-    for m in metrics:
-        found = board.entangled(r, m)
-        if found:
-            what = "; ".join(f"{e['scorer']} was trained on {', '.join(e['corpora'])}" for e in found)
-            out[m] = [{"label": "entangled", "title": f"Shared training data: {what}, and the model declares it too; "
-                       "the score may be inflated."}]
-    return out
+    return {m: badge for m in metrics if (badge := _entangled_badge(board.entangled(r, m)))}
+
+
+def _entangled_badge(found) -> list[dict]:
+    """The "entangled" badge naming each {scorer, corpora} of ``found`` (:meth:`Board.entangled`); none if empty."""
+    what = "; ".join(dict.fromkeys(f"{e['scorer']} was trained on {', '.join(e['corpora'])}" for e in found))
+    return [{"label": "entangled", "title": f"Shared training data: {what}, and the model declares it too; the score "
+             "may be inflated."}] if what else []
 
 
 def sections(site: Site, board: Board, page: str, slice_type: str, slice_: str, *, headline_only: bool = False,

@@ -96,7 +96,7 @@ class Site:
 
 def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
     """A table row as plain values: a score becomes value, CI, n, coverage, caveat and badge columns; a rank its
-    range; a spread its width and ends; a control row says which control it is."""
+    range; a rank spread its width, ends and badges; a control row says which control it is."""
     flat: dict = {}
     marks = row.get("_marks") or {}
     for c in columns:
@@ -112,8 +112,10 @@ def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
                      f"{c.key}_coverage": v and v.get("coverage"), f"{c.key}_caveat": note and note["title"],
                      f"{c.key}_badges": "; ".join(m["title"] for m in marks.get(c.key, ())) or None}
         elif c.kind == "range":
-            flat |= {c.key: v and v["value"], f"{c.key}_low": v and v["low"][1], f"{c.key}_low_metric": v and v["low"][0],
-                     f"{c.key}_high": v and v["high"][1], f"{c.key}_high_metric": v and v["high"][0]}
+            flat |= {c.key: v and v["value"], f"{c.key}_best_rank": v and v["best"][1],
+                     f"{c.key}_best_metric": v and v["best"][0], f"{c.key}_worst_rank": v and v["worst"][1],
+                     f"{c.key}_worst_metric": v and v["worst"][0],
+                     f"{c.key}_badges": "; ".join(m["title"] for m in marks.get(c.key, ())) or None}
         elif c.kind == "notes":
             flat[c.key] = json.dumps(v, ensure_ascii=False, sort_keys=True) if v else None
         elif c.kind != "thumb":

@@ -4,9 +4,10 @@
 
 One dataset of the sample dump (Italy, Nigeria, Spain; the demo's small CULTIVate catalogue, ECB slice and CuRe
 ladder, synthetic reference photographs) holds every prompt set; one submission per prompt set of seeded colour
-blocks (ECB's edit chains as repainted copies of the previous step), a second cube-awareness model that declares
-LAION training data, a text-only control of cube-awareness, and one cube-awareness submission under hostile
-names (:data:`HOSTILE`), all evaluated by the tiny random stand-in scorers through the real engine.
+blocks (ECB's edit chains as repainted copies of the previous step; CULTIVate's declares its first prompt refused,
+:data:`REFUSED`), a second cube-awareness model that declares LAION training data, a text-only control of
+cube-awareness, and one cube-awareness submission under hostile names (:data:`HOSTILE`), all evaluated by the
+tiny random stand-in scorers through the real engine.
 :func:`variant` then copies a real result under another submission id with its values shifted, for views that
 need several models (ranks, maps, disparity): only those copies are synthetic, and they say so in their model id.
 
@@ -44,6 +45,8 @@ SMALL = {"cultivate_activities": "data/cultivate_demo_activities.yaml", "knowled
          "ecb_subset": {"countries": ["NG"], "subcategories": ["main_dish"], "steps": 2}, "cure_images": [1, 2],
          "max_question_fallback": 1.0}
 OPTIONS = {"cultivate": {"max_new_tokens": 16}}
+#: Prompts each prompt set's submission declares refused (its model's safety filter, say).
+REFUSED = {"cultivate": 1}
 #: Names a page must show as text, never run: a submission made under them (organisation, model, tag).
 HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)> "q" & co', "' onmouseover='x")
 HOSTILE_SPEC = {"model": {"training_data": HOSTILE[0], "links": ["javascript:alert(1)", 'https://example.org/"onmouseover="x']}}
@@ -76,9 +79,10 @@ def _edited(image: Image.Image, seed: int) -> Image.Image:
 
 
 def write_blocks(parent: Path, dataset: Path, prompt_set: str, *, organization: str = "lab", model: str = "model",
-                 tag: str | None = None, spec: dict | None = None) -> Path:
+                 tag: str | None = None, spec: dict | None = None, refuse: int = 0) -> Path:
     """A valid submission of seeded 64 px colour blocks for every image of ``prompt_set``; an edit step (ECB) is
-    its source image with one block repainted."""
+    its source image with one block repainted. ``refuse``: the first prompts (by prompt id) are declared refused,
+    every sample of them (text-to-image prompts only)."""
     base = {
         "format_version": 1, "organization": organization, "contact": "lab@example.org", "date": "2026-01-15",
         "model": {"name": model, "id": f"{organization}/{model}", "revision": "0" * 40, "license": "mit",
@@ -98,8 +102,13 @@ def write_blocks(parent: Path, dataset: Path, prompt_set: str, *, organization: 
         base[key] = {**base[key], **value} if isinstance(value, dict) else value
     out = parent / submission_id(base)
     made, rows = {}, []
+    refused = sorted(p["prompt_id"] for p in prompts if p.get("kind") != "i2i")[:refuse]
     for p in prompts:
         for k in range(p["images_per_prompt"]):
+            if p["prompt_id"] in refused:
+                rows.append({"prompt_id": p["prompt_id"], "sample_idx": k, "seed": p["seeds"][k], "refused": True,
+                             "reason": "safety filter"})
+                continue
             seed = int(hashlib.sha256(f"{out.name}/{p['prompt_id']}/{k}".encode()).hexdigest()[:8], 16)
             source = p.get("source_prompt_id")
             image = _edited(made[(source, k)], seed) if p.get("kind") == "i2i" else _png(seed)
@@ -132,7 +141,8 @@ def five_families(base: Path, tiny_scorers: Path) -> dict:
     submissions, results = root / "submissions", root / "results"
     config = scorer_config(tiny_scorers, root)
     ids: dict[str, list[str]] = {}
-    folders = [write_blocks(submissions, dataset, ps, model="alpha", tag=ps) for ps in PROMPT_SETS]
+    folders = [write_blocks(submissions, dataset, ps, model="alpha", tag=ps, refuse=REFUSED.get(ps, 0))
+               for ps in PROMPT_SETS]
     folders.append(write_blocks(submissions, dataset, "cube-awareness", organization="Other Lab", model="beta",
                                 spec={"model": {"training_data": "a LAION-5B subset, then curated photographs"}}))
     folders.append(write_blocks(submissions, dataset, "cube-awareness", organization=HOSTILE[0], model=HOSTILE[1],
@@ -153,12 +163,15 @@ def five_families(base: Path, tiny_scorers: Path) -> dict:
 
 
 def variant(results: Path, submissions: Path, source: str, model: str, shift: float, seed: int,
-            out_results: Path, out_submissions: Path, *, unflag: bool = False) -> str:
+            out_results: Path, out_submissions: Path, *, unflag: bool = False, training_data: str | None = None) -> str:
     """A synthetic copy of the real result ``source`` as the submission ``<org>__<model>``: every value shifted by
     ``shift`` plus seeded noise (summary entries and CIs alike), the same images. ``unflag``: flagged rows get a
-    value (for a family whose tiny stand-in judge answers nothing usable). Returns the new id."""
+    value (for a family whose tiny stand-in judge answers nothing usable); ``training_data``: the model's declared
+    training data. Returns the new id."""
     spec = yaml.safe_load((submissions / source / "submission.yaml").read_text())
     spec["model"] = {**spec["model"], "name": model, "id": f"synthetic/{model}"}
+    if training_data is not None:
+        spec["model"]["training_data"] = training_data
     spec.pop("tag", None)
     sid = submission_id(spec)
     shutil.copytree(submissions / source, out_submissions / sid, dirs_exist_ok=True)

@@ -8,6 +8,7 @@ generic family views, determinism and page size. No browser here: tests/test_sit
 from __future__ import annotations
 
 import csv
+import html
 import itertools
 import json
 import re
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from cultureboard.evaluators.engine.registry import family_of, load_families
@@ -31,7 +34,7 @@ from cultureboard.site import entangle, worldmap
 from cultureboard.site.render import CSP, build_site
 from cultureboard.site.write import Column, Site
 from PIL import Image
-from site_worlds import HOSTILE, five_families, variant
+from site_worlds import HOSTILE, REFUSED, five_families, variant
 
 from cultureboard.errors import CultureboardError
 
@@ -39,6 +42,7 @@ PROMPT_SET = "cube-awareness"
 MAIN = family_of(PROMPT_SET)[0].primary(PROMPT_SET)
 BUILT = "2026-01-02"
 ALPHA, BETA, CONTROL = "lab__alpha__cube-awareness", "other-lab__beta", "control__text-only"
+LAION = "a LAION-5B subset"  # what cure-ladder's second synthetic copy declares (OpenCLIP's laion2b backbone too)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +56,8 @@ def world(tmp_path_factory, tiny_scorers):
     for k, (prompt_set, ids) in enumerate(sorted(base["ids"].items())):
         if prompt_set != PROMPT_SET:
             variants[prompt_set] = [variant(base["results"], base["submissions"], ids[0], f"{prompt_set}-v{i}", shift,
-                                            10 * k + i, results, submissions, unflag=prompt_set == "cultivate")
+                                            10 * k + i, results, submissions, unflag=prompt_set == "cultivate",
+                                            training_data=LAION if (prompt_set, i) == ("cure-ladder", 1) else None)
                                     for i, shift in enumerate((-0.05, 0.05))]
     summary = build_site(results, base["dataset"], submissions, root / "site", built=BUILT)
     hostile = next(i for i in base["ids"][PROMPT_SET] if i not in (ALPHA, BETA, CONTROL))
@@ -61,9 +66,10 @@ def world(tmp_path_factory, tiny_scorers):
             "hostile": hostile, "variants": variants}
 
 
-def rebuild(world, tmp_path: Path, edit=None, **options) -> Path:
-    """Build again from a copy of the results, ``edit(id, summary)`` applied to each; the earlier site is
-    copied first, so its thumbnails are reused."""
+def rebuild(world, tmp_path: Path, edit=None, scores=None, **options) -> Path:
+    """Build again from a copy of the results, ``edit(id, summary)`` applied to each summary and
+    ``scores(id, frame)`` to each scores table (in place); the earlier site is copied first, so its thumbnails
+    are reused."""
     results = tmp_path / "results"
     shutil.copytree(world["results"], results)
     for folder in sorted(p for p in results.iterdir() if p.is_dir()):
@@ -71,6 +77,12 @@ def rebuild(world, tmp_path: Path, edit=None, **options) -> Path:
             summary = json.loads((folder / "summary.json").read_text())
             edit(folder.name, summary)
             (folder / "summary.json").write_text(json.dumps(summary))
+        if scores:
+            table = pq.read_table(folder / "scores.parquet")
+            frame = table.to_pandas()
+            scores(folder.name, frame)
+            pq.write_table(pa.Table.from_pandas(frame, schema=table.schema, preserve_index=False),
+                           folder / "scores.parquet")
     site = tmp_path / "site"
     shutil.copytree(world["site"], site)
     build_site(results, world["dataset"], world["submissions"], site, **{"built": BUILT, **options})
@@ -326,12 +338,22 @@ def test_a_text_only_control_below_every_model_flags_nothing(world, tmp_path):
             assert ("text-only control scores high" in heads["text"]) == (higher[metric]["value"] >= min(others)), metric
 
 
-def test_results_of_other_scorer_checkpoints_are_ranked_apart(world, tmp_path):
+@pytest.mark.parametrize("key", ["scorer revision", "dtype", "metric version"])
+def test_results_of_other_scorer_checkpoints_are_ranked_apart(world, tmp_path, key):
+    """A result whose scorer checkpoint, dtype or metric version differs is ranked in a group of its own, and the
+    page names only what differs."""
+    label, value = {"scorer revision": ("scorer siglip2-so400m", "local:another-checkpoint"),
+                    "dtype": ("dtype", "bfloat16"), "metric version": (f"metric {MAIN} version", "99")}[key]
+
     def edit(sid, summary):
         if sid == world["hostile"]:
-            for s in summary["provenance"]["scorers"]:
-                if s["name"] == "siglip2-so400m":
-                    s["revision"] = "local:another-checkpoint"
+            provenance = summary["provenance"]
+            if key == "dtype":
+                provenance["dtype"] = value
+            elif key == "metric version":
+                provenance["metrics"][MAIN] = int(value)
+            else:
+                next(s for s in provenance["scorers"] if s["name"] == "siglip2-so400m")["revision"] = value
 
     site = rebuild(world, tmp_path, edit)
     page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
@@ -339,9 +361,9 @@ def test_results_of_other_scorer_checkpoints_are_ranked_apart(world, tmp_path):
     assert len(first) == 3 and not any(HOSTILE[1] in t for t in first)
     apart = page.table(f"{PROMPT_SET}-g2")
     assert [r["rank"]["text"] for r in apart] == ["1"] and HOSTILE[1] in apart[0]["submission"]["text"]
-    text = page.plain()
-    assert "Ranked separately" in text and "local:another-checkpoint" in text
-    assert "scorer siglip2-so400m" in text and "scorer hpsv2.1" not in text  # only what differs
+    assert "Ranked separately" in page.plain()
+    differs = re.findall(r"<dt>([^<]*)</dt><dd>([^<]*)</dd>", page.source.split('<dl class="differs">', 1)[1])
+    assert {dt for dt, _ in differs} == {label} and any(value in dd for _, dd in differs)  # only what differs
     metric = Page(site / "metric" / f"{MAIN}.html")
     assert {f"{PROMPT_SET}-g1", f"{PROMPT_SET}-g2"} <= set(metric.tables)
 
@@ -365,6 +387,31 @@ def test_too_little_data_badge(world, tmp_path):
     row = next(r for r in page.table(f"{PROMPT_SET}-g1") if r["submission"]["text"].startswith("lab / alpha"))
     assert "incomplete" in row[MAIN]["text"]
     assert any("coverage 50%" in a.get("title", "") for t, a in page.tags if a.get("class") == "badge")
+
+
+def test_declared_refusals_are_counted_where_they_are_shown(world):
+    """CULTIVate's submission declares its first prompt refused (tests/site_worlds.REFUSED): its leaderboard cells
+    say "1 refused" (a prompt not scored, and not missing), and its model page counts the refused images."""
+    sid = world["base"]["ids"]["cultivate"][0]
+    refused = summaries(world)[sid]["provenance"]["refused"]
+    assert refused and len({pid for pid, _, _ in refused}) == REFUSED["cultivate"]
+    row = next(r for r in Page(world["site"] / "leaderboard" / "cultivate.html").table("cultivate-g1")
+               if r["submission"]["text"].startswith("lab / alpha"))
+    assert "1 refused" in row[family_of("cultivate")[0].primary("cultivate")]["text"]
+    assert f"{len(refused)} image(s) were declared refused" in Page(world["site"] / "model" / f"{sid}.html").plain()
+    other = next(r for r in Page(world["site"] / "leaderboard" / f"{PROMPT_SET}.html").table(f"{PROMPT_SET}-g1"))
+    assert "refused" not in other[MAIN]["text"]
+
+
+def test_metric_pages_state_the_chance_level(world):
+    """A card's chance level (CUBE's relevance: 1 / number of countries) shows on its metric page; a card
+    without one (CUBE's quality) shows none."""
+    cards = {c["name"]: c for s in summaries(world).values() for c in s["metrics_info"]}
+    assert cards[MAIN]["chance"] == "1 / number of countries of the prompt set" and not cards["cube.quality"].get("chance")
+    for name, card in cards.items():
+        source = (world["site"] / "metric" / f"{name}.html").read_text(encoding="utf-8")
+        shown = re.search(r"<dt>Chance level</dt><dd>([^<]*)</dd>", source)
+        assert (shown and html.unescape(shown.group(1))) == (card.get("chance") or None), name
 
 
 def test_a_slice_without_a_value_is_shown_as_flagged_not_zero(world):
@@ -394,16 +441,41 @@ def test_leaderboards_show_the_headline_and_a_few_readable_metrics(world):
                 m in summaries(world)[s]["provenance"]["metrics"] for s in world["ids"])
 
 
-def test_scorer_variants_are_shown_as_a_spread(world):
-    """CuRe's ITA per OpenCLIP backbone (metrics named <headline>.<backbone>): the spread column is max - min."""
-    page = Page(world["site"] / "leaderboard" / "cure-ladder.html")
-    rows = page.table("cure-ladder-g1")
-    sid = world["base"]["ids"]["cure-ladder"][0]
-    entries = {e["metric"]: e["value"] for e in summaries(world)[sid]["metrics"] if e["slice_type"] == "overall"}
-    variants = [v for m, v in entries.items() if (m == "cure.ita.cr" or m.startswith("cure.ita.cr.")) and v is not None]
-    assert len(variants) >= 3
-    row = next(r for r in rows if r["submission"]["text"].startswith("lab / alpha"))
-    assert float(row["spread"]["attrs"]["data-sort"]) == pytest.approx(max(variants) - min(variants))
+def test_scorer_variants_are_shown_as_a_rank_spread(world, tmp_path):
+    """CuRe's ITA per OpenCLIP backbone (metrics named <headline>.<backbone>): the spread is the range of a
+    submission's ranks over the variants, never of their values, whose scales differ. Each variant here is the
+    headline plus its own constant, except that the first two submissions swap places on the WIT backbone."""
+    sids = [world["base"]["ids"]["cure-ladder"][0], *world["variants"]["cure-ladder"]]
+    variants = sorted(m for m in summaries(world)[sids[0]]["provenance"]["metrics"] if m.startswith("cure.ita.cr"))
+    assert len(variants) == 5
+    offsets = dict(zip(variants, (0.0, 0.12, -0.3, 0.25, 0.4)))  # cure.ita.cr, .datacomp, .dfn5b, .laion2b, .wit
+    headline = dict(zip(sids, (0.3, 0.2, 0.1)))
+
+    def edit(sid, summary):
+        for e in summary["metrics"]:
+            if sid in headline and e["metric"] in offsets and e["slice_type"] == "overall":
+                value = headline[sid] + offsets[e["metric"]]
+                if e["metric"] == "cure.ita.cr.wit" and sid in sids[:2]:
+                    value = headline[sids[1 - sids.index(sid)]] + offsets[e["metric"]]
+                e.update(value=value, ci_low=value - 0.01, ci_high=value + 0.01)
+
+    site = rebuild(world, tmp_path, edit)
+    page = Page(site / "leaderboard" / "cure-ladder.html")
+    assert page.heads("cure-ladder-g1")["spread"]["text"] == "Rank spread over 5 scorers"
+    rows = {Path(next(a["href"] for t, a in r["submission"]["tags"] if t == "a")).stem: r
+            for r in page.table("cure-ladder-g1")}
+    assert {sid: int(rows[sid]["spread"]["attrs"]["data-sort"]) for sid in sids} == {sids[0]: 1, sids[1]: 1, sids[2]: 0}
+    assert "(ranks 1–2, 5 scorers)" in rows[sids[0]]["spread"]["text"]
+    assert "worst rank 2 with cure.ita.cr.wit" in rows[sids[0]]["spread"]["attrs"]["title"]
+    assert "(ranks 3–3, 5 scorers)" in rows[sids[2]]["spread"]["text"]
+    # the second copy declares LAION-5B data: its spread cell (the laion2b backbone's) is badged, no other
+    assert [sid for sid in sids if "entangled" in rows[sid]["spread"]["text"]] == [sids[2]]
+    assert "entangled" not in rows[sids[2]]["cure.ita.cr"]["text"]  # SigLIP 2 (WebLI) shares nothing with it
+    downloaded = {r["submission"]: r for r in csv.DictReader(
+        (site / "data" / "leaderboard-cure-ladder-cure-ladder-g1.csv").open(encoding="utf-8"))}
+    third = next(r for r in downloaded.values() if r["spread"] == "0")
+    assert (third["spread_best_rank"], third["spread_worst_rank"]) == ("3", "3")
+    assert "openclip-h14-laion2b was trained on LAION-2B" in third["spread_badges"]
 
 
 def test_entangled_scores_carry_a_badge(world):
@@ -454,6 +526,44 @@ def test_disparity_comes_from_results_disparity_and_is_ranked(world):
         assert shown[s][1] == (str(best) if best == worst else f"{best}–{worst}")
 
 
+def test_model_page_marks_under_represented_countries_as_cultdiff_does(world, tmp_path):
+    """CultDiff's model ranks countries by their gap to its own mean: the model page marks, for each metric it
+    shows, exactly the countries that cultdiff.leaderboard.underrepresented finds (whole CI on the worse side:
+    below zero for a similarity, above it for a distance). The six prompts are spread over three countries here,
+    Italy's made worse on every metric."""
+    from cultureboard.evaluators.families.cultdiff.leaderboard import underrepresented
+
+    sid = world["base"]["ids"]["cultdiff"][0]
+    summary = summaries(world)[sid]
+    directions = {c["name"]: c["direction"] for c in summary["metrics_info"]}
+
+    def spread_countries(s, frame):
+        if s != sid:
+            return
+        prompts = sorted(frame["prompt_id"].unique())
+        assert len(prompts) == 6
+        place = {p: c for p, c in zip(prompts, ["IT", "IT", "NG", "NG", "ES", "ES"])}
+        frame["country"] = frame["prompt_id"].map(place)
+        frame["region_group"] = frame["country"].map({"IT": "GN", "NG": "GS", "ES": "GN"})
+        worse = frame["metric"].map({m: 0.6 if d == "lower" else -0.6 for m, d in directions.items()})
+        frame["value"] = frame["value"] + worse.where(frame["country"] == "IT", 0.0)
+
+    site = rebuild(world, tmp_path, scores=spread_countries)
+    settings = summary["provenance"]["settings"]
+    titles = {c["name"]: c["title"] for c in summary["metrics_info"]}
+    page = Page(site / "model" / f"{sid}.html")
+    rows = page.table("gaps")
+    shown = {titles[m] for m in directions if titles[m] in {r["metric"]["text"] for r in rows}}
+    expected = {(titles[g["metric"]], g["name"]) for g in underrepresented(tmp_path / "results" / sid,
+                                                                          n_boot=settings["n_boot"], seed=settings["seed"])
+                if g["under_represented"] and titles[g["metric"]] in shown}
+    marked = {(r["metric"]["text"], re.search(r"\((\w\w)\)", r["kind"]["text"]).group(1)) for r in rows
+              if "under-represented" in r["gap"]["text"]}
+    assert marked == expected
+    assert {("DINOv2 similarity to real photographs", "IT"), ("LPIPS distance to real photographs", "IT")} <= marked
+    assert len(shown) == 4 and not any(country != "IT" for _, country in marked)
+
+
 # --- figures and family views
 
 
@@ -479,12 +589,47 @@ def test_explanations_of_image_rows_are_labelled_lists(world):
     row = scores[scores["detail"].notna() & scores["file_name"].notna()].iloc[0]
     detail = json.loads(row["detail"])
     metadata = [json.loads(line) for line in (world["submissions"] / sid / "metadata.jsonl").read_text().splitlines()]
-    sha = next(m["sha256"] for m in metadata if m["file_name"] == row["file_name"])  # the thumbnail is named by it
+    sha = next(m["sha256"] for m in metadata if m.get("file_name") == row["file_name"])  # the thumbnail is named by it
     page = next(p for p in map(Page, sorted((world["site"] / "model" / sid).glob("images-*.html"))) if sha in p.source)
     cell = next(r["notes"] for r in page.table("images") if sha in str(r["image"]["tags"]))
     labels = [t for t, a in cell["tags"] if t == "dt"]
     assert labels and all(str(k).replace("_", " ") in cell["text"] for k in detail)
     assert ("flagged" in cell["text"]) == isinstance(row["flag"], str)
+
+
+def test_explanations_show_the_edit_instruction_whole_and_matches_readably(world, tmp_path):
+    """AHEaD's explanation of an image (cultivate.faith's detail): the descriptor-guided edit instruction whole,
+    with its line breaks, and each matched descriptor as "reference ← nearest (similarity)", never JSON."""
+    from cultureboard.evaluators.families.cultivate.explain import edit_instruction
+
+    lists = {"aligned": [{"dimension": "objects", "reference": "roast turkey", "nearest": "Roast Turkey", "similarity": 0.8123},
+                         *({"dimension": "setting", "reference": f"a long table set for a large family, {k}",
+                            "nearest": "table", "similarity": 0.61} for k in range(4))],
+             "missing": [{"dimension": "attire", "reference": "autumn sweaters", "nearest": None, "similarity": None}],
+             "hallucinated": [{"dimension": "attire", "descriptor": "neon club wear", "nearest": "autumn sweaters",
+                               "similarity": 0.2149}]}
+    instruction = edit_instruction("a family celebrating Thanksgiving", "the United States", lists)
+    assert len(instruction) > 300 and instruction.count("\n") == 3 and instruction.endswith("Add: autumn sweaters.")
+    sid = world["variants"]["cultivate"][0]
+    images = [im for im in map(json.loads, (world["submissions"] / sid / "metadata.jsonl").open()) if "file_name" in im]
+    first = min(im["file_name"] for im in images)
+
+    def explained(s, frame):
+        rows = (frame["metric"] == "cultivate.faith") & (frame["file_name"] == first)
+        if s == sid:
+            frame.loc[rows, "detail"] = json.dumps({**lists, "edit_instruction": instruction})
+
+    site = rebuild(world, tmp_path, scores=explained)
+    sha = next(im["sha256"] for im in images if im["file_name"] == first)
+    page = next(p for p in map(Page, sorted((site / "model" / sid).glob("images-*.html"))) if sha in p.source)
+    cell = next(r["notes"] for r in page.table("images") if sha in str(r["image"]["tags"]))
+    assert " ".join(instruction.split()) in cell["text"] and "…" not in cell["text"]
+    assert f'<dd class="text">{instruction}</dd>' in page.source  # line breaks kept (white-space: pre-line)
+    items = [t for t, a in cell["tags"] if t == "li"]
+    assert len(items) == 7 and "{" not in cell["text"] and "similarity" not in cell["text"]
+    for shown in ("objects: roast turkey ← Roast Turkey (0.8123)", "attire: autumn sweaters ← nothing",
+                  "attire: neon club wear ← autumn sweaters (0.2149)"):
+        assert shown in cell["text"]
 
 
 def test_family_pages_explain_and_keep_reported_numbers_apart(world):

@@ -6,8 +6,8 @@
 * :func:`underrepresented` -- per metric, each country's gap to the model's own mean over all its prompts, with a
   paired stratified bootstrap CI and Benjamini-Hochberg adjusted p-value (``results.disparity``); a country is
   ``under_represented`` when the whole CI lies on the worse side of zero (below it for a similarity, above it for
-  a distance);
-* :func:`leaderboard` -- both, for the site.
+  a distance). The site's model page marks the same countries (``site.board.Board.under_represented``, on the
+  same per-prompt gaps of ``results.disparity``).
 """
 
 from __future__ import annotations
@@ -59,10 +59,3 @@ def underrepresented(results: str | Path, n_boot: int = 1000, level: float = 0.9
         out.append({**row, "direction": directions[row["metric"]],
                     "under_represented": bool(row["kind"] == "country" and worse)})
     return out
-
-
-def leaderboard(results: str | Path, n_boot: int = 1000, seed: int = 0) -> dict:
-    """{"model", "country_category": :func:`country_category`, "countries": :func:`underrepresented`}."""
-    _, summary = _read(results)
-    return {"model": summary["provenance"]["submission"]["model"], "country_category": country_category(results),
-            "countries": underrepresented(results, n_boot, seed=seed)}
