@@ -217,12 +217,14 @@ def _build(dataset: Path, countries: list[str]) -> bool:
 
 def _controls(dataset: Path, submissions: Path, echo: Callable[[str], None]) -> list[Path]:
     """The reference-photos control of each of :data:`CONTROL_SETS` (64 px, as the stand-ins' images), in
-    ``submissions/control__reference-photos__<prompt set>``."""
+    ``submissions/control__reference-photos__<prompt set>``, replacing an earlier run's (a finished submission
+    folder has no output marker, so :func:`make_control` would refuse to overwrite it)."""
     from .evaluators.submission.controls import REFERENCE_PHOTOS, make_control
 
     folders = []
     for prompt_set in CONTROL_SETS:
         folder = submissions / f"control__{REFERENCE_PHOTOS}__{prompt_set}"
+        shutil.rmtree(folder, ignore_errors=True)
         made = make_control(REFERENCE_PHOTOS, dataset, prompt_set, folder, size=64)
         echo(f"      control {folder.name}: {made['images']} photographs, {made['refused']} declared refusals")
         folders.append(folder)

@@ -219,6 +219,16 @@ def test_demo_shows_the_reference_photos_controls_as_unranked_rows(demo_runs):
         assert any(r["rank_best"] for r in rows if not r["control"])  # the model beside it is ranked
 
 
+def test_demo_remakes_its_controls_in_a_folder_it_ran_in(demo_runs, tmp_path):
+    from cultureboard.demo import _controls
+
+    demo = shutil.copytree(demo_runs["demo"] / "dataset", tmp_path / "dataset")
+    for _ in range(2):  # the second run replaces the first's (finished submissions, which carry no output marker)
+        made = _controls(demo, tmp_path / "submissions", lambda line: None)
+    assert [f.name for f in made] == [f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+    assert all((f / "metadata.jsonl").is_file() for f in made)
+
+
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     first, second = demo_runs["demo"], demo_runs["root"] / "second"
     summary = json.loads(demo_runs["second"].stdout)
