@@ -2,10 +2,10 @@
 ``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
 the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 16 cases, 16 rejected cleanly, 0
-accepted by design. Rejected: merge-shards 11 (MERGE_SHARDS), evaluate 5 (UNWRITABLE: an --out or --cache
-inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The EXIF test
-at the end is not counted.
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 17 cases, 17 rejected cleanly, 0
+accepted by design. Rejected: merge-shards 12 (MERGE_SHARDS), evaluate 5 (UNWRITABLE: an --out or --cache
+inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
+sound shards and the EXIF test are not counted.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ MERGE_SHARDS = [
     ("refusal-not-a-triple", provenance(refused=[["IT-0001", 0]])),
     ("settings-missing", shard_json(lambda info: {**info, "provenance": {
         k: v for k, v in info["provenance"].items() if k != "settings"}})),
+    ("counts-note-not-numbers", provenance(notes={"cube.quality": {"counts": {"judge_failed": "two"}}})),
     ("scores-not-parquet", write("scores.parquet", "PAR1 not really")),
 ]
 
@@ -111,6 +112,29 @@ def test_the_undamaged_shards_merge(capsys, tmp_path, world):
     shutil.copytree(world["shards"], tmp_path / f"{SID}.shards")
     assert main(["merge-shards", str(tmp_path), SID, "--dataset", str(world["dataset"])]) == 0, capsys.readouterr()
     assert (tmp_path / SID / "summary.json").is_file()
+
+
+def test_counts_notes_add_up_and_other_notes_must_agree(capsys, tmp_path, world):
+    """A family's ``counts`` note (images per fallback, over the shard's own images) is summed by the merge;
+    any other note that differs between shards refuses the merge."""
+    def with_notes(folder, notes, shard):
+        def mutate(info):
+            info["provenance"]["notes"] = {**info["provenance"]["notes"], **notes}
+            return info
+        shard_json(mutate)(folder / shard)
+
+    shards = shutil.copytree(world["shards"], tmp_path / "counts" / f"{SID}.shards")
+    with_notes(shards, {"cube.quality": {"chance": 0.5, "counts": {"judge_failed": 1}}}, "0-of-2")
+    with_notes(shards, {"cube.quality": {"chance": 0.5, "counts": {"judge_failed": 2, "widened": 1}}}, "1-of-2")
+    merged = engine.merge_shards(tmp_path / "counts", SID, world["dataset"])
+    notes = json.loads((merged / "summary.json").read_text())["provenance"]["notes"]
+    assert notes["cube.quality"] == {"chance": 0.5, "counts": {"judge_failed": 3, "widened": 1}}
+
+    shards = shutil.copytree(world["shards"], tmp_path / "chance" / f"{SID}.shards")
+    with_notes(shards, {"cube.quality": {"chance": 0.5, "counts": {"judge_failed": 1}}}, "0-of-2")
+    with_notes(shards, {"cube.quality": {"chance": 0.25, "counts": {"judge_failed": 1}}}, "1-of-2")
+    line = one_error(capsys, ["merge-shards", tmp_path / "chance", SID, "--dataset", world["dataset"]])
+    assert line.startswith(f"error: {shards / '1-of-2'}: disagrees with an earlier shard about cube.quality"), line
 
 
 # ------------------------------------------------------------------------------------ evaluate

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -170,7 +171,9 @@ def _table(rows: list[dict], pspec: PromptSetSpec) -> pa.Table:
 
 
 def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Path:
-    """Join ``out/<id>.shards/*`` into ``out/<id>``: exactly the result of an unsharded run."""
+    """Join ``out/<id>.shards/*`` into ``out/<id>``: exactly the result of an unsharded run. The shards' notes
+    about a metric must agree, except ``counts`` (a {name: number of images} tally over the shard's own images),
+    which are summed."""
     shards_dir = Path(out) / f"{submission_id}.shards"
     # only finished shards: atomic_dir's hidden temporary folders of a killed run are left out
     parts = sorted(p for p in shards_dir.iterdir() if re.fullmatch(r"\d+-of-\d+", p.name)) if shards_dir.is_dir() else []
@@ -192,7 +195,7 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
     if local_revision(dataset) != base["dataset"]["revision"]:
         raise CultureboardError(f"--dataset {dataset}", f"is not the dataset the shards were scored against "
                                 f"({base['dataset']['revision']})", "pass the same dataset folder as to evaluate")
-    scorers, metrics, notes = {}, {}, {}
+    scorers, metrics, notes, counts = {}, {}, {}, {}
     for p, info in zip(parts, infos):
         for s in info["scorers"]:
             if scorers.setdefault(s["name"], s) != s:
@@ -200,8 +203,13 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
                                         "rerun every shard with the same scorer config")
         metrics.update(info["metrics"])
         for metric, facts in info["notes"].items():
-            if notes.setdefault(metric, facts) != facts:
+            shared = {k: v for k, v in facts.items() if k != "counts"}
+            if notes.setdefault(metric, shared) != shared:
                 raise CultureboardError(p, f"disagrees with an earlier shard about {metric}", "rerun every shard")
+            if "counts" in facts:
+                counts.setdefault(metric, Counter()).update(facts["counts"])
+    for metric, tally in counts.items():
+        notes[metric] = {**notes[metric], "counts": dict(sorted(tally.items()))}
     provenance = {**base, "scorers": [scorers[k] for k in sorted(scorers)], "metrics": dict(sorted(metrics.items())),
                   "notes": dict(sorted(notes.items())), "refused": sorted(r for info in infos for r in info["refused"])}
     try:
@@ -226,7 +234,9 @@ def _read_shard(folder: Path) -> tuple[dict, pa.Table]:
                 and isinstance(prov["dataset"]["revision"], str) and isinstance(prov["prompt_set"], str)
                 and isinstance(prov["settings"]["seed"], int) and isinstance(prov["settings"]["n_boot"], int)
                 and all(isinstance(s, dict) and isinstance(s["name"], str) for s in prov["scorers"])
-                and isinstance(prov["metrics"], dict) and isinstance(prov["notes"], dict)
+                and isinstance(prov["metrics"], dict)
+                and all(isinstance(facts, dict) and all(isinstance(n, int) for n in facts.get("counts", {}).values())
+                        for facts in prov["notes"].values())
                 and all(isinstance(pid, str) and isinstance(k, int) and isinstance(why, str)
                         for pid, k, why in prov["refused"]))
 
