@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
-from cultureboard.evaluators.results.disparity import REGION_GAP, gaps
+from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, worse_side
 from cultureboard.evaluators.results.stats import rank_ties
 
 from cultureboard.countries import load_countries
@@ -197,8 +197,8 @@ class Board:
         """The countries whose gap on ``metric`` in ``result`` has its whole CI on the worse side of zero: below it
         where higher is better, above it where lower is better (an untested gap, NaN CI, never is)."""
         direction = self.cards[metric]["direction"]
-        return [g.name for g in self.gaps(result, metric) or () if g.kind == "country"
-                and (g.high < 0 if direction == "higher" else g.low > 0 if direction == "lower" else False)]
+        return [g.name for g in self.gaps(result, metric) or ()
+                if g.kind == "country" and worse_side(g.low, g.high, direction)]
 
     def region_gap(self, result: Result, metric: str):
         found = self.gaps(result, metric)

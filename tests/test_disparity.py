@@ -112,3 +112,12 @@ def test_disparity_from_per_image_scores():
     assert found[REGION_GAP]["value"] == pytest.approx(2.0) and found[REGION_GAP]["n_prompts"] == 3
     assert {r["n_prompts_without_country"] for r in found.values()} == {1}
     assert {r["metric"] for r in found.values()} == {"m"}
+
+
+def test_worse_side_follows_the_direction_and_never_marks_an_untested_gap():
+    from cultureboard.evaluators.results.disparity import worse_side
+
+    assert worse_side(-0.3, -0.1, "higher") and not worse_side(-0.3, 0.1, "higher")
+    assert worse_side(0.1, 0.3, "lower") and not worse_side(-0.1, 0.3, "lower")
+    assert not worse_side(-0.3, -0.1, "lower") and not worse_side(0.1, 0.3, "higher")
+    assert not worse_side(float("nan"), float("nan"), "higher") and not worse_side(-0.3, -0.1, "none")

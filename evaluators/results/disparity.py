@@ -109,6 +109,13 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
             for (kind, name, value, _, n, _), (low, high), p_i, q in zip(found, intervals, p, adjusted)]
 
 
+def worse_side(low: float, high: float, direction: str) -> bool:
+    """Whether a gap's whole CI [low, high] lies on the worse side of zero for a metric whose ``direction`` is
+    "higher" or "lower" is better (a country the model under-represents); never for an untested gap (NaN CI) or
+    a descriptive metric."""
+    return bool(high < 0) if direction == "higher" else bool(low > 0) if direction == "lower" else False
+
+
 def disparity(scores: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[dict]:
     """:func:`gaps` of one model's per-image ``scores`` (columns ``metric``, ``prompt_id``, ``value``,
     ``country``, optionally ``region_group``; the group is looked up in the country table where missing),

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from cultureboard.errors import CultureboardError
 
-from ...results.disparity import disparity
+from ...results.disparity import disparity, worse_side
 
 CELL = "country_x_category"
 
@@ -54,8 +54,7 @@ def underrepresented(results: str | Path, n_boot: int = 1000, level: float = 0.9
     rows = disparity(good, n_boot=n_boot, level=level, seed=seed) if len(good) else []
     out = []
     for row in rows:
-        lower_is_better = directions[row["metric"]] == "lower"
-        worse = row["low"] > 0 if lower_is_better else row["high"] < 0
-        out.append({**row, "direction": directions[row["metric"]],
-                    "under_represented": bool(row["kind"] == "country" and worse)})
+        direction = directions[row["metric"]]
+        out.append({**row, "direction": direction, "under_represented":
+                    row["kind"] == "country" and worse_side(row["low"], row["high"], direction)})
     return out
