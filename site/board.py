@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
 from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, worse_side
 from cultureboard.evaluators.results.stats import rank_ties
@@ -266,11 +267,13 @@ def _gaps(result: Result, metric: str):
     need = {"unit_id", "country", "flag"}
     if not need <= set(scores.columns):
         return None
-    rows = scores[(scores["metric"] == metric) & scores["flag"].isna() & scores["value"].notna() & scores["country"].notna()]
+    rows = scores.iloc[result.rows_of(metric)]
+    rows = rows[rows["flag"].isna() & rows["value"].notna() & rows["country"].notna()]
     if rows.empty:
         return None
-    units = rows.groupby("unit_id", sort=True).agg(value=("value", "mean"), country=("country", "first"),
-                                                   countries=("country", "nunique"))
+    by_unit = rows.groupby("unit_id", sort=True)  # plain reductions: several times faster than a named .agg
+    units = pd.DataFrame({"value": by_unit["value"].mean(), "country": by_unit["country"].first(),
+                          "countries": by_unit["country"].nunique()})
     units = units[units["countries"] == 1]
     if units["country"].nunique() < 2:
         return None

@@ -11,9 +11,10 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 from cultureboard.evaluators.submission.format import (
@@ -48,6 +49,13 @@ class Result:
     display: str = ""  # "Organisation / Model name (tag)"
     label: str = ""  # the display name, made unique among the site's results (plots); set by the board
     control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
+    _metric_rows: dict | None = field(default=None, repr=False, compare=False)
+
+    def rows_of(self, metric: str) -> np.ndarray:
+        """Positions of ``metric``'s rows in :attr:`scores` (the rows are grouped by metric once)."""
+        if self._metric_rows is None:
+            self._metric_rows = self.scores.groupby("metric", sort=False).indices
+        return self._metric_rows.get(metric, np.array([], dtype=np.int64))
 
     @property
     def prompt_set(self) -> str:
