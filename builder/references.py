@@ -1,4 +1,4 @@
-"""``cultureboard references``: real photographs of each artifact, with their licences, as the dataset's
+"""``cultureboard fetch-references``: real photographs of each artifact, with their licences, as the dataset's
 ``references`` config.
 
 For every artifact of the dataset's ``artifacts`` config (rows sharing a QID are one artifact) the

@@ -83,8 +83,8 @@ KINDS = {
     "results": Kind("one submission's results (cultureboard evaluate)", ("summary.json", "scores.parquet")),
     "shard": Kind("one shard of a submission's results (cultureboard evaluate --shard)",
                   ("shard.json", "scores.parquet")),
-    "site": Kind("a leaderboard site (cultureboard site build)", ("index.html", "static")),
-    "ratings": Kind("imported human ratings (cultureboard ratings import)",
+    "site": Kind("a leaderboard site (cultureboard build site)", ("index.html", "static")),
+    "ratings": Kind("imported human ratings (cultureboard import ratings)",
                     ("ratings.parquet", "consensus.parquet")),
     "submission": Kind("a packaged submission (cultureboard package)"),  # package removes the marker afterwards
     "model": Kind("a trained model (cultureboard train cultdiff-s)", ("training.json", "cultdiff_s.json")),

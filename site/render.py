@@ -1,4 +1,4 @@
-"""``cultureboard site build``: render the static leaderboard site from results, submissions and the dataset.
+"""``cultureboard build site``: render the static leaderboard site from results, submissions and the dataset.
 
 Layout of the output folder (every link is relative, so the site works opened from ``file://`` as well as
 served; no page requests anything from another site)::

@@ -25,7 +25,7 @@ from cultureboard.evaluators.results.trust import MIN_ITEMS, trust_flag
 from cultureboard.errors import CultureboardError
 
 FILES = ("validity.json", "correlations.json")
-_FIX = "pass an output folder of `cultureboard ratings import` (or a study importer) run with the scores"
+_FIX = "pass an output folder of `cultureboard import ratings` run with the scores"
 
 
 def load_trust(paths) -> list[dict]:

@@ -122,7 +122,7 @@ class Context:
         shards = sorted((self.dataset / "data" / name).glob("*.parquet"))
         if not shards:
             raise CultureboardError(self.dataset, f"has no {name} config, which this prompt set reads",
-                                    "evaluate against a dataset folder built with it (see cultureboard build --help)")
+                                    "evaluate against a dataset folder built with it (see cultureboard build dataset --help)")
         return [r for s in shards for r in pq.read_table(s).to_pylist()]
 
     def references(self) -> tuple[dict[str, list[ImageSource]], dict[str, str]]:

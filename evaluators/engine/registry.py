@@ -3,7 +3,7 @@
 A :class:`Family` declares its prompt sets (:class:`PromptSetSpec`: scoring function, units, shard unit),
 its metric cards (:class:`MetricCard`: formula, direction, range, version, unit, headline, chance level,
 validity evidence) and its typed options (a dataclass). :func:`register` adds it and fails loudly on any
-name collision; the engine, the CLI (``cultureboard metrics``, ``--option``) and the site read everything
+name collision; the engine, the CLI (``cultureboard list-metrics``, ``--option``) and the site read everything
 family-specific from here, so adding a family edits none of them.
 
 Options are set as ``key=value`` strings (``--option repetitions=20``) or from Python, converted to the
@@ -39,7 +39,7 @@ class Evidence:
 
 @dataclass(frozen=True)
 class MetricCard:
-    """A metric's card: shown in results, by ``cultureboard metrics`` and on the site.
+    """A metric's card: shown in results, by ``cultureboard list-metrics`` and on the site.
 
     ``version`` is bumped whenever the computed value can change (results of different versions are never
     ranked together). ``unit`` names what one score row is about (``image``, or a unit kind the prompt

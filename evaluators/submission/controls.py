@@ -54,7 +54,7 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
     check_replaceable(out, kind="submission")
     photos, missing = read_references(dataset) if kind == REFERENCE_PHOTOS else ({}, {})
     if kind == REFERENCE_PHOTOS and not photos:
-        raise CultureboardError(dataset, "has no reference photographs", "run `cultureboard references --dataset DIR` first")
+        raise CultureboardError(dataset, "has no reference photographs", "run `cultureboard fetch-references --dataset DIR` first")
     rows, written = [], 0
     with atomic_dir(out, kind="submission") as tmp:
         for p in prompts:

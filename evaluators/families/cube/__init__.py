@@ -297,7 +297,7 @@ def _candidate_vectors(ctx: Context, mode: str, concept: str, subcategory: str |
         notes["references_missing"] = len(arts) - len(with_refs)
         if not with_refs:
             raise CultureboardError(ctx.dataset, f"has no reference photograph of any {concept} artifact",
-                                    "run `cultureboard references --dataset DIR`, or pass --option retrieve_by=names")
+                                    "run `cultureboard fetch-references --dataset DIR`, or pass --option retrieve_by=names")
         sources = [(i, s) for i, a in enumerate(with_refs) for s in refs[a["qid"]]]
         vectors = ctx.image_embeddings(RETRIEVAL, [s for _, s in sources])
         return with_refs, np.stack([vectors[s.sha256] for _, s in sources]), [i for i, _ in sources], notes

@@ -125,7 +125,7 @@ def read_references(dataset: Path) -> References:
     photos, _ = dataset_folder.read_references(dataset)
     if not photos:
         raise CultureboardError(dataset, "has no references config, which CultDiff-S pairs the ratings with",
-                                "run `cultureboard references --dataset DIR` first")
+                                "run `cultureboard fetch-references --dataset DIR` first")
     refs = References({}, {}, defaultdict(list), {})
     for qid in sorted(photos):
         for photo in photos[qid]:
