@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 from cultureboard.builder.dataset import Config, prompt_config, write_dataset
 from cultureboard.builder.knowledge import KNOWLEDGE_CONFIG, KNOWLEDGE_SCHEMA, QUESTIONS_CONFIG, QUESTIONS_SCHEMA
 from cultureboard.builder.prompt_sets import PromptSet
@@ -27,6 +26,7 @@ from cultureboard.evaluators.families.ecb.culture import CULTURE_METRICS, judge_
 from cultureboard.evaluators.results.stats import benjamini_hochberg
 from cultureboard.evaluators.submission.format import submission_id, write_submission
 from PIL import Image
+from site_worlds import scorer_config
 
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import local_revision, read_prompt_set
@@ -133,19 +133,6 @@ def make_ecb_submission(parent: Path, dataset: Path, model: str = "model") -> Pa
         rows.append(row)
     write_submission(out, spec, rows)
     return out
-
-
-def scorer_config(tiny: Path, root: Path) -> Path:
-    """The tiny stand-ins; where they hold no DreamSim stand-in, ``dreamsim`` is a pairwise LPIPS stand-in (the
-    family's chain logic is the same whatever distance the scorer computes)."""
-    config = yaml.safe_load(tiny.read_text())
-    config = {name: {**entry, "path": str(tiny.parent / entry["path"])} for name, entry in config.items()}
-    if "dreamsim" not in config:
-        config["dreamsim"] = {"backend": "lpips", "net": "alex", "version": "0.1", "size": 64,
-                              "path": config["lpips-alex"]["path"], "role": ["stand-in for DreamSim in tests"]}
-    path = root / "scorers.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 @pytest.fixture(scope="module")

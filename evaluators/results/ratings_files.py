@@ -104,8 +104,7 @@ def integer(value, low: float = -math.inf, high: float = math.inf) -> int | None
         value = float(value) if value.strip() else None  # ValueError for text that is no number
     if missing(value):
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
-        raise ValueError(value)
-    if not low <= value <= high:
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer()
+            or not low <= value <= high):
         raise ValueError(value)
     return int(value)
