@@ -25,6 +25,8 @@ from cultureboard.errors import CultureboardError
 
 #: The unit of a metric whose rows are one per image; its bootstrap resamples prompts.
 IMAGE_UNIT = "image"
+#: What a card may rank by (see :class:`MetricCard`); "none" is descriptive.
+DIRECTIONS = ("higher", "lower", "target", "none")
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,21 @@ class MetricCard:
     set declares: ``pool``, ``chain``, ``ladder``, ...). ``primary`` marks the headline of the prompt sets
     that produce it. ``chance`` states the value a random answer gets, where one exists. ``proxy_for``
     names the paper's (usually human-rated) construct that this automatic score only approximates.
+
+    ``direction`` is what the leaderboard ranks by: ``higher`` or ``lower`` is better, ``target`` (closer to
+    ``target`` is better: ranked by ``|value - target|``), or ``none`` (descriptive: shown with its CI, never
+    ranked, coloured or badged). ``direction_evidence`` says where the paper shows which way humans prefer
+    (table or section, and the sign of the correlation, or the paper's own ranking rule); a ranked card
+    without it is refused. ``cluster`` names the prompt field whose value groups prompts that share their
+    randomness (CuRe: every ladder of a category shares the category's P(c) images); the summary's bootstrap
+    then resamples those clusters first and prompts within each drawn cluster (a two-stage bootstrap).
     """
 
     name: str
     family: str
     title: str
     formula: str
-    direction: str  # "higher" or "lower" is better, or "none": descriptive (signed, shown, never ranked)
+    direction: str  # "higher", "lower", "target" (closer to ``target``) or "none": descriptive, never ranked
     range: str
     scorers: tuple[str, ...]  # registry names of the scorers it reads
     source: str  # the paper and section it follows
@@ -63,14 +73,23 @@ class MetricCard:
     proxy_for: str | None = None
     description: str = ""  # plain language, for the family page
     validity: tuple[Evidence, ...] = ()
+    direction_evidence: str = ""  # where the paper shows which way is better; required when ranked
+    target: float | None = None  # with direction "target": the best value
+    cluster: str | None = None  # prompt field of the bootstrap's first stage (shared randomness), if any
 
     def __post_init__(self):
-        if self.direction not in ("higher", "lower", "none"):
-            raise ValueError(f"metric {self.name}: direction must be 'higher', 'lower' or 'none', not {self.direction!r}")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"metric {self.name}: direction must be one of {', '.join(DIRECTIONS)}, not {self.direction!r}")
+        if (self.direction == "target") != (self.target is not None):
+            raise ValueError(f"metric {self.name}: a target is given exactly when the direction is 'target'")
         if not isinstance(self.version, int) or self.version < 1:
             raise ValueError(f"metric {self.name}: version must be a positive integer")
         if not self.name.startswith(self.family + "."):
             raise ValueError(f"metric {self.name}: names start with the family name ({self.family}.)")
+
+    @property
+    def ranked(self) -> bool:
+        return self.direction != "none"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
