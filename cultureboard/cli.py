@@ -447,14 +447,19 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance.
 
     `--scorers tiny` runs every step on your own submission in seconds with random stand-in scorers (the scores
-    mean nothing): a check that the submission and your set-up work before a real scoring run."""
-    from cultureboard.evaluators.engine.evaluate import evaluate as run
-    from cultureboard.evaluators.engine.evaluate import parse_shard
-    from cultureboard.standins import resolve_scorers
+    mean nothing): a check that the submission and your set-up work before a real scoring run. Progress goes to
+    stderr: a live line per stage on a terminal, one line per stage otherwise."""
+    from cultureboard import progress
 
-    chosen = parse_shard(shard)
-    target = run(submission, dataset, out, scorers=resolve_scorers(scorers), shard=chosen, device=device, dtype=dtype,
-                 cache=cache, seed=seed, option_overrides=options)
+    with progress.enabled():
+        progress.say(f"evaluate {submission}: loading the evaluator")
+        from cultureboard.evaluators.engine.evaluate import evaluate as run
+        from cultureboard.evaluators.engine.evaluate import parse_shard
+        from cultureboard.standins import resolve_scorers
+
+        chosen = parse_shard(shard)
+        target = run(submission, dataset, out, scorers=resolve_scorers(scorers), shard=chosen, device=device,
+                     dtype=dtype, cache=cache, seed=seed, option_overrides=options)
     record = json.loads((target / ("shard.json" if chosen else "summary.json")).read_text(encoding="utf-8"))
     provenance = record["provenance"]
     _emit(as_json, {"results": str(target), "submission": provenance["submission"]["id"],

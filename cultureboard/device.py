@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from .errors import CultureboardError
@@ -12,7 +14,12 @@ DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16":
 
 
 def choose_device(device: str | None = None) -> str:
-    """``device`` if given (checked to exist), else cuda, then mps, then cpu."""
+    """``device`` if given (checked to exist), else cuda, then mps, then cpu.
+
+    torch is imported only where an accelerator could be present: ``cpu``, or no device on a machine without an
+    NVIDIA or AMD driver and not a Mac, is decided without it (a fully cached rerun then never imports torch)."""
+    if device == "cpu" or (device is None and not _may_have_accelerator()):
+        return "cpu"
     import torch
 
     available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
@@ -22,6 +29,12 @@ def choose_device(device: str | None = None) -> str:
         raise CultureboardError("--device", f"{device!r} is not available on this machine",
                                 "choose one of " + ", ".join(d for d, ok in available.items() if ok), exit_code=2)
     return str(device)
+
+
+def _may_have_accelerator() -> bool:
+    """Whether torch could find a GPU here: Apple silicon, an NVIDIA driver, or AMD's ROCm device."""
+    return sys.platform == "darwin" or any(os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/nvidia0",
+                                                                         "/dev/kfd"))
 
 
 def choose_dtype(device: str, dtype: Any = None) -> str:

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cultureboard.builder.build import sample_dump_path
+from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
 from cultureboard.demo import CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
@@ -34,7 +35,7 @@ def cli(*args, cwd=None, env=None):
 def assert_clean_error(result, *needles, code=1):
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
+    lines = without_progress(result.stderr)
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for needle in needles:
         assert needle in lines[0]

@@ -23,6 +23,7 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.progress import MARK, without_progress
 from cultureboard.evaluators import evaluate, merge_shards
 from cultureboard.evaluators.submission.format import write_submission
 from cultureboard.provenance import file_sha256
@@ -388,13 +389,13 @@ def test_invalid_submission_and_unscored_prompt_set(world, tmp_path):
     broken = make_submission(tmp_path / "a", world["dataset"], "cube-awareness")
     next((broken / "images").rglob("*.png")).write_bytes(b"junk")
     with pytest.raises(CultureboardError, match="is not a valid submission"):
-        evaluate(broken, world["dataset"], tmp_path / "r")
+        evaluate(broken, world["dataset"], tmp_path / "r", scorers=world["scorers"])
     row = {"prompt_id": "other/1", "prompt_set": "other", "text": "a photo", "negative_prompt": "", "kind": "t2i",
            "images_per_prompt": 1, "seeds": [0], "seed_scheme": "consecutive"}
     dataset = write_dataset(tmp_path / "ds", [prompt_config(PromptSet("other", "1", "x", "x", [row]))], {})
     other = make_submission(tmp_path / "b", dataset, "other")
     with pytest.raises(CultureboardError, match="has no metrics"):
-        evaluate(other, dataset, tmp_path / "r")
+        evaluate(other, dataset, tmp_path / "r", scorers=world["scorers"])
     assert not (tmp_path / "r").exists()
 
 
@@ -449,9 +450,48 @@ def test_unreachable_default_scorers_say_so_in_one_line(world, tmp_path, capsys)
 
     code = main(["evaluate", str(world["awareness"]), "--dataset", str(world["dataset"]), "--out", str(tmp_path / "r"),
                  "--cache", str(tmp_path / "cache"), "--device", "cpu"])
-    err = capsys.readouterr().err.strip().splitlines()
+    everything = capsys.readouterr().err
+    err = without_progress(everything)
     assert code == 1 and len(err) == 1, err
-    assert err[0].startswith("error: scorer siglip2-so400m: google/siglip2-so400m-patch14-384@main is not in the local "
-                             "Hugging Face cache and HF_HUB_OFFLINE=1 forbids the download")
-    assert not any((tmp_path / "r").iterdir())
+    assert err[0].startswith("error: scorer hpsv2.1: xswu/HPSv2@main is not in the local Hugging Face cache and "
+                             "HF_HUB_OFFLINE=1 forbids the download")
+    assert "--scorers tiny" in err[0] and "huggingface-cli download" in err[0]
+    # at once: before validating a single image
+    assert "validating" not in everything and everything.splitlines()[0].startswith(MARK + "evaluate ")
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
 
+
+def test_evaluate_reports_each_stage(world, tmp_path, capsys):
+    from cultureboard.cli import main
+
+    code = main(["evaluate", str(world["awareness"]), "--dataset", str(world["dataset"]), "--out", str(tmp_path / "r"),
+                 "--cache", str(tmp_path / "cache"), "--device", "cpu", "--scorers", str(world["scorers"]),
+                 "--option", "repetitions=5"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert all(line.startswith(MARK) for line in lines), lines  # not a terminal: one plain line per stage
+    stages = ["evaluate ", "validating ", "scoring ", "loading scorer ", "embedding images with ", "summarising ",
+              "writing "]
+    positions = [next(i for i, line in enumerate(lines) if line.startswith(MARK + s)) for s in stages]
+    assert positions[:3] == sorted(positions[:3]) and positions[-2:] == sorted(positions[-2:])
+    counted = [line for line in lines if line.startswith(MARK + "embedding images with ") and "/s" in line]
+    assert counted and all(" images, " in line for line in counted)
+
+
+
+def test_a_fully_cached_rerun_imports_no_torch(world, tmp_path):
+    """A rerun whose embeddings are all cached needs only numpy/pandas/pyarrow and the cache: torch, transformers
+    and open_clip are never imported, and the results are the same."""
+    first = run(world, "awareness", tmp_path / "first")
+    script = (f"import sys\nfrom cultureboard.evaluators import evaluate\n"
+              f"evaluate({str(world['awareness'])!r}, {str(world['dataset'])!r}, {str(tmp_path / 'second')!r}, "
+              f"scorers={str(world['scorers'])!r}, device='cpu', n_boot=200, options={{'repetitions': 5}}, "
+              f"cache={str(world['root'] / 'cache')!r})\n"
+              "print('HEAVY', sorted(m for m in ('torch', 'transformers', 'open_clip', 'torchvision') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HEAVY []" in done.stdout, done.stdout
+    second = tmp_path / "second" / first.name
+    assert summary(second)["metrics"] == summary(first)["metrics"]

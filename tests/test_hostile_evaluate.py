@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from cultureboard.progress import without_progress
 from cultureboard.evaluators import evaluate
 from cultureboard.evaluators.engine import evaluate as engine
 from cultureboard.evaluators.engine.cache import Cache
@@ -52,7 +53,7 @@ def one_error(capsys, argv: list) -> str:
     code = main([str(a) for a in argv])
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    lines = err.strip().splitlines()
+    lines = without_progress(err)
     assert code == 1 and len(lines) == 1 and lines[0].startswith("error: ") and "(fix: " in lines[0], err
     return lines[0]
 

@@ -18,3 +18,38 @@ def test_every_package_folder_is_listed_in_pyproject():
             if not any(p.startswith((".", "_")) or p == "data" for p in parts):
                 found.add(".".join((name, *parts)))
     assert found - listed == set(), f"pyproject.toml does not install {sorted(found - listed)}"
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_every_current_cpython_is_admitted():
+    from packaging.specifiers import SpecifierSet
+
+    admitted = SpecifierSet(_project()["requires-python"])
+    assert all(version in admitted for version in ("3.11.0", "3.12.5", "3.13.1")), admitted
+
+
+def test_torch_is_a_range_in_the_dependencies_and_pinned_only_in_the_constraints():
+    from packaging.requirements import Requirement
+
+    wanted = {r.name: r for r in map(Requirement, _project()["dependencies"]) if r.name in ("torch", "torchvision")}
+    assert set(wanted) == {"torch", "torchvision"}
+    assert all("==" not in str(r.specifier) for r in wanted.values()), "a user's own torch build must not be replaced"
+    pins = {Requirement(line).name: Requirement(line) for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+    for name, requirement in wanted.items():
+        pinned = next(iter(pins[name].specifier)).version
+        assert pinned in requirement.specifier, f"constraints.txt pins {name} {pinned} outside {requirement.specifier}"
+
+
+def test_the_test_workflow_runs_the_oldest_and_newest_python():
+    import yaml
+
+    from packaging.specifiers import SpecifierSet
+
+    job = yaml.safe_load((ROOT / ".github/workflows/tests.yml").read_text())["jobs"]["tests"]
+    versions = job["strategy"]["matrix"]["python"]
+    assert versions[0] == SpecifierSet(_project()["requires-python"]).__str__().removeprefix(">=")
+    assert versions[-1] == "3.13" and "${{ matrix.python }}" in str(job["steps"])

@@ -25,6 +25,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from cultureboard import progress
 from cultureboard.errors import CultureboardError
 
 from .cache import Cache, text_sha256
@@ -280,10 +281,12 @@ def embed_images(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingS
     missing = [item for sha, item in wanted.items() if sha not in found]
     if missing:
         scorer = model()
-        for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers):
-            vectors = scorer.encode_pixels(pixels)
-            store.put([item.sha256 for item in batch], vectors)
-            found.update(zip((item.sha256 for item in batch), vectors))
+        with progress.stage(f"embedding images with {identity['name']}", len(missing)) as shown:
+            for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers):
+                vectors = scorer.encode_pixels(pixels)
+                store.put([item.sha256 for item in batch], vectors)
+                found.update(zip((item.sha256 for item in batch), vectors))
+                shown.advance(len(batch))
     return {sha: found[sha] for sha in wanted}
 
 
@@ -299,9 +302,11 @@ def embed_texts(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingSc
     missing = [sha for sha in wanted if sha not in found]
     if missing:
         scorer = model()
-        for start in range(0, len(missing), batch_size):
-            keys = missing[start:start + batch_size]
-            vectors = scorer.embed_texts([wanted[sha] for sha in keys])
-            store.put(keys, vectors)
-            found.update(zip(keys, vectors))
+        with progress.stage(f"embedding texts with {identity['name']}", len(missing), "texts") as shown:
+            for start in range(0, len(missing), batch_size):
+                keys = missing[start:start + batch_size]
+                vectors = scorer.embed_texts([wanted[sha] for sha in keys])
+                store.put(keys, vectors)
+                found.update(zip(keys, vectors))
+                shown.advance(len(keys))
     return {text: found[sha] for sha, text in wanted.items()}

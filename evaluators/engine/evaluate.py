@@ -28,6 +28,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cultureboard import progress
 from cultureboard.atomic import atomic_dir, check_replaceable, check_writable, output_lock
 from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
 from cultureboard.device import choose_device, choose_dtype
@@ -79,6 +80,12 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     family's typed options; both are validated before any work and recorded in provenance.
     """
     submission, dataset, out = Path(submission), Path(dataset), Path(out)
+    device = choose_device(device)
+    dtype = choose_dtype(device, dtype)
+    cache_dir = Path(cache) if cache is not None else default_cache_dir()
+    pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state")
+    _preflight(submission, pool)
+    progress.say(f"validating {submission}")
     report = validate(submission, dataset)
     if not report.valid:
         first = report.errors[0]
@@ -91,16 +98,23 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     chosen = parse_options(family, options, overrides=tuple(option_overrides))
     sid = submission_id(spec)
     target = out / (f"{sid}.shards/{shard[0]}-of-{shard[1]}" if shard else sid)
-    device = choose_device(device)
-    dtype = choose_dtype(device, dtype)
-    cache_dir = Path(cache) if cache is not None else default_cache_dir()
     # before the work: the output may be replaced and is ours while we score, the cache is writable
     check_replaceable(target, kind="shard" if shard else "results")
     check_writable(cache_dir, f"--cache {cache_dir}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with output_lock(target):
         return _score(submission, dataset, spec, family, pspec, chosen, target, shard, device, dtype,
-                      Scorers(scorers, device, dtype, state=cache_dir / "scorer-state"), Cache(cache_dir), seed, n_boot)
+                      pool, Cache(cache_dir), seed, n_boot)
+
+
+def _preflight(submission: Path, pool: Scorers) -> None:
+    """Offline, a scorer of the submission's prompt set whose weights are not on this machine is an error before
+    any work (:meth:`.Scorers.preflight`). A spec too broken to name its prompt set is left to validation."""
+    try:
+        family, pspec = family_of(get(read_spec(submission / SUBMISSION_YAML), "prompt_set.name"))
+    except (CultureboardError, KeyError, TypeError):
+        return
+    pool.preflight(s for m in pspec.metrics for s in family.card(m).scorers)
 
 
 def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: PromptSetSpec, chosen: Any,
@@ -116,6 +130,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
         images = [im for im in images if pspec.shard_unit(im.prompt) in mine]
         refused = [r for r in refused if pspec.shard_unit(r["prompt"]) in mine]
     ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused, shard, everything, spec.get("control"))
+    progress.say(f"scoring {len(images)} images of {name} ({family.name}: {len(pspec.metrics)} metrics)")
     rows = pspec.score(ctx) if images or refused else []
     table = _table(rows, pspec)
     metrics = sorted(set(table.column("metric").to_pylist()))
@@ -269,6 +284,7 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         expected[kind] = {u: unit_values([_slice_values(p, pspec) for p in ps]) for u, ps in members.items()}
         refused[kind] = {u for u, ps in members.items() if all(p["prompt_id"] in fully_refused for p in ps)}
     settings = provenance["settings"]
+    progress.say(f"summarising {len(metrics)} metrics with {settings['n_boot']} bootstrap samples")
     slice_types = (SLICE_TYPES + tuple(f for f in pspec.slice_fields if f not in SLICE_TYPES)
                    + tuple(f"{a}_x_{b}" for a, b in pspec.cross_slices))
     summary = {
@@ -277,6 +293,7 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         "metrics": summarize(scores, units, expected, slice_types, seed=settings["seed"], n_boot=settings["n_boot"],
                              refused=refused) if len(scores) else [],
     }
+    progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:
         pq.write_table(table, tmp / "scores.parquet")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, allow_nan=False) + "\n",

@@ -21,6 +21,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from cultureboard import progress
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
 
@@ -157,16 +158,18 @@ def compare_pairs(cache: Cache, identity: Mapping, model: Callable, pairs: list[
         import torch
 
         scorer = model()
-        for start in range(0, len(todo), chunk):
-            part = todo[start:start + chunk]
-            sources = list({src.sha256: src for _, pair in part for src in pair}.values())
-            pixels = {}
-            for batch, stacked in decode_batches(sources, scorer.image_transform, batch_size):
-                pixels.update(zip((s.sha256 for s in batch), stacked))
-            for b in range(0, len(part), batch_size):
-                sub = part[b:b + batch_size]
-                values = scorer.compare(torch.stack([pixels[a.sha256] for _, (a, _b) in sub]),
-                                        torch.stack([pixels[b_.sha256] for _, (_a, b_) in sub]))
-                store.put([k for k, _ in sub], values)
-                found.update(zip((k for k, _ in sub), values))
+        with progress.stage(f"comparing image pairs with {identity['name']}", len(todo), "pairs") as shown:
+            for start in range(0, len(todo), chunk):
+                part = todo[start:start + chunk]
+                sources = list({src.sha256: src for _, pair in part for src in pair}.values())
+                pixels = {}
+                for batch, stacked in decode_batches(sources, scorer.image_transform, batch_size):
+                    pixels.update(zip((s.sha256 for s in batch), stacked))
+                for b in range(0, len(part), batch_size):
+                    sub = part[b:b + batch_size]
+                    values = scorer.compare(torch.stack([pixels[a.sha256] for _, (a, _b) in sub]),
+                                            torch.stack([pixels[b_.sha256] for _, (_a, b_) in sub]))
+                    store.put([k for k, _ in sub], values)
+                    found.update(zip((k for k, _ in sub), values))
+                    shown.advance(len(sub))
     return np.array([float(found[k]) for k in keys])

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from cultureboard import progress
 from cultureboard.atomic import atomic_write_text
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
@@ -38,6 +39,11 @@ from cultureboard.provenance import FingerprintMemo, folder_sha256
 
 REGISTRY_PATH = Path(__file__).parent / "data" / "scorers.yaml"
 LOAD_FIX = "download it on a machine with network, or point it at a local folder in --scorers FILE"
+#: What to do when a scorer's weights are not on this machine before a run.
+OFFLINE_FIX = ("for a dry run of every step on random stand-ins pass --scorers tiny; for real scores fetch the "
+               "weights on a machine with network (run this command there once, or `huggingface-cli download "
+               "REPO --revision REV`) and copy ~/.cache/huggingface, or point the scorer at a local folder in "
+               "--scorers FILE")
 KINDS = ("embedding", "pairwise", "judge")
 #: Packages whose versions can change what a checkpoint computes: part of a scorer identity's key.
 LIBRARIES = ("torch", "transformers", "open_clip_torch", "lpips", "timm", "dreamsim", "peft")
@@ -260,10 +266,27 @@ class Scorers:
                 self.memo.save()
         return self._identities[name]
 
+    def preflight(self, names) -> None:
+        """Find the files of every scorer in ``names`` before any work: a checkpoint that is neither a local path
+        nor in the local Hugging Face cache while ``HF_HUB_OFFLINE`` forbids downloads is an error at once, naming
+        the scorer, instead of after validating and decoding every image. (With network, downloads are left to
+        the first use, as before.)"""
+        from huggingface_hub import constants
+
+        if not constants.HF_HUB_OFFLINE:
+            return
+        for name in sorted(set(names)):
+            entry = _entry(self.registry, name)
+            try:
+                backends()[entry["backend"]].locate(name, entry, self.memo)
+            except CultureboardError as exc:
+                raise CultureboardError(exc.source, exc.problem, OFFLINE_FIX) from None
+
     def model(self, name: str):
         """The loaded scorer ``name`` (loaded on first use)."""
         if name not in self._models:
             entry = _entry(self.registry, name)
+            progress.say(f"loading scorer {name} ({entry.get('model') or entry.get('path') or entry['backend']})")
             self._models[name] = _build(name, entry, self.device, self.dtype, self.memo)
             self._identities[name] = identity_of(self._models[name])
             if self.memo is not None:
