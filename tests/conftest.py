@@ -37,3 +37,19 @@ def tiny_scorers(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-scorers")
     save_tiny_scorers(root)
     return root / TINY_CONFIG
+
+
+#: Fixtures that run a model (tiny scorers, a tiny generator or language model, training), the demo, a browser or a
+#: whole site build: a test that uses one, directly or through another fixture, is in the slow tier.
+SLOW_FIXTURES = {"tiny_scorers", "demo_runs", "browser", "watched", "site", "tiny", "toy", "tiny_lm", "vlm",
+                 "lpips_scorer", "siglip", "scorer", "built", "outputs", "scored", "study"}
+#: Modules whose every test is slow that way (generation, training, the browser, site worlds).
+SLOW_MODULES = {"test_site_browser", "test_generate", "test_cultdiff_train", "test_cultdiff_model_output",
+                "test_site", "test_trust_site", "test_disparity_site", "test_build"}
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the slow tier (``pytest -m "not slow"`` is the fast edit-test loop; CI runs everything)."""
+    for item in items:
+        if SLOW_FIXTURES & set(item.fixturenames) or item.module.__name__ in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -53,3 +53,21 @@ def test_the_test_workflow_runs_the_oldest_and_newest_python():
     versions = job["strategy"]["matrix"]["python"]
     assert versions[0] == SpecifierSet(_project()["requires-python"]).__str__().removeprefix(">=")
     assert versions[-1] == "3.13" and "${{ matrix.python }}" in str(job["steps"])
+
+
+def test_the_first_readme_command_chooses_the_cpu_build_without_a_gpu():
+    import importlib.util
+    import subprocess
+    import sys
+
+    spec = importlib.util.spec_from_file_location("torch_index", ROOT / "tools" / "torch_index.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.pip_options(gpu=False, index_reachable=True) == ["--extra-index-url", module.CPU_INDEX]
+    assert module.pip_options(gpu=True, index_reachable=True) == []
+    assert module.pip_options(gpu=False, index_reachable=False) == []  # an offline mirror: PyPI's build
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -c constraints.txt $(python3 tools/torch_index.py) -e . && cultureboard demo" in readme
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "torch_index.py")], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() in ("", f"--extra-index-url {module.CPU_INDEX}")
