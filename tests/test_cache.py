@@ -283,7 +283,7 @@ def test_sigkill_then_rerun_continues_from_the_cache(tiny_scorers, images, tmp_p
     items = json.dumps([(item.sha256, str(item.path)) for item in images])
     job = subprocess.Popen([sys.executable, str(script), str(tiny_scorers), str(tmp_path / "cache"), items],
                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 900  # a bound against hanging, not a speed requirement
     while len(_shards(tmp_path / "cache")) < 2:
         assert job.poll() is None and time.monotonic() < deadline, "the job ended before it could be killed"
         time.sleep(0.05)
