@@ -17,7 +17,7 @@ from PIL import Image
 
 from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
-from cultureboard.dataset_folder import local_revision
+from cultureboard.dataset_folder import local_revision, pin
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.submission.package import package
 from cultureboard.evaluators.submission.validate import validate
@@ -138,6 +138,17 @@ def test_a_hub_download_is_pinned_by_the_official_id_and_its_commit(api, tmp_pat
     assert spec["prompt_set"] == {"name": "tiny", "dataset": OFFICIAL_DATASET, "revision": COMMIT}
     report = validate(api.out, dataset=api.dataset)
     assert report.valid and report.problems == [], report.to_text()
+
+
+def test_a_folder_is_a_hub_download_only_while_every_prompt_set_file_has_one_commit(dataset, tmp_path):
+    hub = as_hub_download(shutil.copytree(dataset, tmp_path / "dataset"))
+    assert pin(hub) == {"dataset": OFFICIAL_DATASET, "revision": COMMIT, "hub": True}
+    records = sorted((hub / ".cache" / "huggingface" / "download" / "data").glob("*/*.metadata"))
+    assert len(records) == 2  # tiny and chain
+    records[0].write_text(records[0].read_text().replace(COMMIT, "e" * 40))  # files of two commits
+    assert pin(hub) == {"dataset": "dataset", "revision": local_revision(hub), "hub": False}
+    records[0].unlink()  # a file without a record (added by hand)
+    assert pin(hub)["hub"] is False
 
 
 def test_missing_slots_are_counted_not_hidden(api):
