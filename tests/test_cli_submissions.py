@@ -209,5 +209,5 @@ def test_the_demo_output_is_ignored_by_git():
     """A careless `git add .` in a submission pull request cannot add the demo's default output folder."""
     root = Path(__file__).resolve().parents[1]
     assert "[default: cultureboard-demo]" in one_line(cli("demo", "--help").stdout)
-    ignored = subprocess.run(["git", "check-ignore", "-q", "cultureboard-demo/site/index.html"], cwd=root)
-    assert ignored.returncode == 0
+    for path in ("cultureboard-demo/site/index.html", "dataset/README.md"):  # and the walkthrough's download
+        assert subprocess.run(["git", "check-ignore", "-q", path], cwd=root).returncode == 0, path
