@@ -41,8 +41,9 @@ class DidYouMean:
     """Guesses which of ``choices`` a wrong name meant: ``guess(name)`` is `` (did you mean X?)`` (up to three
     names, best first) or ``""``. Tried in order: the same name but for case, then ``prefix/name`` (a prompt
     id written without its prompt set), then the closest spellings (:func:`difflib.get_close_matches`, case
-    ignored, similarity at least 0.8). The first two are lookups; the spelling search, slow over large sets, runs for the first
-    ``max_searches`` names only (a report shows the first problems, not thousands)."""
+    ignored, similarity at least 0.8, so ``tiny/jp/ramen`` is not "corrected" to ``tiny/jp/sushi``). The first
+    two are lookups; the spelling search, slow over large sets, runs for the first ``max_searches`` names only
+    (a report shows the first problems, not thousands)."""
 
     def __init__(self, choices, *, prefix: str | None = None, max_searches: int = 50):
         self.by_lower: dict[str, list[str]] = {}
@@ -108,7 +109,8 @@ def local_pin_note(folder: str | Path) -> str:
     """One line for ``package`` and ``generate`` to print when ``folder`` is not a Hub download."""
     return (f"note: {folder} is a local dataset folder, not a download of the official dataset {OFFICIAL_DATASET}, "
             f"so the submission pins the folder's name and fingerprint; the leaderboard evaluates submissions that "
-            f"pin {OFFICIAL_DATASET} at a commit: download it ({DOWNLOAD_COMMAND}) and run this again with --dataset dataset")
+            f"pin {OFFICIAL_DATASET} at a commit: download it ({DOWNLOAD_COMMAND}), delete this output and run the "
+            "command again with --dataset dataset")
 
 
 def local_revision(folder: str | Path) -> str:
