@@ -155,7 +155,7 @@ def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
         rows.extend(pq.read_table(shard).to_pylist())
     if rows and "prompt_id" not in rows[0]:
         raise CultureboardError(folder / "data" / name, "is not a prompt set (no prompt_id column)",
-                                "name a prompt-set config, not an artifact table")
+                                f"name one of the dataset's prompt sets: {', '.join(prompt_sets(folder)) or '(none)'}")
     return rows
 
 

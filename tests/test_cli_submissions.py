@@ -192,6 +192,8 @@ def test_a_misspelt_prompt_set_gets_the_closest_prompt_sets_only(api, tmp_path):
     assert_clean_error(r, f"has no prompt set {T2I.replace('-', '_')!r} (did you mean {T2I}?)",
                        f"(fix: use one of its prompt sets: {ECB}, {T2I})")
     assert "artifacts" not in r.stderr
+    assert_clean_error(package(api, dataset=dataset, prompt_set="artifacts"), "is not a prompt set",
+                       f"(fix: name one of the dataset's prompt sets: {ECB}, {T2I})")
 
 
 def test_missing_images_say_to_add_mapping_rows_and_package_again(api):
