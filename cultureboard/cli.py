@@ -26,6 +26,7 @@ import click
 from . import __version__
 from .demo import DEMO_COUNTRIES
 from .errors import CultureboardError
+from .hub import DOWNLOAD_COMMAND, OFFICIAL_DATASET
 
 #: Earlier command names -> the command they are now (still accepted, not listed in the help).
 ALIASES = {"artifacts": "extract-artifacts", "references": "fetch-references", "control": "make-control",
@@ -57,7 +58,9 @@ def _emit(as_json: bool, data: dict, text: str) -> None:
 def dataset_option(required: bool = True):
     return click.option("--dataset", required=required, type=click.Path(file_okay=False),
                         help="Dataset folder (written by `cultureboard build dataset` or `import`, or downloaded "
-                             "from the Hub): its prompt sets, artifacts and references.")
+                             "from the Hub): its prompt sets, artifacts and references. Submissions use the official "
+                             f"dataset {OFFICIAL_DATASET}, downloaded at one revision (a tag or commit): "
+                             f"{DOWNLOAD_COMMAND}.")
 
 
 def prompt_set_option(required: bool = True, default_note: str = ""):
@@ -102,14 +105,17 @@ def alias(group: click.Group, command: click.Command, name: str) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             help="Benchmarks and a leaderboard for the cultural competence of text-to-image models.\n\n"
+                  "Start with `cultureboard demo`: every step, offline, in about a minute.\n\n"
+                  f"Submissions (generate, package, validate) pin the official Hub dataset {OFFICIAL_DATASET} at a "
+                  f"commit: download it at the revision you pin (a tag such as v1.0, or a commit) with `{DOWNLOAD_COMMAND}` "
+                  "and pass --dataset dataset; generate and package record the repository and commit. "
+                  "See submissions/README.md.",
              epilog="Earlier names still accepted: " + "; ".join(f"{old} = {new}" for old, new in ALIASES.items())
                     + "; `build --out DIR` = `build dataset --out DIR`.")
 @click.version_option(__version__, prog_name="cultureboard")
 def cli() -> None:
-    """Benchmarks and a leaderboard for the cultural competence of text-to-image models.
-
-    Start with `cultureboard demo`: every step, offline, in about a minute.
-    """
+    """The cultureboard command line (its help text is the ``help`` above: it names the official dataset)."""
 
 
 # ------------------------------------------------------------------------------------ build
@@ -350,9 +356,18 @@ def generate(dataset, prompt_set, pipeline, out, i2i_pipeline, organization, mod
     result = run(dataset, prompt_set, pipeline, out, i2i_pipeline=i2i_pipeline, organization=organization,
                  model_name=model_name, tag=tag, contact=contact, license=license_, batch_size=batch_size, steps=steps,
                  guidance_scale=guidance_scale, strength=strength, device=device, dtype=dtype, limit=limit)
+    _note_local_dataset(result["dataset"], dataset)
     _emit(as_json, result, f"{result['images']} images in {result['out']} ({result['generated']} generated, "
                            f"{result['skipped']} kept from an earlier run); check it with: cultureboard validate "
                            f"{result['out']} --dataset {dataset}")
+
+
+def _note_local_dataset(pin: dict, dataset: str) -> None:
+    """Say on stderr, when the dataset folder is not a Hub download, that the submission pins a local folder."""
+    if not pin["hub"]:
+        from cultureboard.dataset_folder import local_pin_note
+
+        click.echo(local_pin_note(dataset), err=True)
 
 
 @cli.command()
@@ -377,8 +392,12 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored,
     text = f"{result['images']} images and {refused} declared refusals packaged into {result['out']}"
     if result["missing"]:
         first = ", ".join(f"{m['prompt_id']}#{m['sample_idx']}" for m in result["missing_slots"][:3])
-        text += (f"\n{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}); "
-                 "the validator will report the submission incomplete")
+        text += (f"\n{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}), so "
+                 f"the validator will report the submission incomplete. Add a row to {mapping} for each (file, "
+                 "prompt_id, sample_idx); for a prompt a closed API refused, a row with refused true, an empty file "
+                 f"and the API's reason; then delete {result['out']} and run package again (do not edit "
+                 "metadata.jsonl by hand)")
+    _note_local_dataset(result["dataset"], dataset)
     _emit(as_json, {**result, "refused": refused}, text)
 
 

@@ -1,14 +1,17 @@
 """Read a dataset folder written by ``cultureboard build`` (or downloaded from the Hub): its configs,
-a prompt set's rows, and the revision that submissions pin."""
+a prompt set's rows, and the dataset and revision that submissions pin (:func:`pin`)."""
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from .errors import CultureboardError
+from .hub import DOWNLOAD_COMMAND, OFFICIAL_DATASET
 from .provenance import folder_sha256
 
 #: The configs of real reference photographs (``cultureboard references``) and of the artifacts without one.
@@ -20,6 +23,94 @@ REFERENCE_CONFIGS = ("references", "references-missing")
 def configs(folder: str | Path) -> list[str]:
     data = Path(folder) / "data"
     return sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
+
+
+def prompt_sets(folder: str | Path) -> list[str]:
+    """The configs that are prompt sets (their rows have ``prompt_id``, ``images_per_prompt`` and ``seeds``),
+    not artifact tables, references or ratings; only each config's first shard's schema is read."""
+    data = Path(folder) / "data"
+    found = []
+    for name in configs(folder):
+        shard = next(iter(sorted((data / name).glob("*.parquet"))), None)
+        if shard is not None and {"prompt_id", "images_per_prompt", "seeds"} <= set(pq.read_schema(shard).names):
+            found.append(name)
+    return found
+
+
+class DidYouMean:
+    """Guesses which of ``choices`` a wrong name meant: ``guess(name)`` is `` (did you mean X?)`` (up to three
+    names, best first) or ``""``. Tried in order: the same name but for case, then ``prefix/name`` (a prompt
+    id written without its prompt set), then the closest spellings (:func:`difflib.get_close_matches`, case
+    ignored, similarity at least 0.8, so ``tiny/jp/ramen`` is not "corrected" to ``tiny/jp/sushi``). The first
+    two are lookups; the spelling search, slow over large sets, runs for the first ``max_searches`` names only
+    (a report shows the first problems, not thousands)."""
+
+    def __init__(self, choices, *, prefix: str | None = None, max_searches: int = 50):
+        self.by_lower: dict[str, list[str]] = {}
+        for choice in choices:
+            self.by_lower.setdefault(choice.lower(), []).append(choice)
+        self.prefix, self.searches_left = prefix, max_searches
+
+    def names(self, name: str) -> list[str]:
+        key = name.lower()
+        for candidate in (key, f"{self.prefix}/{key}".lower() if self.prefix else None):
+            if candidate in self.by_lower:
+                return self.by_lower[candidate][:3]
+        if self.searches_left <= 0:
+            return []
+        self.searches_left -= 1
+        return [self.by_lower[c][0] for c in difflib.get_close_matches(key, list(self.by_lower), n=3, cutoff=0.8)]
+
+    def __call__(self, name: str) -> str:
+        names = self.names(name)
+        return f" (did you mean {' or '.join(names)}?)" if names else ""
+
+
+_HUB_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def hub_commit(folder: str | Path) -> str | None:
+    """The Hub commit a folder was downloaded at, or None when it is not an unchanged Hub download.
+
+    ``hf download REPO --repo-type dataset --revision REV --local-dir DIR`` (and ``snapshot_download`` with
+    ``local_dir``) records, for each file, ``DIR/.cache/huggingface/download/<path>.metadata``: the commit,
+    the file's etag and the time of the download. The folder counts as downloaded at commit C when every
+    parquet file of its prompt-set configs (those :func:`local_revision` covers) has such a record naming
+    C and was not modified after it (the Hub client's own test: mtime at most 1 s after the record)."""
+    folder = Path(folder)
+    records = folder / ".cache" / "huggingface" / "download"
+    commits = set()
+    files = [p for p in sorted((folder / "data").glob("*/*.parquet")) if p.parent.name not in REFERENCE_CONFIGS]
+    for path in files:
+        record = records / path.relative_to(folder).parent / f"{path.name}.metadata"
+        try:
+            commit, _etag, stamp = record.read_text(encoding="utf-8").splitlines()[:3]
+            if not _HUB_COMMIT.fullmatch(commit) or path.stat().st_mtime - 1 > float(stamp):
+                return None
+        except (OSError, ValueError, UnicodeDecodeError):  # no record, a short or unreadable one
+            return None
+        commits.add(commit)
+    return commits.pop() if len(commits) == 1 else None
+
+
+def pin(folder: str | Path) -> dict:
+    """What a submission made from ``folder`` records as ``prompt_set.dataset`` and ``prompt_set.revision``,
+    with ``hub`` saying whether that is the Hub: for a Hub download (:func:`hub_commit`), the official Hub
+    dataset :data:`~cultureboard.hub.OFFICIAL_DATASET` and the commit (the Hub client records the commit,
+    not the repository; the leaderboard accepts only the official one); for any other folder, its name and
+    its :func:`local_revision`."""
+    commit = hub_commit(folder)
+    if commit is not None:
+        return {"dataset": OFFICIAL_DATASET, "revision": commit, "hub": True}
+    return {"dataset": Path(folder).resolve().name, "revision": local_revision(folder), "hub": False}
+
+
+def local_pin_note(folder: str | Path) -> str:
+    """One line for ``package`` and ``generate`` to print when ``folder`` is not a Hub download."""
+    return (f"note: {folder} is a local dataset folder, not a download of the official dataset {OFFICIAL_DATASET}, "
+            f"so the submission pins the folder's name and fingerprint; the leaderboard evaluates submissions that "
+            f"pin {OFFICIAL_DATASET} at a commit: download it ({DOWNLOAD_COMMAND}), delete this output and run the "
+            "command again with --dataset dataset")
 
 
 def local_revision(folder: str | Path) -> str:
@@ -56,13 +147,15 @@ def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
     shards = sorted((folder / "data" / name).glob("*.parquet"))
     if not shards:
         why = " (the build gave it no rows: see the card's Configs section)" if _built_empty(folder, name) else ""
-        raise CultureboardError(folder, f"has no prompt set {name!r}{why}", f"use one of {', '.join(configs(folder))}")
+        names = prompt_sets(folder)
+        raise CultureboardError(folder, f"has no prompt set {name!r}{why}{DidYouMean(names)(name)}",
+                                f"use one of its prompt sets: {', '.join(names) or '(none)'}")
     rows: list[dict] = []
     for shard in shards:
         rows.extend(pq.read_table(shard).to_pylist())
     if rows and "prompt_id" not in rows[0]:
         raise CultureboardError(folder / "data" / name, "is not a prompt set (no prompt_id column)",
-                                "name a prompt-set config, not an artifact table")
+                                f"name one of the dataset's prompt sets: {', '.join(prompt_sets(folder)) or '(none)'}")
     return rows
 
 

@@ -1,10 +1,19 @@
-"""Uploads to the Hugging Face Hub, shared by ``publish dataset`` and ``publish results``."""
+"""The leaderboard's Hub dataset, and uploads to the Hugging Face Hub shared by ``publish dataset`` and
+``publish results``."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import CultureboardError
+
+#: The official Hub dataset of the leaderboard: the one dataset repository submissions must pin (by a
+#: commit). CI reads the same name from the repository variable ``CULTUREBOARD_DATASET_REPO``; a fork of
+#: the leaderboard sets that environment variable to its own dataset.
+OFFICIAL_DATASET = os.environ.get("CULTUREBOARD_DATASET_REPO") or "cultureboard/cultureboard"
+#: How a team gets the official dataset, pinned to one revision (a tag such as v1.0, or a commit).
+DOWNLOAD_COMMAND = f"hf download {OFFICIAL_DATASET} --repo-type dataset --revision REV --local-dir dataset"
 
 
 def check_repo_id(repo: str) -> None:

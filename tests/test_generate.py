@@ -16,6 +16,7 @@ import torch
 import yaml
 from diffusers import StableDiffusionImg2ImgPipeline, StableDiffusionPipeline
 from PIL import Image
+from hub_download import COMMIT, as_hub_download
 from tiny_dataset import ECB, T2I, ecb_rows, write_tiny_dataset
 
 from cultureboard.dataset_folder import local_revision
@@ -24,6 +25,7 @@ from cultureboard.evaluators.submission.generate import JOURNAL, _select, genera
 from cultureboard.evaluators.submission.format import FIELDS, get, parse_location, submission_id
 from cultureboard.evaluators.submission.tiny_pipelines import save_tiny_text2image
 from cultureboard.evaluators.submission.validate import validate
+from cultureboard.hub import OFFICIAL_DATASET
 
 NAME = "local__tiny-sd"  # the submission id for organization "local" and a pipeline folder named tiny-sd
 FAST = {"steps": 2, "progress": False, "device": "cpu"}  # the same results on machines with a GPU
@@ -144,6 +146,14 @@ def test_submission_yaml_records_the_settings(first, tiny):
     assert spec["prompt_set"] == {"name": T2I, "dataset": "dataset", "revision": local_revision(dataset)}
     report = validate(out, dataset)
     assert report.valid, report.to_text()
+
+
+def test_a_hub_download_is_pinned_by_the_official_id_and_its_commit(tiny, tmp_path):
+    dataset, pipeline = tiny
+    hub = as_hub_download(Path(shutil.copytree(dataset, tmp_path / "dataset")))
+    result = generate(hub, T2I, str(pipeline), tmp_path / NAME, limit=1, **FAST)
+    assert result["dataset"] == {"dataset": OFFICIAL_DATASET, "revision": COMMIT, "hub": True}
+    assert spec_of(tmp_path / NAME)["prompt_set"] == {"name": T2I, "dataset": OFFICIAL_DATASET, "revision": COMMIT}
 
 
 def test_prompts_negative_prompts_and_one_generator_per_image(tiny, tmp_path, calls):

@@ -7,6 +7,7 @@ import copy
 import csv
 import datetime
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,11 +17,13 @@ from PIL import Image
 
 from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
-from cultureboard.dataset_folder import local_revision
+from cultureboard.dataset_folder import local_revision, pin
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.submission.package import package
 from cultureboard.evaluators.submission.validate import validate
+from cultureboard.hub import OFFICIAL_DATASET
 from cultureboard.provenance import file_sha256
+from hub_download import COMMIT, as_hub_download
 
 SID = "acme-ai__imagen-x__api-v2"
 SPEC = {
@@ -94,7 +97,8 @@ def test_package_writes_a_complete_submission(api):
     before = {p: p.read_bytes() for p in api.folder.rglob("*") if p.is_file()}
     result = run(api, seed_honoured=False)
     assert result == {"submission_id": SID, "out": str(api.out), "images": 6, "slots": 6, "missing": 0,
-                      "missing_slots": [], "width": 96, "height": 64}
+                      "missing_slots": [], "width": 96, "height": 64,
+                      "dataset": {"dataset": "tiny-dataset", "revision": local_revision(api.dataset), "hub": False}}
 
     rows = metadata(api.out)
     assert [(r["prompt_id"], r["sample_idx"]) for r in rows] == [  # prompt set order, not mapping order
@@ -123,8 +127,28 @@ def test_package_writes_a_complete_submission(api):
     assert spec["generation"] == {"negative_prompt": False, "pipeline": "api", "width": 96, "height": 64, "scheduler": None,
                                   "steps": None, "guidance_scale": None, "precision": None, "extra": {"seed_honoured": False}}
 
+    report = validate(api.out, dataset=api.dataset)  # a local folder's pin: a warning, nothing else
+    assert report.valid and [p.code for p in report.warnings] == ["schema.unofficial_dataset"], report.to_text()
+
+
+def test_a_hub_download_is_pinned_by_the_official_id_and_its_commit(api, tmp_path):
+    api.dataset = as_hub_download(shutil.copytree(api.dataset, tmp_path / "dataset"))
+    assert run(api)["dataset"] == {"dataset": OFFICIAL_DATASET, "revision": COMMIT, "hub": True}
+    spec = yaml.safe_load((api.out / "submission.yaml").read_text())
+    assert spec["prompt_set"] == {"name": "tiny", "dataset": OFFICIAL_DATASET, "revision": COMMIT}
     report = validate(api.out, dataset=api.dataset)
-    assert report.valid and not report.warnings, report.to_text()
+    assert report.valid and report.problems == [], report.to_text()
+
+
+def test_a_folder_is_a_hub_download_only_while_every_prompt_set_file_has_one_commit(dataset, tmp_path):
+    hub = as_hub_download(shutil.copytree(dataset, tmp_path / "dataset"))
+    assert pin(hub) == {"dataset": OFFICIAL_DATASET, "revision": COMMIT, "hub": True}
+    records = sorted((hub / ".cache" / "huggingface" / "download" / "data").glob("*/*.metadata"))
+    assert len(records) == 2  # tiny and chain
+    records[0].write_text(records[0].read_text().replace(COMMIT, "e" * 40))  # files of two commits
+    assert pin(hub) == {"dataset": "dataset", "revision": local_revision(hub), "hub": False}
+    records[0].unlink()  # a file without a record (added by hand)
+    assert pin(hub)["hub"] is False
 
 
 def test_missing_slots_are_counted_not_hidden(api):
@@ -144,8 +168,9 @@ def test_jsonl_mapping_and_a_rerun_needs_a_new_folder(api):
     result = package(api.folder, jsonl, api.out, dataset=api.dataset, prompt_set="tiny", spec=SPEC)
     assert result["images"] == 2 and len(metadata(api.out)) == 2
     assert sorted(p.name for p in (api.out / "images" / "tiny").iterdir()) == ["jp"]
-    with pytest.raises(CultureboardError, match="will not be overwritten"):  # no hidden marker says it may be
+    with pytest.raises(CultureboardError, match="already holds a submission") as caught:  # no marker says it may be replaced
         run(api)
+    assert f"to package again, delete it first (rm -r {api.out};" in caught.value.fix
     assert len(metadata(api.out)) == 2
 
 

@@ -18,8 +18,11 @@ from typing import Callable, Iterator
 import pytest
 from PIL import ImageFile
 
+from cultureboard.dataset_folder import local_revision
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.submission.validate import CODES, Limits, Report, check_pr_scope, validate
+from cultureboard.hub import OFFICIAL_DATASET
+from hub_download import COMMIT, as_hub_download
 from submission_factory import (SUBMISSION_ID, make_dataset, make_submission, noise_image, png_bytes, png_header_only,
                                 read_rows, read_spec, write_rows, write_spec, yaml_line)
 
@@ -29,12 +32,16 @@ LINE = "metadata.jsonl:{}".format
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    return make_dataset(tmp_path_factory.mktemp("ds") / "tiny-dataset")
+    """The tiny dataset as a team gets it: downloaded from the Hub at :data:`COMMIT`."""
+    return as_hub_download(make_dataset(tmp_path_factory.mktemp("ds") / "tiny-dataset"))
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory, dataset) -> Path:
-    return make_submission(tmp_path_factory.mktemp("pristine"), dataset)
+    """The valid submission, pinning the official dataset at the commit ``dataset`` was downloaded at."""
+    folder = make_submission(tmp_path_factory.mktemp("pristine"), dataset)
+    spec_edit(lambda s: s["prompt_set"].update(dataset=OFFICIAL_DATASET, revision=COMMIT))(folder)
+    return folder
 
 
 @pytest.fixture
@@ -175,6 +182,8 @@ BROKEN = [
      at("  name: nope"), {}),
     ("wrong-revision", spec_edit(lambda s: s["prompt_set"].update(revision="sha256:" + OLD)), "schema.wrong_revision",
      at("  revision: sha256:"), {}),
+    ("wrong-hub-commit", spec_edit(lambda s: s["prompt_set"].update(revision="c" * 40)), "schema.wrong_revision",
+     at("  revision: cccc"), {}),
     ("unpinned-revision", spec_edit(lambda s: s["prompt_set"].update(revision="main")), "schema.bad_revision",
      at("  revision: main"), {}),
     ("bad-image-location", spec_edit(lambda s: s["images"].update(location="../elsewhere")), "schema.bad_location",
@@ -344,7 +353,6 @@ def test_every_problem_is_reported_at_once(sub, dataset):
 @pytest.mark.parametrize("mutate, code", [
     pytest.param(spec_edit(lambda s: s["generation"].update(sampler_notes="x")), "schema.unknown_field", id="unknown-yaml-field"),
     pytest.param(rows_edit(lambda r: r[0].update(comment="nice")), "metadata.unknown_field", id="unknown-metadata-key"),
-    pytest.param(spec_edit(lambda s: s["prompt_set"].update(revision="c" * 40)), "schema.revision_unchecked", id="hub-commit-revision"),
     pytest.param(lambda f: (shutil.rmtree(f / "images"), spec_edit(
         lambda s: s["images"].update(location="hf://datasets/test-lab/tiny-images@" + "b" * 40))(f)), "file.skipped", id="hub-images"),
 ])
@@ -353,6 +361,55 @@ def test_warnings_leave_the_submission_valid(sub, dataset, mutate, code):
     report = run(sub, dataset, {})
     assert report.valid, report.to_text()
     assert [p.code for p in report.problems] == [code] and report.problems[0].severity == "warning"
+
+
+def only_warning(report: Report, code: str):
+    assert report.valid, report.to_text()
+    assert [(p.code, p.severity) for p in report.problems] == [(code, "warning")], report.to_text()
+    return report.problems[0]
+
+
+def test_a_local_dataset_pin_is_a_warning_naming_the_official_dataset(sub, dataset):
+    spec_edit(lambda s: s["prompt_set"].update(dataset="tiny-dataset", revision=local_revision(dataset)))(sub)
+    problem = only_warning(run(sub, dataset, {}), "schema.unofficial_dataset")
+    assert problem.file == yaml_line(sub, "  dataset: tiny-dataset")
+    assert "local dataset folder 'tiny-dataset'" in problem.message and OFFICIAL_DATASET in problem.message
+    assert f"hf download {OFFICIAL_DATASET} --repo-type dataset --revision REV" in problem.fix
+
+
+@pytest.mark.parametrize("pin, says", [
+    pytest.param({"revision": "sha256:" + "0" * 64}, "the fingerprint of a local folder", id="hub-id-local-fingerprint"),
+    pytest.param({"dataset": "someone/fork"}, f"not the leaderboard's {OFFICIAL_DATASET}", id="another-hub-dataset"),
+])
+def test_a_pin_other_than_the_official_hub_commit_is_a_warning(sub, pin, says):
+    spec_edit(lambda s: s["prompt_set"].update(pin))(sub)
+    report = validate(sub)  # without --dataset: the pin is checked all the same
+    assert report.valid and report.warnings[0].code == "schema.unofficial_dataset" and says in report.warnings[0].message
+
+
+def test_a_hub_commit_is_checked_against_the_commit_the_folder_was_downloaded_at(sub, dataset, tmp_path):
+    wrong = run(sub, as_hub_download(shutil.copytree(dataset, tmp_path / "other-download"), "d" * 40), {})
+    assert [p.code for p in wrong.errors] == ["schema.wrong_revision"]
+    assert f"Hub commit {COMMIT}" in wrong.errors[0].message and "d" * 40 in wrong.errors[0].message
+    copied = shutil.copytree(dataset, tmp_path / "copy", ignore=shutil.ignore_patterns(".cache"))  # not a download
+    assert "not an unchanged Hub download" in only_warning(run(sub, copied, {}), "schema.revision_unchecked").message
+    edited = next((dataset / "data").glob("*/*.parquet"))
+    changed = shutil.copytree(dataset, tmp_path / "changed")
+    os.utime(changed / edited.relative_to(dataset), (edited.stat().st_mtime + 60,) * 2)  # modified after the download
+    only_warning(run(sub, changed, {}), "schema.revision_unchecked")
+
+
+def test_a_misspelt_prompt_set_or_prompt_id_gets_the_closest_names(sub, dataset):
+    spec_edit(lambda s: s["prompt_set"].update(name="Tiny"))(sub)
+    rows_edit(lambda r: r[0].update(prompt_id="tiny/JP/sushi"))(sub)
+    problem = validate(sub, dataset).errors[0]
+    assert problem.code == "schema.unknown_prompt_set" and "(did you mean tiny?)" in problem.message
+    assert problem.fix == "use one of its prompt sets: tiny"
+    spec_edit(lambda s: s["prompt_set"].update(name="tiny"))(sub)
+    rows_edit(lambda r: r[1].update(prompt_id="jp/sushi"))(sub)
+    messages = [p.message for p in validate(sub, dataset).errors if p.code == "coverage.unknown_prompt"]
+    assert messages == ["prompt_id 'tiny/JP/sushi' is not in prompt set tiny (did you mean tiny/jp/sushi?)",
+                        "prompt_id 'jp/sushi' is not in prompt set tiny (did you mean tiny/jp/sushi?)"]
 
 
 def test_hostile_markup_is_allowed_within_limits(sub, dataset):

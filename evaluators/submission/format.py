@@ -33,6 +33,7 @@ import yaml
 
 from cultureboard.atomic import atomic_write_text
 from cultureboard.errors import CultureboardError
+from cultureboard.hub import OFFICIAL_DATASET
 from cultureboard.naming import slug
 
 SUBMISSION_YAML = "submission.yaml"
@@ -103,7 +104,8 @@ FIELDS: tuple[Field, ...] = (
     Field("generation.extra", dict, False, "any other setting, as a mapping"),
     Field("seeds.scheme", str, True, "'prompt-set': image k of a prompt uses the prompt set's seeds[k]", ("prompt-set",)),
     Field("prompt_set.name", str, True, "the prompt set's config name, e.g. cube-awareness"),
-    Field("prompt_set.dataset", str, True, "the dataset: a Hub id ORG/NAME, or the local folder's name"),
+    Field("prompt_set.dataset", str, True, f"the dataset: the official Hub id {OFFICIAL_DATASET}, or a local folder's "
+          "name (validate warns)"),
     Field("prompt_set.revision", str, True, "the dataset revision generated from: Hub commit or sha256: fingerprint"),
     Field("images.location", str, True, "'images' (a folder in the submission) or hf://datasets/ORG/REPO@REVISION"),
 )

@@ -45,7 +45,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from cultureboard.atomic import atomic_write_bytes, atomic_write_text
-from cultureboard.dataset_folder import local_revision, read_prompt_set
+from cultureboard.dataset_folder import pin, read_prompt_set
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256, folder_sha256
@@ -93,11 +93,16 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     ``i2i_pipeline`` (loaded only when the set has edit steps) is their pipeline. ``limit``
     keeps the first N prompts of the set plus the chain sources they need (smoke tests).
 
-    Returns ``{"submission", "out", "images", "generated", "skipped", "seconds"}``.
+    ``prompt_set.dataset`` and ``prompt_set.revision`` are :func:`cultureboard.dataset_folder.pin`'s: the
+    official Hub id and commit when ``dataset`` is a Hub download, else the folder's name and fingerprint.
+
+    Returns ``{"submission", "out", "images", "generated", "skipped", "seconds", "dataset"}`` (``dataset``:
+    that pin, with ``hub`` true for a Hub download).
     """
     started = time.perf_counter()
     dataset, out = Path(dataset), Path(out)
     rows = _select(read_prompt_set(dataset, prompt_set), limit, f"{dataset}: prompt set {prompt_set}")
+    dataset_pin = pin(dataset)  # the official Hub id and commit for a Hub download, else the folder's name and fingerprint
     stages = _stages(rows, f"{dataset}: prompt set {prompt_set}")
 
     identity = _identity(out, pipeline, organization, model_name, tag)
@@ -150,7 +155,7 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
             "precision": _PRECISION.get(torch_dtype, str(torch_dtype).removeprefix("torch.")),
         },
         "seeds": {"scheme": "prompt-set"},
-        "prompt_set": {"name": prompt_set, "dataset": dataset.resolve().name, "revision": local_revision(dataset)},
+        "prompt_set": {"name": prompt_set, "dataset": dataset_pin["dataset"], "revision": dataset_pin["revision"]},
         "images": {"location": IMAGES},
     }
     if i2i_pipe is not None:
@@ -201,7 +206,7 @@ def generate(dataset: str | Path, prompt_set: str, pipeline: str, out: str | Pat
     write_submission(out, spec, meta)
     journal.unlink()
     return {"submission": out.name, "out": str(out), "images": len(meta), "generated": len(pending),
-            "skipped": len(meta) - len(pending), "seconds": round(time.perf_counter() - started, 3)}
+            "skipped": len(meta) - len(pending), "seconds": round(time.perf_counter() - started, 3), "dataset": dataset_pin}
 
 
 def _identity(out: Path, pipeline: str, organization: str | None, model_name: str | None, tag: str | None) -> dict:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
-from cultureboard.dataset_folder import local_revision, read_prompt_set
+from cultureboard.dataset_folder import DidYouMean, pin, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.images import SUFFIX_OF_FORMAT, inspect_image
 from cultureboard.provenance import file_sha256
@@ -35,6 +35,7 @@ from .format import (
     FIELDS,
     FORMAT_VERSION,
     IMAGES,
+    SUBMISSION_YAML,
     check_json_values,
     get,
     metadata_lines,
@@ -110,19 +111,22 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
             spec: str | Path | dict, seed_honoured: bool = True) -> dict:
     """Copy the mapped images of ``from_folder`` into the submission folder ``out`` and write its
     ``metadata.jsonl`` and ``submission.yaml``; ``out`` is written whole or not at all, and must be new or
-    empty (an earlier output holds no marker file, so delete it to package again).
+    empty: a submission holds no marker file, so an earlier output (of package or generate, whose images
+    may exist nowhere else) is never replaced, and the error says to delete it to package again.
 
     ``spec`` is a partial submission.yaml (a path or a dict); the ``organization``, ``model.name`` and ``tag`` it
     leaves out are read from ``out``'s name when that is a submission id ``<org>__<model>[__<tag>]`` (those it
     gives must agree with the name); package fills ``format_version``, ``date``
-    (today, UTC), ``seeds.scheme``, ``prompt_set`` (name, dataset folder name, revision),
+    (today, UTC), ``seeds.scheme``, ``prompt_set`` (name, and the dataset and revision of
+    :func:`cultureboard.dataset_folder.pin`: the official Hub id and commit for a Hub download),
     ``images.location``, ``generation.width/height`` (from the images, which must share one size) and,
     for closed weights, ``generation.pipeline: api`` and null for unknown settings. ``seed_honoured=False``
     records ``generation.extra.seed_honoured: false``. Returns counts, including the prompt x sample slots
     of the set that neither an image nor a declared refusal fills (``missing``; slots = images + declared
-    refusals + missing); full coverage is the validator's check.
+    refusals + missing), and the ``dataset`` pin; full coverage is the validator's check.
     """
     from_folder, out = Path(from_folder), Path(out)
+    _check_not_a_submission(out)
     check_replaceable(out, kind="submission")  # before the work
     spec_source = "spec" if isinstance(spec, dict) else str(spec)
     spec = copy.deepcopy(spec) if isinstance(spec, dict) else load_spec(spec)
@@ -141,7 +145,8 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     width, height = _one_size(images, from_folder, problems)
     problems.raise_any()
     _names_from_folder(spec, out, spec_source)
-    _complete_spec(spec, spec_source, dataset=Path(dataset), prompt_set=prompt_set, width=width, height=height,
+    dataset_pin = pin(dataset)
+    _complete_spec(spec, spec_source, dataset_pin=dataset_pin, prompt_set=prompt_set, width=width, height=height,
                    seed_honoured=seed_honoured)
     check_json_values(spec, spec_source)
     sid = submission_id(spec)
@@ -170,7 +175,16 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
     missing = [{"prompt_id": r["prompt_id"], "sample_idx": k} for r in rows
                for k in range(r["images_per_prompt"]) if (r["prompt_id"], k) not in filled]
     return {"submission_id": sid, "out": str(out), "images": len(images), "slots": len(filled) + len(missing),
-            "missing": len(missing), "missing_slots": missing, "width": width, "height": height}
+            "missing": len(missing), "missing_slots": missing, "width": width, "height": height, "dataset": dataset_pin}
+
+
+def _check_not_a_submission(out: Path) -> None:
+    """Refuse, with what to do, an ``out`` that holds a submission: a submission folder has no marker file,
+    so it is not replaced like the other outputs (generate's images may exist nowhere else)."""
+    if not out.is_symlink() and (out / SUBMISSION_YAML).is_file():
+        raise CultureboardError(out, "already holds a submission (an earlier package or generate output), and "
+                                "package never replaces one", f"to package again, delete it first (rm -r {out}; "
+                                "package copies the images again from --from-folder), or choose another --out")
 
 
 def load_spec(path: str | Path) -> dict:
@@ -296,6 +310,7 @@ def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path
     images: list[_Image] = []
     by_slot: dict[tuple[str, int], _Image] = {}
     by_file: dict[str, _Image] = {}
+    guess = DidYouMean(prompts, prefix=prompt_set)
     for n, row in mapping:
         where = f"{path}:{n}"
         try:
@@ -304,7 +319,7 @@ def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path
                     raise _RowError("is refused but names a file", "leave file and source_file empty on a refused row")
                 im = _Image(where, n, "", Path(), _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
                             _value(row, "edit_step", int, False), None, reason=_value(row, "reason", str, False))
-                _check_slot(im, prompts.get(im.prompt_id), prompt_set, by_slot, by_file)
+                _check_slot(im, prompts, prompt_set, guess, by_slot, by_file)
                 by_slot[im.prompt_id, im.sample_idx] = im
                 images.append(im)
                 continue
@@ -313,7 +328,7 @@ def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path
             im = _Image(where, n, Path(_value(row, "file", str, True)).as_posix(), Path(),
                         _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
                         _value(row, "edit_step", int, False), _value(row, "source_file", str, False))
-            _check_slot(im, prompts.get(im.prompt_id), prompt_set, by_slot, by_file)
+            _check_slot(im, prompts, prompt_set, guess, by_slot, by_file)
             im.src = _source_path(from_folder, im.file)
         except _RowError as exc:
             problems.add(where, f"line {n}", exc.problem, exc.fix)
@@ -336,12 +351,15 @@ def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path
     return images
 
 
-def _check_slot(im: _Image, prompt: dict | None, prompt_set: str, by_slot: dict, by_file: dict) -> None:
-    """The row names a prompt of the set, a sample in range, a slot and a file not mapped before, and no
-    edit step other than the prompt's (which it then takes)."""
+def _check_slot(im: _Image, prompts: dict[str, dict], prompt_set: str, guess: DidYouMean, by_slot: dict,
+                by_file: dict) -> None:
+    """The row names a prompt of the set (else the closest ids are offered), a sample in range, a slot and
+    a file not mapped before, and no edit step other than the prompt's (which it then takes)."""
+    prompt = prompts.get(im.prompt_id)
     if prompt is None:
-        raise _RowError(f"prompt_id {im.prompt_id!r} is not in prompt set {prompt_set}",
-                        f"use the prompt_id column of prompt set {prompt_set}; check --dataset and --prompt-set")
+        raise _RowError(f"prompt_id {im.prompt_id!r} is not in prompt set {prompt_set}{guess(im.prompt_id)}",
+                        f"use the prompt_id column of prompt set {prompt_set}, whole and case-sensitive; check --dataset "
+                        "and --prompt-set")
     n = prompt["images_per_prompt"]
     if not 0 <= im.sample_idx < n:
         raise _RowError(f"sample_idx {im.sample_idx} is out of range: {im.prompt_id} has {n} images per prompt",
@@ -434,7 +452,7 @@ def _default(spec: dict, path: str, value: Any, source: str) -> None:
     node.setdefault(key, value)
 
 
-def _complete_spec(spec: dict, source: str, *, dataset: Path, prompt_set: str, width: int, height: int,
+def _complete_spec(spec: dict, source: str, *, dataset_pin: dict, prompt_set: str, width: int, height: int,
                    seed_honoured: bool) -> None:
     """Fill what package knows, then require every field submission.yaml must have."""
     if type(spec.get("date")) is dt.date:  # YAML reads an unquoted 2025-01-31 as a date
@@ -443,8 +461,8 @@ def _complete_spec(spec: dict, source: str, *, dataset: Path, prompt_set: str, w
     _default(spec, "date", dt.datetime.now(dt.timezone.utc).date().isoformat(), source)
     _fact(spec, "seeds.scheme", "prompt-set", source)
     _fact(spec, "prompt_set.name", prompt_set, source)
-    _default(spec, "prompt_set.dataset", dataset.resolve().name, source)
-    _fact(spec, "prompt_set.revision", local_revision(dataset), source)
+    _default(spec, "prompt_set.dataset", dataset_pin["dataset"], source)
+    _fact(spec, "prompt_set.revision", dataset_pin["revision"], source)
     _fact(spec, "images.location", IMAGES, source)
     _fact(spec, "generation.width", width, source)
     _fact(spec, "generation.height", height, source)

@@ -11,8 +11,9 @@ Checks, in the order they are reported:
   non-string keys, NaN or infinity: evaluate and the site read the file as JSON data), the fields of
   :data:`~.submission.FIELDS` (required, types, choices, null), unknown fields (warning), format
   version, date (not in the future), folder name and its length (:data:`~.format.MAX_SUBMISSION_ID`),
-  image location, revision format; with a dataset folder, the prompt set exists and the revision
-  matches it;
+  image location, revision format, a dataset pin other than the official Hub dataset at a commit
+  (warning); with a dataset folder, the prompt set exists (else the closest names are offered) and the
+  revision matches it (a Hub commit: the commit the folder was downloaded at, when it records one);
 * ``metadata.jsonl``: read as every stage reads it (:func:`~.format.metadata_lines`: split on ``\n``
   only, streamed, at most ``max_metadata_lines`` lines), strict JSON objects with the fields of
   :data:`~.submission.METADATA_FIELDS`, no duplicated lines, prompt/sample pairs or files, paths that
@@ -62,8 +63,9 @@ from typing import Any
 import yaml
 from PIL import Image
 
-from cultureboard.dataset_folder import configs, local_revision, read_prompt_set
+from cultureboard.dataset_folder import DidYouMean, configs, hub_commit, local_revision, prompt_sets, read_prompt_set
 from cultureboard.errors import CultureboardError
+from cultureboard.hub import DOWNLOAD_COMMAND, OFFICIAL_DATASET
 from cultureboard.images import IMAGE_CODES, ImageLimits, inspect_image
 
 from .format import (
@@ -125,7 +127,8 @@ CODES: dict[str, str] = {
     "schema.bad_revision": "prompt_set.revision is neither a 40-hex Hub commit nor sha256:<hex>",
     "schema.unknown_prompt_set": "the dataset has no such prompt set",
     "schema.wrong_revision": "prompt_set.revision is not the dataset folder's revision",
-    "schema.revision_unchecked": "a Hub commit cannot be compared with a local dataset folder (warning)",
+    "schema.revision_unchecked": "a Hub commit cannot be compared with a dataset folder that is not a Hub download (warning)",
+    "schema.unofficial_dataset": "prompt_set pins a local dataset folder or another Hub dataset, not the official one at a commit (warning)",
     # metadata.jsonl
     "metadata.bad_json": "a line that is not strict UTF-8 JSON (NaN, infinity, integers beyond 64 bits) or is too long",
     "metadata.too_many_lines": "metadata.jsonl has more lines than the limit (the rest is not read)",
@@ -263,6 +266,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")  # C0, D
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # as CI reads prompt_set.dataset
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -665,6 +669,25 @@ class _Validation:
         if isinstance(revision, str) and not (_HEX40.fullmatch(revision) or re.fullmatch(r"sha256:[0-9a-f]{64}", revision)):
             self.error("schema.bad_revision", self.at("prompt_set.revision"), f"prompt_set.revision {_show(revision)} "
                        "is not a pinned revision", "use the dataset's 40-hex Hub commit or its sha256:<hex> fingerprint")
+        self.check_dataset_pin(get(spec, "prompt_set.dataset"), revision)
+
+    def check_dataset_pin(self, dataset: Any, revision: Any) -> None:
+        """A warning unless the submission pins the official Hub dataset at a commit (CI evaluates only that;
+        it checks a local folder's pin against the shipped sample build)."""
+        if not (isinstance(dataset, str) and isinstance(revision, str)):
+            return  # reported with the fields
+        fix = f"download the official dataset ({DOWNLOAD_COMMAND}) and run package or generate again with --dataset dataset"
+        if not _HUB_ID.fullmatch(dataset):
+            self.warn("schema.unofficial_dataset", self.at("prompt_set.dataset"), f"the submission pins the local "
+                      f"dataset folder {_show(dataset)}, not the official Hub dataset {OFFICIAL_DATASET} at a commit, "
+                      "so the leaderboard cannot evaluate it", fix)
+        elif not _HEX40.fullmatch(revision):
+            self.warn("schema.unofficial_dataset", self.at("prompt_set.revision"), f"the submission pins {_show(dataset)} "
+                      f"by {_show(revision)}, the fingerprint of a local folder, not a Hub commit, so the leaderboard "
+                      "cannot evaluate it", fix)
+        elif dataset != OFFICIAL_DATASET:
+            self.warn("schema.unofficial_dataset", self.at("prompt_set.dataset"), f"the submission pins the Hub dataset "
+                      f"{_show(dataset)}, not the leaderboard's {OFFICIAL_DATASET}", fix)
 
     # --- the prompt set
 
@@ -679,8 +702,9 @@ class _Validation:
             return None  # reported with the fields
         self.prompt_set = name
         if name not in configs(dataset):
+            sets = prompt_sets(dataset)
             self.error("schema.unknown_prompt_set", self.at("prompt_set.name"), f"prompt set {_show(name)} is not in "
-                       f"dataset {dataset.name}", f"use one of {', '.join(configs(dataset))}")
+                       f"dataset {dataset.name}{DidYouMean(sets)(name)}", f"use one of its prompt sets: {', '.join(sets)}")
             return None
         try:
             rows = read_prompt_set(dataset, name)
@@ -695,8 +719,18 @@ class _Validation:
                            "pass --dataset with the dataset at the submission's revision, or regenerate from this one")
                 return None
         elif isinstance(revision, str) and _HEX40.fullmatch(revision):
-            self.warn("schema.revision_unchecked", self.at("prompt_set.revision"), f"Hub commit {revision} cannot be "
-                      f"compared with the local folder {dataset.name}", "make sure --dataset is a download of that commit")
+            downloaded = hub_commit(dataset)
+            if downloaded is None:
+                self.warn("schema.revision_unchecked", self.at("prompt_set.revision"), f"Hub commit {revision} cannot be "
+                          f"compared with {dataset.name}, which is not an unchanged Hub download",
+                          "make sure --dataset is a download of that commit (hf download ... --local-dir DIR)")
+            elif downloaded != revision:
+                self.error("schema.wrong_revision", self.at("prompt_set.revision"), f"the images were generated from "
+                           f"Hub commit {revision}, but {dataset.name} is a download of commit {downloaded}; coverage "
+                           "was not checked", "pass --dataset with a download of the submission's commit "
+                           f"(hf download {get(spec, 'prompt_set.dataset')} --repo-type dataset --revision {revision} "
+                           "--local-dir DIR), or regenerate from this one")
+                return None
         return {r["prompt_id"]: r for r in rows}
 
     # --- metadata.jsonl
@@ -850,13 +884,15 @@ class _Validation:
 
     def check_coverage(self, rows: list[tuple[int, dict]], prompts: dict[str, dict]) -> None:
         present: dict[tuple[str, int], tuple[int, dict]] = {}
+        guess = DidYouMean(prompts, prefix=self.prompt_set)
         for n, row in rows:
             where, pid, k = f"{METADATA}:{n}", row.get("prompt_id"), row.get("sample_idx")
             if pid is None:
                 continue
             prompt = prompts.get(pid)
             if prompt is None:
-                self.error("coverage.unknown_prompt", where, f"prompt_id {_show(pid)} is not in prompt set {self.prompt_set}",
+                self.error("coverage.unknown_prompt", where, f"prompt_id {_show(pid)} is not in prompt set "
+                           f"{self.prompt_set}{guess(pid)}",
                            "use the prompt set's prompt ids (never parse them from file names), or delete the line")
                 continue
             if k is None:
