@@ -495,3 +495,18 @@ def test_a_fully_cached_rerun_imports_no_torch(world, tmp_path):
     assert "HEAVY []" in done.stdout, done.stdout
     second = tmp_path / "second" / first.name
     assert summary(second)["metrics"] == summary(first)["metrics"]
+
+
+def test_the_offline_check_reads_the_scorers_the_options_choose():
+    from cultureboard.evaluators.engine.evaluate import scorers_in_use
+    from cultureboard.evaluators.engine.registry import family_of, parse_options
+
+    family, pspec = family_of("cultivate")
+    registry = {"qwen2.5-vl-7b": {}, "all-minilm-l6-v2": {}, "other-judge": {}}
+    default = scorers_in_use(family, pspec, parse_options(family, {}), registry)
+    assert {"qwen2.5-vl-7b", "all-minilm-l6-v2"} <= default
+    one = scorers_in_use(family, pspec, parse_options(family, {"extractor": "other-judge"}), registry)
+    assert {"other-judge", "qwen2.5-vl-7b"} <= one  # vqa still reads the default judge
+    both = scorers_in_use(family, pspec, parse_options(family, {"extractor": "other-judge", "vqa": "other-judge"}),
+                          registry)
+    assert "other-judge" in both and "qwen2.5-vl-7b" not in both

@@ -67,8 +67,14 @@ TOY = Family(
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, tiny_scorers):
+def toy_registered():
     register(TOY)
+    yield TOY
+    unregister("toy")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_scorers, toy_registered):
     root = tmp_path_factory.mktemp("toy")
     rows = [{"prompt_id": f"toy-set/{k}", "prompt_set": "toy-set", "text": f"a photo number {k}",
              "negative_prompt": "", "kind": "t2i", "images_per_prompt": 2, "seeds": [0, 1],
@@ -77,8 +83,7 @@ def world(tmp_path_factory, tiny_scorers):
             for k, c in enumerate(["IT", "NG", "IT", "NG", "IT", "NG"])]
     dataset = write_dataset(root / "dataset", [prompt_config(PromptSet("toy-set", "1", "toy", "toy", rows))], {})
     submission = make_submission(root / "submissions", dataset, "toy-set")
-    yield {"root": root, "dataset": dataset, "submission": submission, "scorers": tiny_scorers}
-    unregister("toy")
+    return {"root": root, "dataset": dataset, "submission": submission, "scorers": tiny_scorers}
 
 
 def run(world, out, **kw):
@@ -155,7 +160,7 @@ def test_the_site_ranks_it_by_its_headline(world, tmp_path):
     assert (tmp_path / "site" / "metric" / "toy.lpips.html").is_file()
 
 
-def test_names_are_never_shared():
+def test_names_are_never_shared(toy_registered):
     with pytest.raises(ValueError, match="the family name 'toy' is taken"):
         register(TOY)
     clash = Family("toy2", "t", "d", {}, (PromptSetSpec("toy-set-2", score_toy, ("toy.yes",), lambda p: p["prompt_id"]),),

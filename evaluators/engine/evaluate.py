@@ -16,6 +16,7 @@ unsharded result.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -84,7 +85,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     dtype = choose_dtype(device, dtype)
     cache_dir = Path(cache) if cache is not None else default_cache_dir()
     pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state")
-    _preflight(submission, pool)
+    _preflight(submission, pool, options, tuple(option_overrides))
     progress.say(f"validating {submission}")
     report = validate(submission, dataset)
     if not report.valid:
@@ -107,14 +108,25 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
                       pool, Cache(cache_dir), seed, n_boot)
 
 
-def _preflight(submission: Path, pool: Scorers) -> None:
-    """Offline, a scorer of the submission's prompt set whose weights are not on this machine is an error before
-    any work (:meth:`.Scorers.preflight`). A spec too broken to name its prompt set is left to validation."""
+def _preflight(submission: Path, pool: Scorers, options: Mapping | None, overrides: tuple[str, ...]) -> None:
+    """Offline, a scorer the run will read whose weights are not on this machine is an error before any work
+    (:meth:`.Scorers.preflight`). A spec too broken to name its prompt set, or bad options, are left to the checks
+    that report them."""
     try:
         family, pspec = family_of(get(read_spec(submission / SUBMISSION_YAML), "prompt_set.name"))
+        chosen = parse_options(family, options, overrides=overrides)
     except (CultureboardError, KeyError, TypeError):
         return
-    pool.preflight(s for m in pspec.metrics for s in family.card(m).scorers)
+    pool.preflight(scorers_in_use(family, pspec, chosen, pool.registry))
+
+
+def scorers_in_use(family: Family, pspec: PromptSetSpec, chosen: Any, registry: Mapping) -> set[str]:
+    """The scorers the cards of ``pspec`` read, where an option whose default names one of them (a family's
+    ``extractor: str = "qwen2.5-vl-7b"``) replaces it with the scorer the run chose."""
+    names = {s for m in pspec.metrics for s in family.card(m).scorers}
+    choices = [f for f in dataclasses.fields(chosen) if isinstance(f.default, str) and f.default in names]
+    chosen_names = {getattr(chosen, f.name) for f in choices}
+    return (names - {f.default for f in choices}) | {n for n in chosen_names if n in registry}
 
 
 def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: PromptSetSpec, chosen: Any,
