@@ -18,7 +18,10 @@ import pytest
 from cultureboard.builder.build import sample_dump_path
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
+from cultureboard.demo import CHEATS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
+
+#: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
+DEMO_CONTROLS = [f"control__reference-photos__{ps}" for ps in CONTROL_SETS] + [f"control__{kind}__{ps}" for ps, kind in CHEATS.items()]
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -172,8 +175,7 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    controls = [f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
-    assert subs == sorted(models + controls)
+    assert subs == sorted(models + DEMO_CONTROLS)
     assert out.count("generated") == len(models) and "reused" not in out
     results = _results(demo)
     assert sorted(results) == subs
@@ -209,13 +211,13 @@ def test_demo_shows_the_reference_photos_controls_as_unranked_rows(demo_runs):
         else:  # SSIM(x, x) = 1 would be among an image's values if its own photograph were compared
             assert max(v for d in rows.detail for v in json.loads(d)["per_reference"]) < 0.99
         page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
-        row = page.split('<tr class="control">', 1)[1].split("</tr>", 1)[0]
-        assert "control: reference-photos" in row and f"model/{sid}.html" in row
+        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+        assert "control: reference-photos" in row
         assert row.split("<td", 2)[1].startswith(' class="na" data-sort="">—')  # the rank cell: none
         table = demo / "site" / "data" / f"leaderboard-{prompt_set}-{prompt_set}-g1.csv"
         rows = list(csv.DictReader(table.open(encoding="utf-8")))
-        [control] = [r for r in rows if r["control"]]
-        assert control["control"] == "reference-photos" and (control["rank_best"], control["rank_worst"]) == ("", "")
+        [control] = [r for r in rows if r["control"] == "reference-photos"]
+        assert (control["rank_best"], control["rank_worst"]) == ("", "")
         assert any(r["rank_best"] for r in rows if not r["control"])  # the model beside it is ranked
 
 
@@ -223,10 +225,45 @@ def test_demo_remakes_its_controls_in_a_folder_it_ran_in(demo_runs, tmp_path):
     from cultureboard.demo import _controls
 
     demo = shutil.copytree(demo_runs["demo"] / "dataset", tmp_path / "dataset")
+    sources = [shutil.copytree(demo_runs["demo"] / "submissions" / sid, tmp_path / "models" / sid)
+               for sid in sorted(os.listdir(demo_runs["demo"] / "submissions")) if sid.startswith("demo__")]
     for _ in range(2):  # the second run replaces the first's (finished submissions, which carry no output marker)
-        made = _controls(demo, tmp_path / "submissions", lambda line: None)
-    assert [f.name for f in made] == [f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+        made = _controls(demo, tmp_path / "submissions", sources, lambda line: None)
+    assert [f.name for f in made] == DEMO_CONTROLS
     assert all((f / "metadata.jsonl").is_file() for f in made)
+
+
+def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
+    """category-images (cure-ladder, from tiny-b's P(c) images) and unedited (ecb, from tiny-a's bases) are scored
+    and shown as control rows with where they would rank; every metric page badges "gameable" exactly where a cheat
+    scores better than every model over all prompts, in the card's direction."""
+    from cultureboard.site.gaming import CHEATS as CHEAT_KINDS
+    from cultureboard.site.gaming import standings
+
+    demo, results = demo_runs["demo"], _results(demo_runs["demo"])
+    for prompt_set, kind in CHEATS.items():
+        sid = f"control__{kind}__{prompt_set}"
+        assert results[sid]["provenance"]["submission"]["id"] == sid
+        assert f"control {sid}: " in demo_runs["first"].stdout and f"copied from demo__tiny-" in demo_runs["first"].stdout
+        page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
+        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+        assert f"control: {kind}" in row and "would rank " in row
+        assert "Where each control lands on" in page and f"{sid} ({kind}) scores " in page
+    values = {}  # metric -> {sid: overall value}
+    for sid, summary in results.items():
+        for e in summary["metrics"]:
+            if (e["slice_type"], e["slice"]) == ("overall", "all"):
+                values.setdefault(e["metric"], {})[sid] = e["value"]
+    cards = {c["name"]: c for summary in results.values() for c in summary["metrics_info"]}
+    gameable = set()
+    for metric, found in values.items():
+        models = [v for sid, v in found.items() if not sid.startswith("control__")]
+        cheats = [(sid, sid.split("__")[1], v) for sid, v in found.items() if sid.split("__")[1] in CHEAT_KINDS]
+        if any(s.gameable for s in standings(cards[metric], models, cheats)):
+            gameable.add(metric)
+        page = (demo / "site" / "metric" / f"{metric}.html").read_text()
+        assert ("<dt>Gaming</dt>" in page) == (metric in gameable), metric
+    print(f"gameable in the demo: {sorted(gameable)}")
 
 
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
@@ -234,7 +271,7 @@ def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     summary = json.loads(demo_runs["second"].stdout)
     subs = sorted(p.name for p in (first / "submissions").iterdir())
     generated = [s for s in subs if not s.startswith("control__")]  # the controls are made anew (a few ms)
-    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(CONTROL_SETS)
+    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(DEMO_CONTROLS)
     assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "site", "total"}
     assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 1
     for sub in subs:  # the same bytes: images, metadata and submission.yaml
