@@ -49,7 +49,7 @@ CONTROL_SETS = ("cure-ladder", "cultdiff")
 #: The cheats made from a stand-in's submission of a prompt set (prompt set -> control kind): CuRe's ladders answered
 #: with their category's images, ECB's edits returning their input. Scored and shown like the reference-photos
 #: controls; the site says where each lands among the models, and badges a metric a cheat tops "gameable".
-CHEATS = {"cure-ladder": "category-images", "ecb": "unedited"}
+CHEAT_SETS = {"cure-ladder": "category-images", "ecb": "unedited"}
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -136,7 +136,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
          + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
             else ", ".join(pipelines)) + f", and controls: {len(CONTROL_SETS)} reference-photos and the cheats "
-         + ", ".join(CHEATS.values()))
+         + ", ".join(CHEAT_SETS.values()))
     models = _standin_pipelines() if standin else pipelines
     written = []
     for k, (name, prompt_set) in enumerate(jobs, start=1):
@@ -223,14 +223,15 @@ def _build(dataset: Path, countries: list[str]) -> bool:
 
 def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Callable[[str], None]) -> list[Path]:
     """The reference-photos control of each of :data:`CONTROL_SETS` (64 px, as the stand-ins' images), and the cheat
-    of :data:`CHEATS` for each prompt set a ``generated`` submission (its source) answers, in
+    of :data:`CHEAT_SETS` for each prompt set a ``generated`` submission (its source) answers, in
     ``submissions/control__<kind>__<prompt set>``, replacing an earlier run's (a finished submission folder has no
     output marker, so :func:`make_control` would refuse to overwrite it)."""
     from .evaluators.submission.controls import REFERENCE_PHOTOS, make_control
 
     sources = {folder.name.split("__")[-1]: folder for folder in reversed(generated)}  # the first of a prompt set
     made = [(REFERENCE_PHOTOS, prompt_set, None) for prompt_set in CONTROL_SETS]
-    made += [(kind, prompt_set, sources[prompt_set]) for prompt_set, kind in CHEATS.items() if prompt_set in sources]
+    made += [(kind, prompt_set, sources[prompt_set]) for prompt_set, kind in CHEAT_SETS.items()
+             if prompt_set in sources]
     folders = []
     for kind, prompt_set, source in made:
         folder = submissions / f"control__{kind}__{prompt_set}"

@@ -18,10 +18,11 @@ import pytest
 from cultureboard.builder.build import sample_dump_path
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CHEATS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
+from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
 
 #: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
-DEMO_CONTROLS = [f"control__reference-photos__{ps}" for ps in CONTROL_SETS] + [f"control__{kind}__{ps}" for ps, kind in CHEATS.items()]
+DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+                 + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()])
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -237,11 +238,11 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
     """category-images (cure-ladder, from tiny-b's P(c) images) and unedited (ecb, from tiny-a's bases) are scored
     and shown as control rows with where they would rank; every metric page badges "gameable" exactly where a cheat
     scores better than every model over all prompts, in the card's direction."""
-    from cultureboard.site.gaming import CHEATS as CHEAT_KINDS
+    from cultureboard.site.gaming import CHEATS
     from cultureboard.site.gaming import standings
 
     demo, results = demo_runs["demo"], _results(demo_runs["demo"])
-    for prompt_set, kind in CHEATS.items():
+    for prompt_set, kind in CHEAT_SETS.items():
         sid = f"control__{kind}__{prompt_set}"
         assert results[sid]["provenance"]["submission"]["id"] == sid
         assert f"control {sid}: " in demo_runs["first"].stdout and f"copied from demo__tiny-" in demo_runs["first"].stdout
@@ -258,7 +259,7 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
     gameable = set()
     for metric, found in values.items():
         models = [v for sid, v in found.items() if not sid.startswith("control__")]
-        cheats = [(sid, sid.split("__")[1], v) for sid, v in found.items() if sid.split("__")[1] in CHEAT_KINDS]
+        cheats = [(sid, sid.split("__")[1], v) for sid, v in found.items() if sid.split("__")[1] in CHEATS]
         if any(s.gameable for s in standings(cards[metric], models, cheats)):
             gameable.add(metric)
         page = (demo / "site" / "metric" / f"{metric}.html").read_text()

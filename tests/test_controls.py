@@ -229,6 +229,11 @@ def test_copying_controls_refuse_what_they_cannot_copy(ladder, chains, tmp_path)
     (tampered / copied).write_bytes(_red_png())
     with pytest.raises(CultureboardError, match="differs from the sha256"):
         make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images", source=tampered)
+    lines = read_metadata(tampered / "metadata.jsonl")
+    (tampered / "metadata.jsonl").write_text("".join(json.dumps({k: v for k, v in m.items() if k != "file_name"}) + "\n"
+                                                     for m in lines))
+    with pytest.raises(CultureboardError, match="without a file_name"):
+        make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images", source=tampered)
     assert not (tmp_path / "control__category-images").exists()  # nothing half-written
     assert main(["make-control", "unedited", "--dataset", str(dataset), "--prompt-set", "cure-ladder", "--out",
                  str(tmp_path / "control__unedited")]) == 2

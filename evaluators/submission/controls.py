@@ -67,8 +67,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         raise CultureboardError(f"control {kind}", "is not a control", f"choose one of {', '.join(CONTROL_KINDS)}",
                                 exit_code=2)
     if (kind in COPYING) != (source is not None):
-        raise CultureboardError(f"control {kind}", "copies a submission's images, but no --from was given" if source is None
-                                else "draws its own images: --from does not apply",
+        raise CultureboardError(f"control {kind}", "copies a submission's images, but no --from was given"
+                                if source is None else "draws its own images: --from does not apply",
                                 "pass --from SUBMISSION (a local submission of the prompt set)" if source is None
                                 else f"pass --from only with {' or '.join(COPYING)}", exit_code=2)
     if kind in COPYING and size is not None:
@@ -96,7 +96,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
     with atomic_dir(out, kind="submission") as tmp:
         for p in prompts:
             for k in range(p["images_per_prompt"]):
-                line = {"prompt_id": p["prompt_id"], "sample_idx": k, "seed": p["seeds"][k], "edit_step": p.get("edit_step")}
+                line = {"prompt_id": p["prompt_id"], "sample_idx": k, "seed": p["seeds"][k],
+                        "edit_step": p.get("edit_step")}
                 data = make(p, k)
                 if isinstance(data, str):
                     rows.append({**line, "refused": True, "reason": data})
@@ -120,7 +121,8 @@ def _photographs(dataset: Path, size: int) -> Maker:
     """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``."""
     photos, missing = read_references(dataset)
     if not photos:
-        raise CultureboardError(dataset, "has no reference photographs", "run `cultureboard fetch-references --dataset DIR` first")
+        raise CultureboardError(dataset, "has no reference photographs",
+                                "run `cultureboard fetch-references --dataset DIR` first")
 
     def make(p: dict, k: int) -> bytes | str:
         available = photos.get(p.get("artifact_id") or "", [])
@@ -135,11 +137,13 @@ def _photographs(dataset: Path, size: int) -> Maker:
 def category_prompts(prompts: list[dict], prompt_set: str) -> dict[str, str]:
     """category-images: prompt id -> the id of its category prompt P(c) (the P(c) of the same ``category`` and
     ``subcategory``; P(c)'s own id for P(c))."""
-    by_category = {(p["category"], p["subcategory"]): p["prompt_id"] for p in prompts if p.get("level") == CATEGORY_LEVEL}
+    by_category = {(p["category"], p["subcategory"]): p["prompt_id"] for p in prompts
+                   if p.get("level") == CATEGORY_LEVEL}
     if not by_category:
         raise CultureboardError(f"prompt set {prompt_set}", "has no category prompts P(c)",
                                 f"make {CATEGORY_IMAGES} for cure-ladder", exit_code=2)
-    return {p["prompt_id"]: by_category[key] for p in prompts if (key := (p.get("category"), p.get("subcategory"))) in by_category}
+    return {p["prompt_id"]: by_category[key] for p in prompts
+            if (key := (p.get("category"), p.get("subcategory"))) in by_category}
 
 
 def chain_bases(prompts: list[dict], prompt_set: str) -> dict[str, str]:
@@ -179,7 +183,7 @@ class _Source:
             raise CultureboardError(folder, "does not hold its images in a local folder",
                                     "download its images into the submission folder first", exit_code=2)
         self.size = (get(self.spec, "generation.width"), get(self.spec, "generation.height"))
-        self.lines = {(m["prompt_id"], m["sample_idx"]): m for m in read_metadata(folder / METADATA)}
+        self.lines = {(m.get("prompt_id"), m.get("sample_idx")): m for m in read_metadata(folder / METADATA)}
 
     def maker(self, stand_in: dict[str, str]) -> Maker:
         """Image k of prompt p is the source's image k of ``stand_in[p]``, re-saved with text chunks naming p."""
@@ -189,18 +193,22 @@ class _Source:
             if pid is None or line is None:
                 return f"{self.id} has no image of {pid or 'a stand-in prompt'} sample {k} to copy"
             if is_refusal(line):
-                return f"{self.id} declared {pid} sample {k} refused" + (f": {line['reason']}" if line.get("reason") else "")
+                why = f": {line['reason']}" if line.get("reason") else ""
+                return f"{self.id} declared {pid} sample {k} refused{why}"
             return self._copy(line, p["prompt_id"])
         return make
 
     def _copy(self, line: dict, prompt_id: str) -> bytes:
         from cultureboard.images import open_rgb, require_image
 
+        fix = f"run `cultureboard validate {self.folder}` and pass --from a valid submission"
+        if not isinstance(line.get("file_name"), str):
+            raise CultureboardError(self.folder / METADATA, f"lists {line['prompt_id']} sample {line['sample_idx']} "
+                                    "without a file_name", fix)
         path = self.folder / line["file_name"]
         info = require_image(path, name=str(path), size=self.size)
         if info.sha256 != line.get("sha256"):
-            raise CultureboardError(path, f"differs from the sha256 {self.folder / METADATA} records",
-                                    f"run `cultureboard validate {self.folder}` and pass --from a valid submission")
+            raise CultureboardError(path, f"differs from the sha256 {self.folder / METADATA} records", fix)
         return _png(open_rgb(path), {"prompt_id": prompt_id, "copied_from": f"{self.id} {line['file_name']}"})
 
 
@@ -217,8 +225,8 @@ def _spec(kind: str, dataset: Path, prompt_set: str, size: tuple[int, int], tag:
                   "weights": model.get("weights") or "open",
                   # the copied images are the source model's: its training data is theirs (entanglement badges)
                   "training_data": model.get("training_data") or "none (a control, not a model)"},
-        "generation": {"pipeline": "control", "scheduler": None, "steps": None, "guidance_scale": None, "width": size[0],
-                       "height": size[1], "negative_prompt": False, "precision": None,
+        "generation": {"pipeline": "control", "scheduler": None, "steps": None, "guidance_scale": None,
+                       "width": size[0], "height": size[1], "negative_prompt": False, "precision": None,
                        **({"extra": {"images_of": source.id}} if source else {})},
         "seeds": {"scheme": "prompt-set"},
         "prompt_set": {"name": prompt_set, "dataset": dataset.name, "revision": local_revision(dataset)},
