@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .names import MIN_PROMPTS
+
 #: Control kinds that do not do the task (see the module docstring); ``reference-photos`` is not one.
 CHEATS = ("text-only", "category-images", "unedited")
 
@@ -82,10 +84,11 @@ def standings(card: dict, models: list[float | None], controls: list[tuple[str, 
 
 
 def group_standings(board, group, metric: str, slice_type: str = "overall", slice_: str = "all") -> list[Standing]:
-    """:func:`standings` of the group's controls on ``metric`` in a slice (default: over all prompts)."""
+    """:func:`standings` of the group's controls on ``metric`` in a slice (default: over all prompts); an entry from
+    fewer than :data:`~.names.MIN_PROMPTS` prompts is left out, as the leaderboard ranks none of those."""
     def value(r):
         entry = r.entries.get((metric, slice_type, slice_))
-        return entry["value"] if entry else None
+        return entry["value"] if entry and entry["n_prompts"] >= MIN_PROMPTS else None
 
     return standings(board.cards[metric], [value(r) for r in group.results],
                      [(r.sid, r.control, value(r)) for r in group.controls])

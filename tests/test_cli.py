@@ -237,15 +237,15 @@ def test_demo_remakes_its_controls_in_a_folder_it_ran_in(demo_runs, tmp_path):
 def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
     """category-images (cure-ladder, from tiny-b's P(c) images) and unedited (ecb, from tiny-a's bases) are scored
     and shown as control rows with where they would rank; every metric page badges "gameable" exactly where a cheat
-    scores better than every model over all prompts, in the card's direction."""
-    from cultureboard.site.gaming import CHEATS
-    from cultureboard.site.gaming import standings
+    scores better than every model over all prompts (from enough prompts to rank), in the card's direction."""
+    from cultureboard.site.gaming import CHEATS, standings
+    from cultureboard.site.names import MIN_PROMPTS
 
     demo, results = demo_runs["demo"], _results(demo_runs["demo"])
     for prompt_set, kind in CHEAT_SETS.items():
         sid = f"control__{kind}__{prompt_set}"
         assert results[sid]["provenance"]["submission"]["id"] == sid
-        assert f"control {sid}: " in demo_runs["first"].stdout and f"copied from demo__tiny-" in demo_runs["first"].stdout
+        assert f"control {sid}: " in demo_runs["first"].stdout and "copied from demo__tiny-" in demo_runs["first"].stdout
         page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
         [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
         assert f"control: {kind}" in row and "would rank " in row
@@ -253,18 +253,47 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
     values = {}  # metric -> {sid: overall value}
     for sid, summary in results.items():
         for e in summary["metrics"]:
-            if (e["slice_type"], e["slice"]) == ("overall", "all"):
+            if (e["slice_type"], e["slice"]) == ("overall", "all") and e["n_prompts"] >= MIN_PROMPTS:
                 values.setdefault(e["metric"], {})[sid] = e["value"]
     cards = {c["name"]: c for summary in results.values() for c in summary["metrics_info"]}
     gameable = set()
-    for metric, found in values.items():
+    for metric in cards:
+        found = values.get(metric, {})
         models = [v for sid, v in found.items() if not sid.startswith("control__")]
         cheats = [(sid, sid.split("__")[1], v) for sid, v in found.items() if sid.split("__")[1] in CHEATS]
         if any(s.gameable for s in standings(cards[metric], models, cheats)):
             gameable.add(metric)
         page = (demo / "site" / "metric" / f"{metric}.html").read_text()
         assert ("<dt>Gaming</dt>" in page) == (metric in gameable), metric
-    print(f"gameable in the demo: {sorted(gameable)}")
+
+
+def test_a_cheat_that_tops_the_headline_badges_it_gameable(demo_runs, tmp_path):
+    """The demo's results with the unedited control's ECB headline moved past the model's, in the card's direction:
+    the headline is badged "gameable" on the leaderboard and its metric page, and the control would rank first."""
+    from cultureboard.evaluators.engine.registry import family_of
+    from cultureboard.site.render import build_site
+
+    demo, sid = demo_runs["demo"], "control__unedited__ecb"
+    results = shutil.copytree(demo / "results", tmp_path / "results")
+    headline = family_of("ecb")[0].primary("ecb")
+    summaries = _results(demo)
+    card = next(c for c in summaries[sid]["metrics_info"] if c["name"] == headline)
+    [model] = [e["value"] for e in summaries["demo__tiny-a__ecb"]["metrics"]
+               if (e["metric"], e["slice_type"]) == (headline, "overall")]
+    top = card["target"] if card["direction"] == "target" else model + (1 if card["direction"] == "higher" else -1)
+    summary = summaries[sid]
+    for e in summary["metrics"]:
+        if (e["metric"], e["slice_type"]) == (headline, "overall"):
+            e["value"], e["ci_low"], e["ci_high"] = top, top, top
+    (results / sid / "summary.json").write_text(json.dumps(summary))
+    build_site(results, demo / "dataset", demo / "submissions", tmp_path / "site")
+    board = (tmp_path / "site" / "leaderboard" / "ecb.html").read_text()
+    head = board.split(f'data-key="{headline}"', 1)[1].split("</th>", 1)[0]  # the headline's column header
+    assert ">gameable</span>" in head
+    [row] = [r.split("</tr>", 1)[0] for r in board.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+    assert "would rank 1 of 2, gameable" in row
+    page = (tmp_path / "site" / "metric" / f"{headline}.html").read_text()
+    assert "<dt>Gaming</dt>" in page and f"{sid} (unedited) scores " in page
 
 
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from cultureboard.site.gaming import CHEATS, badge, goodness, group_standings, marks, standings
+from cultureboard.site.names import MIN_PROMPTS
 
 MODELS = [0.2, 0.5, 0.8]
 
@@ -74,8 +75,10 @@ def test_nothing_to_place():
 def _board(direction, models, controls, metric="m", target=None):
     """A duck-typed board and group: results' and controls' overall entries of ``metric``, and one slice."""
     def result(sid, value, control=None):
-        return SimpleNamespace(sid=sid, control=control, entries={(metric, "overall", "all"): {"value": value},
-                                                                   (metric, "country", "IT"): {"value": -value}})
+        return SimpleNamespace(sid=sid, control=control, entries={
+            (metric, "overall", "all"): {"value": value, "n_prompts": MIN_PROMPTS},
+            (metric, "country", "IT"): {"value": -value, "n_prompts": MIN_PROMPTS},
+            (metric, "country", "NG"): {"value": value, "n_prompts": MIN_PROMPTS - 1}})
     group = SimpleNamespace(results=[result(f"lab__m{k}", v) for k, v in enumerate(models)],
                             controls=[result(f"control__{kind}", v, kind) for kind, v in controls])
     return SimpleNamespace(cards={metric: {"direction": direction, "target": target}}), group
@@ -94,6 +97,7 @@ def test_badge_and_marks_of_a_group():
     # in another slice the values differ (negated here): the unedited control is then last
     assert marks(board, group, "control__unedited", "m", "country", "IT")[0]["label"] == "would rank 3 of 3"
     assert marks(board, group, "lab__m0", "m", "overall", "all") == []  # a model row has no such mark
+    assert marks(board, group, "control__unedited", "m", "country", "NG") == []  # too few prompts to rank
     board, group = _board("higher", [0.3, 0.4], [("unedited", 0.0), ("reference-photos", 0.9)])
     assert badge(board, group, "m") is None  # only the ceiling tops the models
     board, group = _board("none", [0.3, 0.4], [("unedited", 0.0)])
