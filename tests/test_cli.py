@@ -177,6 +177,7 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
     assert subs == sorted(models + DEMO_CONTROLS)
+    assert {"control__category-images__cure-ladder", "control__unedited__ecb"} <= set(subs)  # the two cheats
     assert out.count("generated") == len(models) and "reused" not in out
     results = _results(demo)
     assert sorted(results) == subs
