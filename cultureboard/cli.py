@@ -26,6 +26,7 @@ import click
 from . import __version__
 from .demo import DEMO_COUNTRIES
 from .errors import CultureboardError
+from .evaluators.submission.format import CONTROL_KINDS
 from .hub import DOWNLOAD_COMMAND, OFFICIAL_DATASET
 
 #: Earlier command names -> the command they are now (still accepted, not listed in the help).
@@ -402,17 +403,20 @@ def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored,
 
 
 @cli.command(name="make-control")
-@click.argument("kind", type=click.Choice(["reference-photos", "text-only"]))
+@click.argument("kind", type=click.Choice(CONTROL_KINDS))
 @dataset_option()
 @prompt_set_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND[__TAG] (a tag such as the prompt set tells several apart).")
-@click.option("--size", default=512, show_default=True, help="Side of the square images, in pixels.")
+@click.option("--size", type=int, help="Side of the square images, in pixels (reference-photos, text-only; default 512).")
+@click.option("--from", "source", type=click.Path(file_okay=False), help="category-images, unedited: the submission whose images the control copies (its P(c) images, or its chains' base images).")
 @json_option
-def make_control(kind, dataset, prompt_set, out, size, as_json):
-    """Make a control submission: the reference photographs, or the prompt's words as an image (never ranked)."""
+def make_control(kind, dataset, prompt_set, out, size, source, as_json):
+    """Make a control submission, never ranked: the reference photographs, the prompt's words as an image, the
+    category prompt's images for a whole CuRe ladder (category-images), or an editor that returns its input
+    unchanged (unedited)."""
     from cultureboard.evaluators.submission.controls import make_control as run
 
-    result = run(kind, dataset, prompt_set, out, size=size)
+    result = run(kind, dataset, prompt_set, out, size=size, source=source)
     _emit(as_json, result, f"{result['images']} images and {result['refused']} declared refusals written to {result['out']}")
 
 

@@ -1,7 +1,8 @@
 """``cultureboard demo``: the whole pipeline, offline, on the embedded defaults.
 
 build the dataset from the shipped sample dump -> generate one submission per prompt set of every family with
-tiny local stand-in generators, and the reference-photos controls of cure-ladder and cultdiff -> validate them ->
+tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, and the two cheats
+copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) -> validate them ->
 evaluate them with tiny stand-in scorers -> render the site.
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
@@ -45,6 +46,10 @@ STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate", "e
 #: photographs): made from the dataset's synthetic references on every run (a few ms), scored and shown on the
 #: site as control rows, never ranked.
 CONTROL_SETS = ("cure-ladder", "cultdiff")
+#: The cheats made from a stand-in's submission of a prompt set (prompt set -> control kind): CuRe's ladders answered
+#: with their category's images, ECB's edits returning their input. Scored and shown like the reference-photos
+#: controls; the site says where each lands among the models, and badges a metric a cheat tops "gameable".
+CHEAT_SETS = {"cure-ladder": "category-images", "ecb": "unedited"}
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -130,7 +135,8 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
             for ps in (STANDIN_MODELS[name] if standin else PIPELINE_SETS)]
     echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
          + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
-            else ", ".join(pipelines)) + f", and {len(CONTROL_SETS)} reference-photos controls")
+            else ", ".join(pipelines)) + f", and controls: {len(CONTROL_SETS)} reference-photos and the cheats "
+         + ", ".join(CHEAT_SETS.values()))
     models = _standin_pipelines() if standin else pipelines
     written = []
     for k, (name, prompt_set) in enumerate(jobs, start=1):
@@ -140,7 +146,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         written.append(folder)
         if hit:
             cached.append(folder.name)
-    written += _controls(dataset, submissions, echo)
+    written += _controls(dataset, submissions, written, echo)
     lap("generate")
 
     for folder in written:
@@ -215,18 +221,28 @@ def _build(dataset: Path, countries: list[str]) -> bool:
     return False
 
 
-def _controls(dataset: Path, submissions: Path, echo: Callable[[str], None]) -> list[Path]:
-    """The reference-photos control of each of :data:`CONTROL_SETS` (64 px, as the stand-ins' images), in
-    ``submissions/control__reference-photos__<prompt set>``, replacing an earlier run's (a finished submission
-    folder has no output marker, so :func:`make_control` would refuse to overwrite it)."""
+def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Callable[[str], None]) -> list[Path]:
+    """The reference-photos control of each of :data:`CONTROL_SETS` (64 px, as the stand-ins' images), and the cheat
+    of :data:`CHEAT_SETS` for each prompt set a ``generated`` submission (its source) answers, in
+    ``submissions/control__<kind>__<prompt set>``, replacing an earlier run's (a finished submission folder has no
+    output marker, so :func:`make_control` would refuse to overwrite it)."""
     from .evaluators.submission.controls import REFERENCE_PHOTOS, make_control
 
+    sources = {folder.name.split("__")[-1]: folder for folder in reversed(generated)}  # the first of a prompt set
+    made = [(REFERENCE_PHOTOS, prompt_set, None) for prompt_set in CONTROL_SETS]
+    made += [(kind, prompt_set, sources[prompt_set]) for prompt_set, kind in CHEAT_SETS.items()
+             if prompt_set in sources]
     folders = []
-    for prompt_set in CONTROL_SETS:
-        folder = submissions / f"control__{REFERENCE_PHOTOS}__{prompt_set}"
+    for kind, prompt_set, source in made:
+        folder = submissions / f"control__{kind}__{prompt_set}"
         shutil.rmtree(folder, ignore_errors=True)
-        made = make_control(REFERENCE_PHOTOS, dataset, prompt_set, folder, size=64)
-        echo(f"      control {folder.name}: {made['images']} photographs, {made['refused']} declared refusals")
+        if source is None:
+            result = make_control(kind, dataset, prompt_set, folder, size=64)
+            what = f"{result['images']} photographs"
+        else:
+            result = make_control(kind, dataset, prompt_set, folder, source=source)
+            what = f"{result['images']} images copied from {source.name}"
+        echo(f"      control {folder.name}: {what}, {result['refused']} declared refusals")
         folders.append(folder)
     return folders
 

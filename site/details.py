@@ -15,7 +15,7 @@ from cultureboard.evaluators.submission.format import FIELDS, get
 
 from cultureboard.errors import CultureboardError
 
-from . import plots
+from . import gaming, plots
 from .board import Board
 from .figures import map_page
 from .leaderboards import leaderboard, prompt_set_page
@@ -178,7 +178,8 @@ def metric_pages(site: Site, board: Board) -> None:
         boards = [{"group": g, "table": leaderboard(site, board, page, g, "overall", "all", [name]),
                    "map": map_page(g, name) if name in g.shown and any((name, "country") == k[:2] for r in g.everyone
                                                                       for k in r.entries) else None,
-                   "flag": board.text_only_flag(g, name)} for g in groups]
+                   "flag": board.text_only_flag(g, name), "gaming": gaming.group_standings(board, g, name)}
+                  for g in groups]
         boards = [b for b in boards if b["table"]]
         checkpoints = sorted({(s["name"], s["model_id"], s["revision"], bool(s.get("standin"))) for g in groups
                               for r in g.everyone for s in r.summary["provenance"]["scorers"] if s["name"] in card["scorers"]})

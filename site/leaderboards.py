@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cultureboard.errors import CultureboardError
 
-from . import figures
+from . import figures, gaming
 from .board import Board, Group
 from .names import slice_name, slice_path, type_label
 from .write import Column, Site, Table
@@ -32,6 +32,8 @@ def score_column(board: Board, group: Group, metric: str, slice_type: str, slice
     badges = []
     if flag := board.text_only_flag(group, metric):
         badges.append({"label": "text-only control scores high", "title": f"Flagged: {flag}."})
+    if gameable := gaming.badge(board, group, metric):
+        badges.append(gameable)
     if row := board.diagnostic(metric, slice_type, slice_):
         badges.append({"label": "diagnostic here", "title": f"Only a diagnostic on this slice, never the headline: "
                        f"{row['reason']} (correlation with {row['human']} in {row['source']})."})
@@ -82,6 +84,7 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
         if r.control:
             row["_control"] = r.control
             row["_marks"]["submission"] = [{"label": f"control: {r.control}", "title": CONTROLS.get(r.control, "")}]
+            row["_marks"]["submission"] += gaming.marks(board, group, r.sid, metrics[0], slice_type, slice_)
         rows.append(row)
     table = site.table(page, name or group.name, columns, rows)
     if limit is not None and len(rows) > limit:
@@ -94,6 +97,10 @@ CONTROLS = {
                         "them (the ceiling of each metric, and a check of its sense).",
     "text-only": "A control, never ranked: each prompt rendered as a picture of its own words (no image at all); a "
                  "metric that rates it as high as real models rewards text, not culture.",
+    "category-images": "A cheat, never ranked: every prompt of a CuRe ladder answered with a model's images of the "
+                       "category prompt P(c) (the generic dish, not the named one); a metric it tops is gameable.",
+    "unedited": "A cheat, never ranked: every ECB edit step returns the chain's base image unchanged (an editor "
+                "that does nothing); a metric it tops is gameable.",
 }
 
 
@@ -153,7 +160,8 @@ def prompt_set_pages(site: Site, board: Board) -> None:
         for g in groups:
             parts.append({"group": g, "table": leaderboard(site, board, page, g, "overall", "all"),
                           "figures": figures.group_figures(site, board, page, g),
-                          "disparity": figures.disparity_table(site, board, page, g)})
+                          "disparity": figures.disparity_table(site, board, page, g),
+                          "gaming": gaming.group_standings(board, g, g.metrics[0])})
         family = board.family_for(prompt_set)
         site.page(page, "prompt_set.html", f"Leaderboard: {prompt_set}", prompt_set=prompt_set, parts=parts,
                   family=family, main=board.cards[groups[0].metrics[0]], several=len(groups) > 1)

@@ -19,7 +19,11 @@ from cultureboard.builder.build import sample_dump_path
 from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
+from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
+
+#: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
+DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+                 + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()])
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -173,8 +177,8 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    controls = [f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
-    assert subs == sorted(models + controls)
+    assert subs == sorted(models + DEMO_CONTROLS)
+    assert {"control__category-images__cure-ladder", "control__unedited__ecb"} <= set(subs)  # the two cheats
     assert out.count("generated") == len(models) and "reused" not in out
     results = _results(demo)
     assert sorted(results) == subs
@@ -210,13 +214,13 @@ def test_demo_shows_the_reference_photos_controls_as_unranked_rows(demo_runs):
         else:  # SSIM(x, x) = 1 would be among an image's values if its own photograph were compared
             assert max(v for d in rows.detail for v in json.loads(d)["per_reference"]) < 0.99
         page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
-        row = page.split('<tr class="control">', 1)[1].split("</tr>", 1)[0]
-        assert "control: reference-photos" in row and f"model/{sid}.html" in row
+        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+        assert "control: reference-photos" in row
         assert row.split("<td", 2)[1].startswith(' class="na" data-sort="">—')  # the rank cell: none
         table = demo / "site" / "data" / f"leaderboard-{prompt_set}-{prompt_set}-g1.csv"
         rows = list(csv.DictReader(table.open(encoding="utf-8")))
-        [control] = [r for r in rows if r["control"]]
-        assert control["control"] == "reference-photos" and (control["rank_best"], control["rank_worst"]) == ("", "")
+        [control] = [r for r in rows if r["control"] == "reference-photos"]
+        assert (control["rank_best"], control["rank_worst"]) == ("", "")
         assert any(r["rank_best"] for r in rows if not r["control"])  # the model beside it is ranked
 
 
@@ -224,10 +228,74 @@ def test_demo_remakes_its_controls_in_a_folder_it_ran_in(demo_runs, tmp_path):
     from cultureboard.demo import _controls
 
     demo = shutil.copytree(demo_runs["demo"] / "dataset", tmp_path / "dataset")
+    sources = [shutil.copytree(demo_runs["demo"] / "submissions" / sid, tmp_path / "models" / sid)
+               for sid in sorted(os.listdir(demo_runs["demo"] / "submissions")) if sid.startswith("demo__")]
     for _ in range(2):  # the second run replaces the first's (finished submissions, which carry no output marker)
-        made = _controls(demo, tmp_path / "submissions", lambda line: None)
-    assert [f.name for f in made] == [f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+        made = _controls(demo, tmp_path / "submissions", sources, lambda line: None)
+    assert [f.name for f in made] == DEMO_CONTROLS
     assert all((f / "metadata.jsonl").is_file() for f in made)
+
+
+def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
+    """category-images (cure-ladder, from tiny-b's P(c) images) and unedited (ecb, from tiny-a's bases) are scored
+    and shown as control rows with where they would rank; every metric page badges "gameable" exactly where a cheat
+    scores better than every model over all prompts (from enough prompts to rank), in the card's direction."""
+    from cultureboard.site.gaming import CHEATS, standings
+    from cultureboard.site.names import MIN_PROMPTS
+
+    demo, results = demo_runs["demo"], _results(demo_runs["demo"])
+    for prompt_set, kind in CHEAT_SETS.items():
+        sid = f"control__{kind}__{prompt_set}"
+        assert results[sid]["provenance"]["submission"]["id"] == sid
+        assert f"control {sid}: " in demo_runs["first"].stdout and "copied from demo__tiny-" in demo_runs["first"].stdout
+        page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
+        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+        assert f"control: {kind}" in row and "would rank " in row
+        assert "Where each control lands on" in page and f"{sid} ({kind}) scores " in page
+    values = {}  # metric -> {sid: overall value}
+    for sid, summary in results.items():
+        for e in summary["metrics"]:
+            if (e["slice_type"], e["slice"]) == ("overall", "all") and e["n_prompts"] >= MIN_PROMPTS:
+                values.setdefault(e["metric"], {})[sid] = e["value"]
+    cards = {c["name"]: c for summary in results.values() for c in summary["metrics_info"]}
+    gameable = set()
+    for metric in cards:
+        found = values.get(metric, {})
+        models = [v for sid, v in found.items() if not sid.startswith("control__")]
+        cheats = [(sid, sid.split("__")[1], v) for sid, v in found.items() if sid.split("__")[1] in CHEATS]
+        if any(s.gameable for s in standings(cards[metric], models, cheats)):
+            gameable.add(metric)
+        page = (demo / "site" / "metric" / f"{metric}.html").read_text()
+        assert ("<dt>Gaming</dt>" in page) == (metric in gameable), metric
+
+
+def test_a_cheat_that_tops_the_headline_badges_it_gameable(demo_runs, tmp_path):
+    """The demo's results with the unedited control's ECB headline moved past the model's, in the card's direction:
+    the headline is badged "gameable" on the leaderboard and its metric page, and the control would rank first."""
+    from cultureboard.evaluators.engine.registry import family_of
+    from cultureboard.site.render import build_site
+
+    demo, sid = demo_runs["demo"], "control__unedited__ecb"
+    results = shutil.copytree(demo / "results", tmp_path / "results")
+    headline = family_of("ecb")[0].primary("ecb")
+    summaries = _results(demo)
+    card = next(c for c in summaries[sid]["metrics_info"] if c["name"] == headline)
+    [model] = [e["value"] for e in summaries["demo__tiny-a__ecb"]["metrics"]
+               if (e["metric"], e["slice_type"]) == (headline, "overall")]
+    top = card["target"] if card["direction"] == "target" else model + (1 if card["direction"] == "higher" else -1)
+    summary = summaries[sid]
+    for e in summary["metrics"]:
+        if (e["metric"], e["slice_type"]) == (headline, "overall"):
+            e["value"], e["ci_low"], e["ci_high"] = top, top, top
+    (results / sid / "summary.json").write_text(json.dumps(summary))
+    build_site(results, demo / "dataset", demo / "submissions", tmp_path / "site")
+    board = (tmp_path / "site" / "leaderboard" / "ecb.html").read_text()
+    head = board.split(f'data-key="{headline}"', 1)[1].split("</th>", 1)[0]  # the headline's column header
+    assert ">gameable</span>" in head
+    [row] = [r.split("</tr>", 1)[0] for r in board.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+    assert "would rank 1 of 2, gameable" in row
+    page = (tmp_path / "site" / "metric" / f"{headline}.html").read_text()
+    assert "<dt>Gaming</dt>" in page and f"{sid} (unedited) scores " in page
 
 
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
@@ -235,7 +303,7 @@ def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     summary = json.loads(demo_runs["second"].stdout)
     subs = sorted(p.name for p in (first / "submissions").iterdir())
     generated = [s for s in subs if not s.startswith("control__")]  # the controls are made anew (a few ms)
-    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(CONTROL_SETS)
+    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(DEMO_CONTROLS)
     assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "site", "total"}
     assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 1
     for sub in subs:  # the same bytes: images, metadata and submission.yaml

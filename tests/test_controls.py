@@ -79,3 +79,169 @@ def test_controls_refuse_what_they_cannot_make(tmp_path):
     assert validate(tagged, tmp_path / "bare").valid and "tag: cube-awareness" in (tagged / "submission.yaml").read_text()
     assert main(["control", "text-only", "--dataset", str(tmp_path / "bare"), "--prompt-set", "cube-awareness",
                  "--out", str(tmp_path / "control__text-only"), "--size", "10"]) == 2
+
+
+# --- the copying controls: category-images (CuRe) and unedited (ECB), from a source submission's images
+
+
+def _pixels(path):
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+def _images(folder) -> dict:
+    """(prompt_id, sample_idx) -> the metadata line of every image of a submission."""
+    return {(m["prompt_id"], m["sample_idx"]): m for m in read_metadata(folder / "metadata.jsonl") if not m.get("refused")}
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory):
+    """cure-ladder of Italy with 2 images per ladder prompt and 3 per P(c), and a text-only control of it as the
+    source (a real submission made without a model: each prompt's own words, so every prompt's picture differs)."""
+    root = tmp_path_factory.mktemp("ladder")
+    build(root / "dataset", countries=["IT"], prompt_sets=["cure-ladder"], cure_images=[2, 3])
+    source = root / "control__text-only__cure-ladder"
+    assert main(["make-control", "text-only", "--dataset", str(root / "dataset"), "--prompt-set", "cure-ladder",
+                 "--out", str(source), "--size", "64"]) == 0
+    return {"root": root, "dataset": root / "dataset", "source": source,
+            "prompts": {p["prompt_id"]: p for p in read_prompt_set(root / "dataset", "cure-ladder")}}
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory):
+    """The tiny dataset's ECB-like chain (a base and two edit steps) and a text-only control of it as the source."""
+    from tiny_dataset import ECB, write_tiny_dataset
+
+    root = tmp_path_factory.mktemp("chains")
+    dataset = write_tiny_dataset(root / "dataset")
+    source = root / f"control__text-only__{ECB}"
+    assert main(["make-control", "text-only", "--dataset", str(dataset), "--prompt-set", ECB, "--out", str(source),
+                 "--size", "64"]) == 0
+    return {"root": root, "dataset": dataset, "source": source, "prompt_set": ECB,
+            "prompts": {p["prompt_id"]: p for p in read_prompt_set(dataset, ECB)}}
+
+
+def test_category_images_control_answers_every_ladder_prompt_with_its_category_images(ladder, tmp_path):
+    out = tmp_path / "control__category-images__cure-ladder"
+    assert main(["make-control", "category-images", "--dataset", str(ladder["dataset"]), "--prompt-set", "cure-ladder",
+                 "--from", str(ladder["source"]), "--out", str(out)]) == 0
+    report = validate(out, ladder["dataset"])
+    assert report.valid, report.to_text()
+    assert "control: category-images" in (out / "submission.yaml").read_text()
+    assert "images_of: control__text-only__cure-ladder" in (out / "submission.yaml").read_text()
+    mine, theirs, prompts = _images(out), _images(ladder["source"]), ladder["prompts"]
+    assert len(mine) == sum(p["images_per_prompt"] for p in prompts.values())
+    category = {(p["category"], p["subcategory"]): pid for pid, p in prompts.items() if p["level"] == "c"}
+    levels = set()
+    for (pid, k), line in mine.items():
+        p = prompts[pid]
+        pc = category[(p["category"], p["subcategory"])]
+        copied = _pixels(out / line["file_name"])
+        # the same picture as the source's P(c) sample k (not sample 0, not the prompt's own image)
+        assert np.array_equal(copied, _pixels(ladder["source"] / theirs[(pc, k)]["file_name"])), (pid, k)
+        assert np.array_equal(copied, _pixels(out / mine[(pc, k)]["file_name"]))
+        if pid != pc:
+            levels.add(p["level"])
+            assert not np.array_equal(copied, _pixels(ladder["source"] / theirs[(pid, k)]["file_name"]))
+            assert line["sha256"] != mine[(pc, k)]["sha256"]  # each file names its prompt: the validator's rule
+        assert Image.open(out / line["file_name"]).text["copied_from"] == \
+            f"control__text-only__cure-ladder {theirs[(pc, k)]['file_name']}"
+    assert levels == {"n", "n,c", "n,r", "n,c,r"} and {k for _, k in mine} == {0, 1, 2}
+
+
+def test_unedited_control_returns_each_chain_base_at_every_step(chains, tmp_path):
+    out = tmp_path / f"control__unedited__{chains['prompt_set']}"
+    assert main(["make-control", "unedited", "--dataset", str(chains["dataset"]), "--prompt-set", chains["prompt_set"],
+                 "--from", str(chains["source"]), "--out", str(out)]) == 0
+    report = validate(out, chains["dataset"])
+    assert report.valid, report.to_text()
+    assert "control: unedited" in (out / "submission.yaml").read_text()
+    mine, theirs, prompts = _images(out), _images(chains["source"]), chains["prompts"]
+    [base] = [pid for pid, p in prompts.items() if p["kind"] == "t2i"]
+    steps = sorted((p["edit_step"], pid) for pid, p in prompts.items() if p["kind"] == "i2i")
+    assert [s for s, _ in steps] == [1, 2]
+    step0 = _pixels(chains["source"] / theirs[(base, 0)]["file_name"])
+    assert np.array_equal(_pixels(out / mine[(base, 0)]["file_name"]), step0)
+    for step, pid in steps:
+        assert np.array_equal(_pixels(out / mine[(pid, 0)]["file_name"]), step0), step
+        assert not np.array_equal(_pixels(chains["source"] / theirs[(pid, 0)]["file_name"]), step0)
+        assert mine[(pid, 0)]["edit_step"] == step
+        assert mine[(pid, 0)]["source_file"] == mine[(prompts[pid]["source_prompt_id"], 0)]["file_name"]
+
+
+def _refuse(source, tmp_path, prompt_id, k):
+    """A copy of ``source`` that declares sample k of ``prompt_id`` refused (its file removed)."""
+    import shutil
+
+    copy = shutil.copytree(source, tmp_path / source.name)
+    lines = read_metadata(copy / "metadata.jsonl")
+    for m in lines:
+        if (m["prompt_id"], m["sample_idx"]) == (prompt_id, k):
+            (copy / m.pop("file_name")).unlink()
+            del m["sha256"]
+            m.update(refused=True, reason="safety filter")
+    (copy / "metadata.jsonl").write_text("".join(json.dumps(m) + "\n" for m in lines))
+    return copy
+
+
+def test_copying_controls_declare_what_the_source_refused(ladder, chains, tmp_path):
+    prompts = ladder["prompts"]
+    pc = next(pid for pid, p in prompts.items() if p["level"] == "c")
+    source = _refuse(ladder["source"], tmp_path, pc, 1)
+    out = tmp_path / "control__category-images"
+    made = make_control("category-images", ladder["dataset"], "cure-ladder", out, source=source)
+    ladder_of_pc = [pid for pid, p in prompts.items()
+                    if (p["category"], p["subcategory"]) == (prompts[pc]["category"], prompts[pc]["subcategory"])]
+    refused = {(m["prompt_id"], m["sample_idx"]): m["reason"] for m in read_metadata(out / "metadata.jsonl") if m.get("refused")}
+    assert set(refused) == {(pid, 1) for pid in ladder_of_pc} and made["refused"] == len(ladder_of_pc) > 1
+    assert all(r == f"control__text-only__cure-ladder declared {pc} sample 1 refused: safety filter" for r in refused.values())
+    assert validate(out, ladder["dataset"]).valid
+
+    [base] = [pid for pid, p in chains["prompts"].items() if p["kind"] == "t2i"]
+    out = tmp_path / "control__unedited"
+    made = make_control("unedited", chains["dataset"], chains["prompt_set"], out,
+                        source=_refuse(chains["source"], tmp_path, base, 0))
+    assert made == {"out": str(out), "images": 0, "refused": 3}
+    assert validate(out, chains["dataset"]).valid  # a refused base refuses its whole chain
+
+
+def test_copying_controls_refuse_what_they_cannot_copy(ladder, chains, tmp_path):
+    dataset, source = ladder["dataset"], ladder["source"]
+    with pytest.raises(CultureboardError, match="no --from was given"):
+        make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images")
+    with pytest.raises(CultureboardError, match="--from does not apply"):
+        make_control("text-only", dataset, "cure-ladder", tmp_path / "control__text-only", source=source)
+    with pytest.raises(CultureboardError, match="keep the --from submission's size"):
+        make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images", size=64,
+                     source=source)
+    with pytest.raises(CultureboardError, match="has no category prompts P"):
+        make_control("category-images", chains["dataset"], chains["prompt_set"], tmp_path / "control__category-images",
+                     source=chains["source"])
+    with pytest.raises(CultureboardError, match="has no edit steps"):
+        make_control("unedited", dataset, "cure-ladder", tmp_path / "control__unedited", source=source)
+    with pytest.raises(CultureboardError, match="is a submission of prompt set tiny-ecb, not cure-ladder"):
+        make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images",
+                     source=chains["source"])
+    import shutil
+
+    tampered = shutil.copytree(source, tmp_path / "tampered" / source.name)
+    copied = next(m["file_name"] for m in read_metadata(tampered / "metadata.jsonl")
+                  if ladder["prompts"][m["prompt_id"]]["level"] == "c")
+    (tampered / copied).write_bytes(_red_png())
+    with pytest.raises(CultureboardError, match="differs from the sha256"):
+        make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images", source=tampered)
+    lines = read_metadata(tampered / "metadata.jsonl")
+    (tampered / "metadata.jsonl").write_text("".join(json.dumps({k: v for k, v in m.items() if k != "file_name"}) + "\n"
+                                                     for m in lines))
+    with pytest.raises(CultureboardError, match="without a file_name"):
+        make_control("category-images", dataset, "cure-ladder", tmp_path / "control__category-images", source=tampered)
+    assert not (tmp_path / "control__category-images").exists()  # nothing half-written
+    assert main(["make-control", "unedited", "--dataset", str(dataset), "--prompt-set", "cure-ladder", "--out",
+                 str(tmp_path / "control__unedited")]) == 2
+
+
+def _red_png() -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), "red").save(buffer, format="PNG")
+    return buffer.getvalue()

@@ -47,6 +47,8 @@ MAX_SUBMISSION_ID = 128
 #: The longest metadata.jsonl line, in bytes (a line is one image's few fields).
 MAX_LINE_BYTES = 16 * 2**10
 _INT64 = 2**63
+#: The control submissions `cultureboard make-control` makes (:mod:`.controls`): shown marked, never ranked.
+CONTROL_KINDS = ("reference-photos", "text-only", "category-images", "unedited")
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ FIELDS: tuple[Field, ...] = (
     Field("organization", str, True, "the team or company submitting; first part of the folder name"),
     Field("tag", str, False, "optional variant tag; last part of the folder name (e.g. 'fp16-30steps')"),
     Field("control", str, False, "only for control rows made by `cultureboard control`: shown marked, never ranked",
-          ("reference-photos", "text-only")),
+          CONTROL_KINDS),
     Field("contact", str, True, "a name and e-mail address or a GitHub handle"),
     Field("date", str, True, "when the images were generated, YYYY-MM-DD"),
     Field("model.name", str, True, "short model name; second part of the folder name"),

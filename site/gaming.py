@@ -1,0 +1,109 @@
+"""Gaming controls on the board: where each control lands among the real models on a metric, and whether a cheat
+tops them (the metric is then badged "gameable").
+
+A control submission (``control:`` in submission.yaml) is never ranked. :func:`standings` places its value among
+the values of the ranked submissions of its comparability group, compared by the card's direction through
+:func:`goodness` (larger is better):
+
+- ``higher``: g(v) = v; ``lower``: g(v) = -v; ``target``: g(v) = -|v - target| (closer to the target is better);
+  ``none``: descriptive, never placed and never badged.
+- ``beats``: how many models the control is strictly better than; ``rank``: the rank it would take among the
+  models and itself, 1 + the models strictly better than it (a tie takes the better rank, as in a ranking by value).
+- A **cheat** (:data:`CHEATS`: a control that does not do the task: the prompt's words as a picture, a CuRe ladder
+  answered with its category's images, an ECB editor that returns its input) that is strictly better than every
+  model *tops* the metric: the metric rewards the cheat, so it is gameable that way. Point values are compared: a
+  cheat whose value is above every model's shows the metric fails to penalise it, whatever the intervals say about
+  the models' order. The reference photographs are the ceiling, not a cheat: topping the models is expected of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .names import MIN_PROMPTS
+
+#: Control kinds that do not do the task (see the module docstring); ``reference-photos`` is not one.
+CHEATS = ("text-only", "category-images", "unedited")
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one control lands among the models on one metric."""
+
+    control: str  # the control's submission id
+    kind: str  # its control kind
+    value: float
+    beats: int  # models it is strictly better than
+    models: int  # models with a value
+    rank: int  # the rank it would take among the models and itself
+
+    @property
+    def tops(self) -> bool:
+        """Strictly better than every model."""
+        return self.beats == self.models
+
+    @property
+    def gameable(self) -> bool:
+        """A cheat that tops the models: the metric is gameable this way."""
+        return self.tops and self.kind in CHEATS
+
+    @property
+    def text(self) -> str:
+        return (f"{self.control} ({self.kind}) scores {self.value:.3f}: beats {self.beats} of {self.models} model(s), "
+                f"would rank {self.rank} of {self.models + 1}")
+
+
+def goodness(direction: str, target: float | None, value: float) -> float:
+    """``value`` on a scale where larger is better, by the card's direction (see the module docstring)."""
+    if direction == "higher":
+        return value
+    if direction == "lower":
+        return -value
+    if direction == "target":
+        return -abs(value - target)
+    raise ValueError(f"direction {direction!r} has no order")
+
+
+def standings(card: dict, models: list[float | None], controls: list[tuple[str, str, float | None]]) -> list[Standing]:
+    """Where each control ``(submission id, kind, value)`` lands among the ``models``' values on the metric of
+    ``card`` (its ``direction`` and ``target``); values that are None are left out. Nothing for a descriptive
+    metric (direction ``none``) or when no model has a value."""
+    if card["direction"] == "none":
+        return []
+    scored = [goodness(card["direction"], card.get("target"), v) for v in models if v is not None]
+    if not scored:
+        return []
+    out = []
+    for sid, kind, value in controls:
+        if value is None:
+            continue
+        g = goodness(card["direction"], card.get("target"), value)
+        out.append(Standing(sid, kind, value, beats=sum(g > m for m in scored), models=len(scored),
+                            rank=1 + sum(m > g for m in scored)))
+    return out
+
+
+def group_standings(board, group, metric: str, slice_type: str = "overall", slice_: str = "all") -> list[Standing]:
+    """:func:`standings` of the group's controls on ``metric`` in a slice (default: over all prompts); an entry from
+    fewer than :data:`~.names.MIN_PROMPTS` prompts is left out, as the leaderboard ranks none of those."""
+    def value(r):
+        entry = r.entries.get((metric, slice_type, slice_))
+        return entry["value"] if entry and entry["n_prompts"] >= MIN_PROMPTS else None
+
+    return standings(board.cards[metric], [value(r) for r in group.results],
+                     [(r.sid, r.control, value(r)) for r in group.controls])
+
+
+def badge(board, group, metric: str) -> dict | None:
+    """The "gameable" badge of ``metric`` on the group's board: a cheat tops every model over all prompts."""
+    found = [s for s in group_standings(board, group, metric) if s.gameable]
+    if not found:
+        return None
+    return {"label": "gameable", "title": "Gameable: " + "; ".join(s.text for s in found) + ". A control that does "
+            "not do the task scores better than every model, so this metric does not penalise that cheat."}
+
+
+def marks(board, group, sid: str, metric: str, slice_type: str, slice_: str) -> list[dict]:
+    """A control row's mark on a leaderboard: where it lands among the models on ``metric`` in the slice."""
+    return [{"label": f"would rank {s.rank} of {s.models + 1}" + (", gameable" if s.gameable else ""), "title": s.text}
+            for s in group_standings(board, group, metric, slice_type, slice_) if s.control == sid]
