@@ -235,7 +235,7 @@ def test_images_without_references_are_flagged_and_counted(world):
     headline = [m for m in summary["metrics_info"] if m["primary"]]
     assert [m["name"] for m in headline] == ["cultdiff.dino"]
     cards = {m["name"]: m for m in summary["metrics_info"]}
-    assert cards["cultdiff.lpips"]["direction"] == "lower" and cards["cultdiff.dreamsim"]["direction"] == "lower"
+    assert cards["cultdiff.lpips"]["direction"] == "lower" and cards["cultdiff.dreamsim"]["direction"] == "none"
     assert cards["cultdiff.learned"]["validity"][0]["value"] == 0.1848
     assert cards["cultdiff.ssim"]["validity"][0]["value"] == 0.0458
 
@@ -328,4 +328,6 @@ def test_reference_photos_control_is_never_compared_with_itself(world):
         assert min(json.loads(row["cultdiff.lpips"].detail)["per_reference"]) > 1e-3  # LPIPS(x, x) = 0: not there
         assert max(json.loads(row["cultdiff.ssim"].detail)["per_reference"]) < 0.99  # SSIM(x, x) = 1: not there
         checked += 1
-    assert checked >= 2 and {metric_cards()[m].version for m in METRICS} == {2}
+    assert checked >= 2 and {m: metric_cards()[m].version for m in METRICS} == {
+        "cultdiff.dino": 2, "cultdiff.clip": 3, "cultdiff.lpips": 2, "cultdiff.dreamsim": 3, "cultdiff.ssim": 2,
+        "cultdiff.learned": 3}
