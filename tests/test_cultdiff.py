@@ -28,6 +28,7 @@ from cultureboard.evaluators.families.cultdiff.train import read_references
 from cultureboard.evaluators.submission.format import write_submission
 
 SIDE = 64
+PHOTOS = 5  # CultDiff's count: 5 candidate photographs per artifact, of which K = 3 are compared
 METRICS = ("cultdiff.dino", "cultdiff.clip", "cultdiff.lpips", "cultdiff.dreamsim", "cultdiff.ssim", "cultdiff.learned")
 
 
@@ -140,7 +141,7 @@ def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str |
     prompts = read_prompt_set(dataset, "cultdiff")
     bare = prompts[-1]["artifact_id"]  # an artifact left without photographs
     artifacts = pq.read_table(next((dataset / "data" / "artifacts").glob("*.parquet"))).column("qid").to_pylist()
-    synthetic_references(dataset, qids=sorted(set(artifacts) - {bare}), size=SIDE)
+    synthetic_references(dataset, qids=sorted(set(artifacts) - {bare}), size=SIDE, per_artifact=PHOTOS)
     refs = read_references(dataset)
     rng = np.random.default_rng(5)
     images = {p["prompt_id"]: _png(rng.integers(0, 256, (SIDE, SIDE, 3))) for p in prompts}
@@ -286,14 +287,14 @@ def test_countries_a_model_under_represents_are_gaps_to_its_own_mean(world):
 
 def test_synthetic_references_load_like_real_ones(world, tmp_path):
     refs = world["refs"]
-    assert world["bare"] not in refs.by_artifact and all(len(v) == 3 for v in refs.by_artifact.values())
+    assert world["bare"] not in refs.by_artifact and all(len(v) == PHOTOS for v in refs.by_artifact.values())
     table = pq.read_table(next((world["dataset"] / "data" / "references").glob("*.parquet"))).to_pylist()
     assert {r["source"] for r in table} == {"synthetic"} and {(r["width"], r["height"]) for r in table} == {(SIDE, SIDE)}
     card = (world["dataset"] / "README.md").read_text()
     assert "**synthetic** images" in card and "config_name: references" in card
     again = tmp_path / "again"
     build(again, countries=["ES", "MX"], prompt_sets=["cultdiff"])
-    synthetic_references(again, qids=sorted(refs.by_artifact), size=SIDE)
+    synthetic_references(again, qids=sorted(refs.by_artifact), size=SIDE, per_artifact=PHOTOS)
     assert read_references(again).data.keys() == refs.data.keys(), "the same arguments give the same bytes"
     first, second = sorted(refs.by_artifact)[:2]
     one, two = (np.asarray(_pil(refs.data[s]), dtype=float) for s in refs.by_artifact[first][:2])
@@ -318,10 +319,10 @@ def test_reference_photos_control_is_never_compared_with_itself(world):
         if p["artifact_id"] == world["bare"]:
             continue
         image = _pil((control / f"images/{p['prompt_id']}/0.png").read_bytes())
-        others = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][1:]]
+        others = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][1:4]]  # K = 3 besides its own
         vectors = dino.embed_images([image, *others])
         row = {m: scores[(scores.metric == m) & (scores.prompt_id == p["prompt_id"])].iloc[0] for m in METRICS}
-        assert json.loads(row["cultdiff.dino"].detail)["references"] == 2
+        assert json.loads(row["cultdiff.dino"].detail)["references"] == 3
         assert row["cultdiff.dino"].value == pytest.approx(float(np.mean(vectors[1:] @ vectors[0])), abs=1e-5)
         np.testing.assert_allclose(json.loads(row["cultdiff.dino"].detail)["per_reference"], vectors[1:] @ vectors[0],
                                    atol=1e-5)
@@ -331,3 +332,60 @@ def test_reference_photos_control_is_never_compared_with_itself(world):
     assert checked >= 2 and {m: metric_cards()[m].version for m in METRICS} == {
         "cultdiff.dino": 2, "cultdiff.clip": 3, "cultdiff.lpips": 2, "cultdiff.dreamsim": 3, "cultdiff.ssim": 2,
         "cultdiff.learned": 3}
+
+
+# ------------------------------------------------------------------------------------------ learned scorer's own data
+
+def test_cultdiff_s_never_grades_its_own_training_data(world):
+    """A model folder whose training.json says it was trained on artifact A and on one photograph of artifact B:
+    every image of A, and the image of B (one of whose K references is that photograph), is flagged "in training
+    set" and left out of the value; the others keep the stand-in's values; the validity study sees only those."""
+    import shutil
+
+    from cultureboard.errors import CultureboardError
+    from cultureboard.evaluators.families.cultdiff.human import metric_validity
+
+    entries = yaml.safe_load(world["config"].read_text())
+    folder = world["root"] / "cultdiff-s-trained"
+    shutil.copytree(entries["cultdiff.learned"]["path"], folder, dirs_exist_ok=True)
+    scored = [p for p in world["prompts"] if p["artifact_id"] != world["bare"]]
+    a, b = scored[1]["artifact_id"], scored[2]["artifact_id"]
+    assert a != b and len({p["artifact_id"] for p in scored}) > 3
+    photo_of_b = world["refs"].by_artifact[b][2]  # the third of B's K = 3 references
+    (folder / "training.json").write_text(json.dumps({"trained_on": {"artifacts": [a], "images": [photo_of_b]}}))
+    config = world["root"] / "scorers-trained.yaml"
+    config.write_text(yaml.safe_dump({**entries, "cultdiff.learned": {**entries["cultdiff.learned"], "path": str(folder)}}))
+    out = evaluate(world["submission"], world["dataset"], world["root"] / "results-trained", scorers=config,
+                   device="cpu", n_boot=50, cache=world["root"] / "cache")
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    learned = scores[scores.metric == "cultdiff.learned"].set_index("prompt_id")
+    before = world["scores"][world["scores"].metric == "cultdiff.learned"].set_index("prompt_id")
+    trained = {p["prompt_id"] for p in scored if p["artifact_id"] in (a, b)}
+    assert set(learned.index[learned.flag == "in training set"]) == trained
+    assert learned.loc[sorted(trained), "value"].isna().all()
+    detail = json.loads(learned.loc[scored[2]["prompt_id"], "detail"])
+    assert detail["images_trained_on"] == [photo_of_b] and not detail["artifact_trained_on"]
+    held = [p["prompt_id"] for p in scored if p["prompt_id"] not in trained]
+    np.testing.assert_allclose(learned.loc[held, "value"], before.loc[held, "value"])
+    summary = json.loads((out / "summary.json").read_text())
+    overall = next(e for e in summary["metrics"] if e["metric"] == "cultdiff.learned" and e["slice_type"] == "overall")
+    assert overall["flags"]["in training set"] == len(trained) and overall["n_prompts"] == len(held)
+    assert overall["value"] == pytest.approx(before.loc[held, "value"].mean())
+    assert summary["provenance"]["notes"]["cultdiff.learned"]["trained_on"] == {
+        "artifacts": 1, "images": 1, "from": "training.json"}
+    # the validity study: only held-out images of cultdiff.learned reach the correlation
+    rows = [{"question": f"q1_{k}", "value": float(1 + (i + k) % 5), "rater": "r1", "image_sha256": sha,
+             "item_id": None, "prompt_id": pid, "sample_idx": 0, "file_name": None, "submission": None,
+             "study": "cultdiff", "model": None,
+             "country": "ES", "category": "food", "rater_country": "ES"}
+            for i, (pid, sha) in enumerate(scores.drop_duplicates("prompt_id")[["prompt_id", "sha256"]].values)
+            for k in range(1, 5)]
+    import pandas as pd
+
+    validity = metric_validity(pd.DataFrame(rows), scores, n_boot=20)
+    n = {r["metric"]: r["n"] for r in validity if r["slice_type"] == "overall"}
+    assert n["cultdiff.learned"] == len(held) and n["cultdiff.dino"] == len(scored)
+    (folder / "training.json").write_text(json.dumps({"losses": [1.0]}))  # a record that does not say
+    with pytest.raises(CultureboardError, match="does not say what the model was trained on"):
+        evaluate(world["submission"], world["dataset"], world["root"] / "results-stale", scorers=config,
+                 device="cpu", n_boot=50, cache=world["root"] / "cache")
