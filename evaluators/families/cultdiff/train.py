@@ -223,7 +223,7 @@ def split_artifacts(qids: Sequence[str], country: dict[str, str | None], fractio
         by_country[str(country.get(q))].append(q)
     held = set()
     for c in sorted(by_country):
-        members = list(rng.permutation(by_country[c]))
+        members = [str(q) for q in rng.permutation(by_country[c])]
         held.update(members[:round(fraction * len(members))])
     if not held:
         held.add(str(rng.choice(sorted(set(qids)))))
