@@ -63,6 +63,22 @@ def test_ssim_by_hand():
         core.ssim(np.zeros((8, 8)), np.zeros((8, 8)))
 
 
+def test_ssim_of_one_textured_window_by_hand():
+    """An 11 x 11 image has one window position: SSIM is the formula on the Gaussian-weighted (sigma 1.5) means,
+    variances and covariance, written out here as weighted sums; textured images, so C2 (K2 = 0.03) matters."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 255, (11, 11))
+    y = np.clip(0.6 * x + rng.normal(40, 30, x.shape), 0, 255)
+    g = np.exp(-((np.arange(11) - 5.0) ** 2) / (2 * 1.5**2))
+    w = np.outer(g, g) / np.outer(g, g).sum()
+    mx, my = (w * x).sum(), (w * y).sum()
+    vx, vy, cxy = (w * x * x).sum() - mx**2, (w * y * y).sum() - my**2, (w * x * y).sum() - mx * my
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    expected = (2 * mx * my + c1) * (2 * cxy + c2) / ((mx**2 + my**2 + c1) * (vx + vy + c2))
+    assert core.ssim(x, y) == pytest.approx(expected, rel=1e-9)
+    assert 0.1 < expected < 0.9, "a value where every term counts"
+
+
 def test_labels_weights_and_the_loss_by_hand():
     assert core.similarity_score([5, 4, 3, 2]) == 3.5
     assert core.pair_label(3.0) == 1 and core.pair_label(2.99) == 0
