@@ -41,6 +41,7 @@ def test_cosines_and_reductions_by_hand():
     assert core.reduce_references([0.6, 0.8, 1.0], "mean") == pytest.approx(0.8)
     assert core.reduce_references([0.6, 0.8, 1.0], "best") == 1.0
     assert core.reduce_references([0.2, 0.05, 0.4], "best", higher_is_better=False) == 0.05
+    assert core.reduce_references([0.1, 0.2, 0.9], "mean") == pytest.approx(0.4), "the mean, not the median (0.2)"
     with pytest.raises(ValueError):
         core.reduce_references([], "mean")
     with pytest.raises(ValueError):
@@ -299,6 +300,35 @@ def test_countries_a_model_under_represents_are_gaps_to_its_own_mean(world):
     assert lpips and all(g["direction"] == "lower" and g["under_represented"] == (g["low"] > 0) for g in lpips)
 
 
+def test_under_and_over_represented_countries_on_both_sides(tmp_path):
+    """Planted gaps (4 prompts per country, values that differ): Italy worse and Nigeria better than the model's
+    mean on a similarity (DINOv2, higher is better) and on a distance (LPIPS, lower is better); only Italy is
+    under-represented on each, and a region group's gap, however clear, is never a country badge."""
+    import pandas as pd
+
+    noise = [0.0, 0.01, -0.01, 0.005]
+    level = {"IT": 0.2, "ES": 0.5, "MX": 0.52, "NG": 0.8}
+    group = {"IT": "GN", "ES": "GN", "MX": "GS", "NG": "GS"}
+    rows = []
+    for metric, sign in (("cultdiff.dino", 1), ("cultdiff.lpips", -1)):
+        for country, v in level.items():
+            rows += [{"metric": metric, "prompt_id": f"cultdiff/{country}-{k}", "value": sign * v + e,
+                      "country": country, "region_group": group[country], "flag": None} for k, e in enumerate(noise)]
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame(rows).to_parquet(results / "scores.parquet")
+    (results / "summary.json").write_text(json.dumps({"provenance": {"family": "cultdiff"}, "metrics_info": [
+        {"name": "cultdiff.dino", "direction": "higher"}, {"name": "cultdiff.lpips", "direction": "lower"}]}))
+    gaps = underrepresented(results, n_boot=300)
+    marked = {(g["metric"], g["name"]) for g in gaps if g["under_represented"]}
+    assert marked == {("cultdiff.dino", "IT"), ("cultdiff.lpips", "IT")}
+    nigeria = [g for g in gaps if g["name"] == "NG"]
+    assert all(g["low"] > 0 for g in nigeria if g["metric"] == "cultdiff.dino")
+    assert all(g["high"] < 0 for g in nigeria if g["metric"] == "cultdiff.lpips")
+    regions = [g for g in gaps if g["kind"] != "country"]
+    assert any(g["high"] < 0 and g["metric"] == "cultdiff.dino" for g in regions), "a clear region gap is there"
+
+
 # ------------------------------------------------------------------------------------------ references
 
 def test_synthetic_references_load_like_real_ones(world, tmp_path):
@@ -368,7 +398,8 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
     a, b = scored[1]["artifact_id"], scored[2]["artifact_id"]
     assert a != b and len({p["artifact_id"] for p in scored}) > 3
     photo_of_b = world["refs"].by_artifact[b][2]  # the third of B's K = 3 references
-    (folder / "training.json").write_text(json.dumps({"trained_on": {"artifacts": [a], "images": [photo_of_b]}}))
+    unrelated = "f" * 64  # an image of no artifact here: it changes nothing but the count
+    (folder / "training.json").write_text(json.dumps({"trained_on": {"artifacts": [a], "images": [photo_of_b, unrelated]}}))
     config = world["root"] / "scorers-trained.yaml"
     config.write_text(yaml.safe_dump({**entries, "cultdiff.learned": {**entries["cultdiff.learned"], "path": str(folder)}}))
     out = evaluate(world["submission"], world["dataset"], world["root"] / "results-trained", scorers=config,
@@ -388,7 +419,7 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
     assert overall["flags"]["in training set"] == len(trained) and overall["n_prompts"] == len(held)
     assert overall["value"] == pytest.approx(before.loc[held, "value"].mean())
     assert summary["provenance"]["notes"]["cultdiff.learned"]["trained_on"] == {
-        "artifacts": 1, "images": 1, "from": "training.json"}
+        "artifacts": 1, "images": 2, "from": "training.json"}
     # the validity study: only held-out images of cultdiff.learned reach the correlation
     rows = [{"question": f"q1_{k}", "value": float(1 + (i + k) % 5), "rater": "r1", "image_sha256": sha,
              "item_id": None, "prompt_id": pid, "sample_idx": 0, "file_name": None, "submission": None,

@@ -135,6 +135,8 @@ def test_the_split_keeps_every_image_of_an_artifact_on_one_side():
     assert held == split_artifacts(sorted(countries), countries, 0.5, 0)
     assert split_artifacts(["Q1", "Q2"], countries, 0.01, 0) != set(), "at least one artifact is held out"
     assert split_artifacts(["Q1", "Q2"], countries, 0.0, 0) == set()
+    five = {f"E{i}": "ES" for i in range(5)}
+    assert len(split_artifacts(sorted(five), five, 0.3, 0)) == 2, "round(0.3 x 5) = 2: rounded, not truncated"
 
 
 def test_bad_input_is_one_line(toy, tmp_path):
@@ -186,6 +188,19 @@ def test_the_model_folder_loads_by_hub_id(toy, tmp_path, monkeypatch):
     with pytest.raises(CultureboardError, match="not a CultDiff-S model folder"):
         load_scorer("cultdiff.learned", device="cpu",
                     config={"cultdiff.learned": {"backend": "cultdiff-s", "path": str(toy["init"])}})
+
+
+def test_the_embedding_is_the_l2_normalised_cls_token():
+    """f(x) = the CLS token (position 0) of the last hidden state, over its L2 norm: (3, 4) -> (0.6, 0.8), not the
+    mean over tokens."""
+    import torch
+    from types import SimpleNamespace
+
+    from cultureboard.evaluators.families.cultdiff.learned import embed
+
+    hidden = torch.tensor([[[3.0, 4.0], [1.0, 0.0]], [[0.0, 2.0], [5.0, 5.0]]])
+    out = embed(lambda pixel_values: SimpleNamespace(last_hidden_state=hidden), None)
+    assert torch.allclose(out, torch.tensor([[0.6, 0.8], [0.0, 1.0]]))
 
 
 # ------------------------------------------------------------------------------------------ by hand, on a small rated set
