@@ -193,8 +193,9 @@ def test_the_model_folder_loads_by_hub_id(toy, tmp_path, monkeypatch):
 def test_the_embedding_is_the_l2_normalised_cls_token():
     """f(x) = the CLS token (position 0) of the last hidden state, over its L2 norm: (3, 4) -> (0.6, 0.8), not the
     mean over tokens."""
-    import torch
     from types import SimpleNamespace
+
+    import torch
 
     from cultureboard.evaluators.families.cultdiff.learned import embed
 
@@ -262,7 +263,10 @@ def test_real_real_pairs_by_hand():
     refs = hand_refs({"A": 3, "B": 2, "C": 2, "D": 5}, COUNTRIES)
     pairs = real_pairs(["C", "A", "B", "A"], refs, seed=0)
     of = refs.owner
-    photos = lambda q: set(refs.by_artifact[q])  # noqa: E731
+
+    def photos(q):
+        return set(refs.by_artifact[q])
+
     assert {p.w for p in pairs} == {1.0} and not any(of[p.a] == "D" or of[p.b] == "D" for p in pairs)
     positives = [(p.a, p.b) for p in pairs if p.kind == "real-real positive"]
     a = refs.by_artifact["A"]
@@ -326,8 +330,8 @@ def test_the_held_out_interval_resamples_rated_images_not_pairs():
     """Each rated image gives K = 3 pairs sharing its human score: the pair bootstrap treats 24 pairs as independent
     and is visibly too narrow; resampling the 8 images is wider. With one pair per image both draw the same
     replicates, so the intervals are equal."""
-    from cultureboard.evaluators.results.stats import spearman_ci
     from cultureboard.evaluators.families.cultdiff.train import held_out_correlation
+    from cultureboard.evaluators.results.stats import spearman_ci
 
     rng = np.random.default_rng(1)
     level = rng.normal(0, 1, 8)
