@@ -80,15 +80,14 @@ HEADLINE = ("The headline is the project's choice, not CultDiff's (whose metric 
             "DINOv2 similarity to real photographs needs no training on these data and correlates positively with "
             "human perceptual similarity on every T2I system of CuRe Table 1 (the highest of any scorer on SD 1.5 "
             "only).")
+_NOT_IN_CULTDIFF = (" Not one of CultDiff's metrics (section 4.2 compares SSIM, FID, LPIPS and CultDiff-S only): "
+                    "the project's addition, with no evidence of which way human raters prefer, so not ranked.")
 
 
 def _table2(metric: str, whose: str, meaning: str) -> str:
     """A card's direction evidence from CultDiff Table 2: the printed Spearman of ``whose`` and what it means."""
     return (f"CultDiff section 4.2, Table 2: {whose} has Spearman {reported()[metric]['printed']} with the human "
             f"image-image similarity score (mean of Q1.1-Q1.4): {meaning}")
-
-_NOT_IN_CULTDIFF = (" Not one of CultDiff's metrics (section 4.2 compares SSIM, FID, LPIPS and CultDiff-S only): "
-                    "the project's addition, with no evidence of which way human raters prefer, so not ranked.")
 
 
 def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE, version=2,

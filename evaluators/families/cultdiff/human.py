@@ -9,7 +9,7 @@
   (``results.trust``, with the diagnostic-only rule), in CuRe's sign convention (``results/studies/cure.py``):
   ``rho`` is sign-normalised (a lower-is-better metric is negated first, so rho > 0 means agreement for LPIPS
   too), ``sign`` is -1 for a lower-is-better metric, else 1, and ``rho_as_printed`` = sign * rho is the raw
-  Spearman, the sign the paper prints (Table 2: LPIPS -0.1352); beside what the paper reports for it
+  Spearman, in the sign the paper prints (Table 2's LPIPS is negative); beside what the paper reports for it
   (``validity.yaml``, as reported). Flagged rows never count: CultDiff-S rows of artifacts its model was
   trained on are flagged "in training set", so its validity uses held-out items only;
 * :func:`import_study` -- all of it written as a ratings folder.
