@@ -28,6 +28,7 @@ from cultureboard.evaluators.families.cultdiff.train import read_references
 from cultureboard.evaluators.submission.format import write_submission
 
 SIDE = 64
+PHOTOS = 5  # CultDiff's count: 5 candidate photographs per artifact, of which K = 3 are compared
 METRICS = ("cultdiff.dino", "cultdiff.clip", "cultdiff.lpips", "cultdiff.dreamsim", "cultdiff.ssim", "cultdiff.learned")
 
 
@@ -40,6 +41,7 @@ def test_cosines_and_reductions_by_hand():
     assert core.reduce_references([0.6, 0.8, 1.0], "mean") == pytest.approx(0.8)
     assert core.reduce_references([0.6, 0.8, 1.0], "best") == 1.0
     assert core.reduce_references([0.2, 0.05, 0.4], "best", higher_is_better=False) == 0.05
+    assert core.reduce_references([0.1, 0.2, 0.9], "mean") == pytest.approx(0.4), "the mean, not the median (0.2)"
     with pytest.raises(ValueError):
         core.reduce_references([], "mean")
     with pytest.raises(ValueError):
@@ -60,6 +62,22 @@ def test_ssim_by_hand():
     np.testing.assert_allclose(core.luma(np.array([[[255, 0, 0], [0, 0, 255]]])), [[0.299 * 255, 0.114 * 255]])
     with pytest.raises(ValueError):
         core.ssim(np.zeros((8, 8)), np.zeros((8, 8)))
+
+
+def test_ssim_of_one_textured_window_by_hand():
+    """An 11 x 11 image has one window position: SSIM is the formula on the Gaussian-weighted (sigma 1.5) means,
+    variances and covariance, written out here as weighted sums; textured images, so C2 (K2 = 0.03) matters."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 255, (11, 11))
+    y = np.clip(0.6 * x + rng.normal(40, 30, x.shape), 0, 255)
+    g = np.exp(-((np.arange(11) - 5.0) ** 2) / (2 * 1.5**2))
+    w = np.outer(g, g) / np.outer(g, g).sum()
+    mx, my = (w * x).sum(), (w * y).sum()
+    vx, vy, cxy = (w * x * x).sum() - mx**2, (w * y * y).sum() - my**2, (w * x * y).sum() - mx * my
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    expected = (2 * mx * my + c1) * (2 * cxy + c2) / ((mx**2 + my**2 + c1) * (vx + vy + c2))
+    assert core.ssim(x, y) == pytest.approx(expected, rel=1e-9)
+    assert 0.1 < expected < 0.9, "a value where every term counts"
 
 
 def test_labels_weights_and_the_loss_by_hand():
@@ -140,7 +158,7 @@ def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str |
     prompts = read_prompt_set(dataset, "cultdiff")
     bare = prompts[-1]["artifact_id"]  # an artifact left without photographs
     artifacts = pq.read_table(next((dataset / "data" / "artifacts").glob("*.parquet"))).column("qid").to_pylist()
-    synthetic_references(dataset, qids=sorted(set(artifacts) - {bare}), size=SIDE)
+    synthetic_references(dataset, qids=sorted(set(artifacts) - {bare}), size=SIDE, per_artifact=PHOTOS)
     refs = read_references(dataset)
     rng = np.random.default_rng(5)
     images = {p["prompt_id"]: _png(rng.integers(0, 256, (SIDE, SIDE, 3))) for p in prompts}
@@ -235,7 +253,7 @@ def test_images_without_references_are_flagged_and_counted(world):
     headline = [m for m in summary["metrics_info"] if m["primary"]]
     assert [m["name"] for m in headline] == ["cultdiff.dino"]
     cards = {m["name"]: m for m in summary["metrics_info"]}
-    assert cards["cultdiff.lpips"]["direction"] == "lower" and cards["cultdiff.dreamsim"]["direction"] == "lower"
+    assert cards["cultdiff.lpips"]["direction"] == "lower" and cards["cultdiff.dreamsim"]["direction"] == "none"
     assert cards["cultdiff.learned"]["validity"][0]["value"] == 0.1848
     assert cards["cultdiff.ssim"]["validity"][0]["value"] == 0.0458
 
@@ -282,18 +300,47 @@ def test_countries_a_model_under_represents_are_gaps_to_its_own_mean(world):
     assert lpips and all(g["direction"] == "lower" and g["under_represented"] == (g["low"] > 0) for g in lpips)
 
 
+def test_under_and_over_represented_countries_on_both_sides(tmp_path):
+    """Planted gaps (4 prompts per country, values that differ): Italy worse and Nigeria better than the model's
+    mean on a similarity (DINOv2, higher is better) and on a distance (LPIPS, lower is better); only Italy is
+    under-represented on each, and a region group's gap, however clear, is never a country badge."""
+    import pandas as pd
+
+    noise = [0.0, 0.01, -0.01, 0.005]
+    level = {"IT": 0.2, "ES": 0.5, "MX": 0.52, "NG": 0.8}
+    group = {"IT": "GN", "ES": "GN", "MX": "GS", "NG": "GS"}
+    rows = []
+    for metric, sign in (("cultdiff.dino", 1), ("cultdiff.lpips", -1)):
+        for country, v in level.items():
+            rows += [{"metric": metric, "prompt_id": f"cultdiff/{country}-{k}", "value": sign * v + e,
+                      "country": country, "region_group": group[country], "flag": None} for k, e in enumerate(noise)]
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame(rows).to_parquet(results / "scores.parquet")
+    (results / "summary.json").write_text(json.dumps({"provenance": {"family": "cultdiff"}, "metrics_info": [
+        {"name": "cultdiff.dino", "direction": "higher"}, {"name": "cultdiff.lpips", "direction": "lower"}]}))
+    gaps = underrepresented(results, n_boot=300)
+    marked = {(g["metric"], g["name"]) for g in gaps if g["under_represented"]}
+    assert marked == {("cultdiff.dino", "IT"), ("cultdiff.lpips", "IT")}
+    nigeria = [g for g in gaps if g["name"] == "NG"]
+    assert all(g["low"] > 0 for g in nigeria if g["metric"] == "cultdiff.dino")
+    assert all(g["high"] < 0 for g in nigeria if g["metric"] == "cultdiff.lpips")
+    regions = [g for g in gaps if g["kind"] != "country"]
+    assert any(g["high"] < 0 and g["metric"] == "cultdiff.dino" for g in regions), "a clear region gap is there"
+
+
 # ------------------------------------------------------------------------------------------ references
 
 def test_synthetic_references_load_like_real_ones(world, tmp_path):
     refs = world["refs"]
-    assert world["bare"] not in refs.by_artifact and all(len(v) == 3 for v in refs.by_artifact.values())
+    assert world["bare"] not in refs.by_artifact and all(len(v) == PHOTOS for v in refs.by_artifact.values())
     table = pq.read_table(next((world["dataset"] / "data" / "references").glob("*.parquet"))).to_pylist()
     assert {r["source"] for r in table} == {"synthetic"} and {(r["width"], r["height"]) for r in table} == {(SIDE, SIDE)}
     card = (world["dataset"] / "README.md").read_text()
     assert "**synthetic** images" in card and "config_name: references" in card
     again = tmp_path / "again"
     build(again, countries=["ES", "MX"], prompt_sets=["cultdiff"])
-    synthetic_references(again, qids=sorted(refs.by_artifact), size=SIDE)
+    synthetic_references(again, qids=sorted(refs.by_artifact), size=SIDE, per_artifact=PHOTOS)
     assert read_references(again).data.keys() == refs.data.keys(), "the same arguments give the same bytes"
     first, second = sorted(refs.by_artifact)[:2]
     one, two = (np.asarray(_pil(refs.data[s]), dtype=float) for s in refs.by_artifact[first][:2])
@@ -318,14 +365,74 @@ def test_reference_photos_control_is_never_compared_with_itself(world):
         if p["artifact_id"] == world["bare"]:
             continue
         image = _pil((control / f"images/{p['prompt_id']}/0.png").read_bytes())
-        others = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][1:]]
+        others = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][1:4]]  # K = 3 besides its own
         vectors = dino.embed_images([image, *others])
         row = {m: scores[(scores.metric == m) & (scores.prompt_id == p["prompt_id"])].iloc[0] for m in METRICS}
-        assert json.loads(row["cultdiff.dino"].detail)["references"] == 2
+        assert json.loads(row["cultdiff.dino"].detail)["references"] == 3
         assert row["cultdiff.dino"].value == pytest.approx(float(np.mean(vectors[1:] @ vectors[0])), abs=1e-5)
         np.testing.assert_allclose(json.loads(row["cultdiff.dino"].detail)["per_reference"], vectors[1:] @ vectors[0],
                                    atol=1e-5)
         assert min(json.loads(row["cultdiff.lpips"].detail)["per_reference"]) > 1e-3  # LPIPS(x, x) = 0: not there
         assert max(json.loads(row["cultdiff.ssim"].detail)["per_reference"]) < 0.99  # SSIM(x, x) = 1: not there
         checked += 1
-    assert checked >= 2 and {metric_cards()[m].version for m in METRICS} == {2}
+    assert checked >= 2 and {m: metric_cards()[m].version for m in METRICS} == {
+        "cultdiff.dino": 2, "cultdiff.clip": 3, "cultdiff.lpips": 2, "cultdiff.dreamsim": 3, "cultdiff.ssim": 2,
+        "cultdiff.learned": 3}
+
+
+# ------------------------------------------------------------------------------------------ learned scorer's own data
+
+def test_cultdiff_s_never_grades_its_own_training_data(world):
+    """A model folder whose training.json says it was trained on artifact A and on one photograph of artifact B:
+    every image of A, and the image of B (one of whose K references is that photograph), is flagged "in training
+    set" and left out of the value; the others keep the stand-in's values; the validity study sees only those."""
+    import shutil
+
+    from cultureboard.errors import CultureboardError
+    from cultureboard.evaluators.families.cultdiff.human import metric_validity
+
+    entries = yaml.safe_load(world["config"].read_text())
+    folder = world["root"] / "cultdiff-s-trained"
+    shutil.copytree(entries["cultdiff.learned"]["path"], folder, dirs_exist_ok=True)
+    scored = [p for p in world["prompts"] if p["artifact_id"] != world["bare"]]
+    a, b = scored[1]["artifact_id"], scored[2]["artifact_id"]
+    assert a != b and len({p["artifact_id"] for p in scored}) > 3
+    photo_of_b = world["refs"].by_artifact[b][2]  # the third of B's K = 3 references
+    unrelated = "f" * 64  # an image of no artifact here: it changes nothing but the count
+    (folder / "training.json").write_text(json.dumps({"trained_on": {"artifacts": [a], "images": [photo_of_b, unrelated]}}))
+    config = world["root"] / "scorers-trained.yaml"
+    config.write_text(yaml.safe_dump({**entries, "cultdiff.learned": {**entries["cultdiff.learned"], "path": str(folder)}}))
+    out = evaluate(world["submission"], world["dataset"], world["root"] / "results-trained", scorers=config,
+                   device="cpu", n_boot=50, cache=world["root"] / "cache")
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    learned = scores[scores.metric == "cultdiff.learned"].set_index("prompt_id")
+    before = world["scores"][world["scores"].metric == "cultdiff.learned"].set_index("prompt_id")
+    trained = {p["prompt_id"] for p in scored if p["artifact_id"] in (a, b)}
+    assert set(learned.index[learned.flag == "in training set"]) == trained
+    assert learned.loc[sorted(trained), "value"].isna().all()
+    detail = json.loads(learned.loc[scored[2]["prompt_id"], "detail"])
+    assert detail["images_trained_on"] == [photo_of_b] and not detail["artifact_trained_on"]
+    held = [p["prompt_id"] for p in scored if p["prompt_id"] not in trained]
+    np.testing.assert_allclose(learned.loc[held, "value"], before.loc[held, "value"])
+    summary = json.loads((out / "summary.json").read_text())
+    overall = next(e for e in summary["metrics"] if e["metric"] == "cultdiff.learned" and e["slice_type"] == "overall")
+    assert overall["flags"]["in training set"] == len(trained) and overall["n_prompts"] == len(held)
+    assert overall["value"] == pytest.approx(before.loc[held, "value"].mean())
+    assert summary["provenance"]["notes"]["cultdiff.learned"]["trained_on"] == {
+        "artifacts": 1, "images": 2, "from": "training.json"}
+    # the validity study: only held-out images of cultdiff.learned reach the correlation
+    rows = [{"question": f"q1_{k}", "value": float(1 + (i + k) % 5), "rater": "r1", "image_sha256": sha,
+             "item_id": None, "prompt_id": pid, "sample_idx": 0, "file_name": None, "submission": None,
+             "study": "cultdiff", "model": None,
+             "country": "ES", "category": "food", "rater_country": "ES"}
+            for i, (pid, sha) in enumerate(scores.drop_duplicates("prompt_id")[["prompt_id", "sha256"]].values)
+            for k in range(1, 5)]
+    import pandas as pd
+
+    validity = metric_validity(pd.DataFrame(rows), scores, n_boot=20)
+    n = {r["metric"]: r["n"] for r in validity if r["slice_type"] == "overall"}
+    assert n["cultdiff.learned"] == len(held) and n["cultdiff.dino"] == len(scored)
+    (folder / "training.json").write_text(json.dumps({"losses": [1.0]}))  # a record that does not say
+    with pytest.raises(CultureboardError, match="does not say what the model was trained on"):
+        evaluate(world["submission"], world["dataset"], world["root"] / "results-stale", scorers=config,
+                 device="cpu", n_boot=50, cache=world["root"] / "cache")

@@ -122,6 +122,10 @@ def test_each_metric_against_the_similarity_score_beside_the_paper(study):
     humans = similarity_rows(study["rows"]).groupby("image_sha256")["value"].mean()
     assert overall["cultdiff.lpips"]["n"] == len(humans)
     assert overall["cultdiff.lpips"]["rho"] == pytest.approx(1.0), "sign-normalised: a distance that falls agrees"
+    # CuRe's sign convention: the raw Spearman (the paper's printed sign: LPIPS -0.1352) is sign * rho
+    assert (overall["cultdiff.lpips"]["sign"], overall["cultdiff.lpips"]["rho_as_printed"]) == (-1, pytest.approx(-1.0))
+    assert overall["cultdiff.dino"]["sign"] == 1 and overall["cultdiff.dino"]["rho_as_printed"] == overall["cultdiff.dino"]["rho"]
+    assert overall["cultdiff.clip"]["sign"] == 1, "a descriptive (unranked) metric keeps its raw sign"
     mx = next(r for r in table if r["metric"] == "cultdiff.dino" and r["slice"] == "MX")
     assert mx["rho"] == pytest.approx(1.0) and mx["diagnostic"] and "too few" in mx["reason"]
     assert overall["cultdiff.lpips"]["reported"]["value"] == -0.1352

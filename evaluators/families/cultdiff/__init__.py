@@ -6,15 +6,22 @@ survey showed 3 of its 5) reference photographs of its prompt's artifact (``ctx.
 first); the K values are reduced to one per image by option ``reduction``: ``mean`` (default; every
 real-generated pair counts once, as CultDiff's pairs do) or ``best`` (the closest reference):
 
-- ``cultdiff.dino``: cos(f(x), f(r_k)), f = DINOv2-base (CLS token); the headline (CuRe found DINOv2 similarity
-  to ground-truth images the automatic score closest to human perceptual similarity);
-- ``cultdiff.clip``: cos of CLIP ViT-L/14 image embeddings;
-- ``cultdiff.lpips``: LPIPS-alex distance (lower is more similar; CultDiff's baseline);
-- ``cultdiff.dreamsim``: DreamSim distance 1 - cos (lower is more similar; the ``dreamsim`` package);
-- ``cultdiff.ssim``: SSIM of the two images in grey, both resized and centre-cropped to ``ssim_size`` px
-  (CultDiff's baseline);
+- ``cultdiff.dino``: cos(f(x), f(r_k)), f = DINOv2-base (CLS token); higher is better (CuRe Table 1: DINOv2
+  similarity to ground-truth images correlates positively with human perceptual similarity); the headline, by
+  the project's choice (:data:`HEADLINE`);
+- ``cultdiff.clip``: cos of CLIP ViT-L/14 image embeddings; not CultDiff's, descriptive (direction none);
+- ``cultdiff.lpips``: LPIPS-alex distance; lower is better (CultDiff section 4.2, Table 2: negative Spearman);
+- ``cultdiff.dreamsim``: DreamSim distance 1 - cos (the ``dreamsim`` package); not CultDiff's, descriptive;
+- ``cultdiff.ssim``: SSIM of the two images in grey, both resized and centre-cropped to ``ssim_size`` px; higher
+  is better (Table 2: positive, weak);
 - ``cultdiff.learned``: CultDiff-S, cos of the learned twin-ViT embeddings (trained with ``cultureboard train
-  cultdiff-s``; no released weights, so its rows are flagged until a model is configured).
+  cultdiff-s``; no released weights, so its rows are flagged until a model is configured); higher is better
+  (Table 2, the paper's model). A learned scorer never grades its own training data: an image whose artifact,
+  own bytes or any of its K references are in the model folder's ``training.json`` (``trained_on``) is flagged
+  "in training set" and left out of the value.
+
+The references are the first K Wikimedia Commons files of each artifact, not CultDiff's curated photographs, so
+absolute values are not the paper's (:data:`REFERENCES_NOTE`, on every card).
 
 In the ``reference-photos`` control, whose images are those photographs, each image's own photograph is left
 out of its K (leave-one-out, ``Context.references_of``), so the control is never compared with itself.
@@ -38,8 +45,8 @@ from ...engine.images import ImageSource
 from ...engine.pairwise import SquareResize
 from ...engine.registry import Family, MetricCard, PromptSetSpec, register
 from . import core
-from .learned import configured
-from .reported import evidence
+from .learned import TRAINING_FILE, configured, model_folder, trained_on
+from .reported import evidence, reported
 
 FAMILY = "cultdiff"
 DINO, CLIP, LPIPS, DREAMSIM, LEARNED = "dinov2-base", "clip-vit-l-14", "lpips-alex", "dreamsim", "cultdiff.learned"
@@ -47,6 +54,7 @@ SOURCE = "Bayramli et al., Diffusion Models Through a Global Lens: Are They Cult
 HUMAN = "CultDiff's human image-image similarity score (mean of Q1.1-Q1.4, 1-5)"
 NO_REFERENCE = "no reference photograph"
 NO_ARTIFACT = "the prompt names no artifact"
+IN_TRAINING = "in training set"
 _REFS = ("over the artifact's first K reference photographs r_k (in the reference-photos control, the first K "
          "besides the image's own)")
 
@@ -62,42 +70,79 @@ class CultDiffOptions:
             raise ValueError(f"references >= 1 and ssim_size >= {core.SSIM_WINDOW} are required")
 
 
-def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE + ", section 3.3",
+#: Said on every card: what the references are, so that nobody compares the values with the paper's.
+REFERENCES_NOTE = ("The references are the artifact's first K Wikimedia Commons files as `fetch-references` ranks "
+                   "them, not CultDiff's hand-collected photographs (5 per artifact, 3 shown to raters), so absolute "
+                   "values are not the paper's.")
+#: Why the headline is DINOv2 similarity (the project's choice: CultDiff's own metric is CultDiff-S).
+HEADLINE = ("The headline is the project's choice, not CultDiff's (whose metric is CultDiff-S): no CultDiff-S "
+            "weights were released and a model trained here may score only artifacts it was not trained on, while "
+            "DINOv2 similarity to real photographs needs no training on these data and correlates positively with "
+            "human perceptual similarity on every T2I system of CuRe Table 1 (the highest of any scorer on SD 1.5 "
+            "only).")
+_NOT_IN_CULTDIFF = (" Not one of CultDiff's metrics (section 4.2 compares SSIM, FID, LPIPS and CultDiff-S only): "
+                    "the project's addition, with no evidence of which way human raters prefer, so not ranked.")
+
+
+def _table2(metric: str, whose: str, meaning: str) -> str:
+    """A card's direction evidence from CultDiff Table 2: the printed Spearman of ``whose`` and what it means."""
+    return (f"CultDiff section 4.2, Table 2: {whose} has Spearman {reported()[metric]['printed']} with the human "
+            f"image-image similarity score (mean of Q1.1-Q1.4): {meaning}")
+
+
+def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE, version=2,
           **kw) -> MetricCard:
     # version 2: leave-one-out in the reference-photos control (only the control's values change)
-    return MetricCard(name, FAMILY, title, formula, direction, value_range, scorers, source, version=2,
-                      proxy_for=HUMAN, description=description, validity=evidence(name), **kw)
+    return MetricCard(name, FAMILY, title, formula, direction, value_range, scorers, source, version=version,
+                      proxy_for=HUMAN, description=f"{description} {REFERENCES_NOTE}", validity=evidence(name), **kw)
 
 
 METRICS = (
     _card("cultdiff.dino", "DINOv2 similarity to real photographs",
           f"reduce_k cos(f(x), f(r_k)) {_REFS}; f = DINOv2-base CLS embedding", "higher", "[-1, 1]", (DINO,),
-          "How close the image is to real photographs of the artifact, by DINOv2 image embeddings.",
-          source="CuRe (Rege et al., 2025) phi_GT with DINOv2, applied to CultDiff's reference photographs",
-          primary=True),
+          f"How close the image is to real photographs of the artifact, by DINOv2 image embeddings. {HEADLINE}",
+          source="CuRe (Rege et al., 2025) phi_GT(n) with DINOv2, applied to CultDiff's artifacts", primary=True,
+          direction_evidence="CuRe Table 1 (section 3.2): DINOv2 phi_GT(n), cosine similarity to ground-truth "
+                             "images, has a positive Spearman with the user study's perceptual similarity phi*_PS "
+                             "on FLUX.1 [dev], SD 3.5 Large and SD 1.5: higher is more similar"),
+    # version 3: not ranked (direction none)
     _card("cultdiff.clip", "CLIP image similarity to real photographs",
-          f"reduce_k cos(g(x), g(r_k)) {_REFS}; g = CLIP ViT-L/14 image embedding", "higher", "[-1, 1]", (CLIP,),
-          "How close the image is to real photographs of the artifact, by CLIP image embeddings."),
+          f"reduce_k cos(g(x), g(r_k)) {_REFS}; g = CLIP ViT-L/14 image embedding", "none", "[-1, 1]", (CLIP,),
+          "How close the image is to real photographs of the artifact, by CLIP image embeddings." + _NOT_IN_CULTDIFF,
+          source="not in CultDiff: the project's addition (CLIP ViT-L/14 image embeddings)", version=3),
     _card("cultdiff.lpips", "LPIPS distance to real photographs",
           f"reduce_k LPIPS_alex(x, r_k) {_REFS} (best: the smallest)", "lower", "[0, inf), below 1 in practice",
           (LPIPS,),
-          "Perceptual distance (LPIPS, AlexNet) from real photographs of the artifact; 0 for an identical image."),
+          "Perceptual distance (LPIPS, AlexNet) from real photographs of the artifact; 0 for an identical image.",
+          source=f"{SOURCE}, section 4.2, Table 2 (a baseline)",
+          direction_evidence=_table2("cultdiff.lpips", "LPIPS", "negative, so a smaller distance goes with a higher "
+                                                                    "human score")),
+    # version 3: not ranked (direction none)
     _card("cultdiff.dreamsim", "DreamSim distance to real photographs",
-          f"reduce_k (1 - cos(e(x), e(r_k))) {_REFS}; e = DreamSim embedding (best: the smallest)", "lower",
+          f"reduce_k (1 - cos(e(x), e(r_k))) {_REFS}; e = DreamSim embedding (best: the smallest)", "none",
           "[0, 2]", (DREAMSIM,),
-          "Perceptual distance (DreamSim, tuned to human similarity judgements) from real photographs of the "
-          "artifact; 0 for an identical image.",
-          source="Fu et al., DreamSim, NeurIPS 2023, applied to CultDiff's reference photographs"),
+          "Perceptual distance (DreamSim, tuned to human similarity judgements of generic images) from real "
+          "photographs of the artifact; 0 for an identical image." + _NOT_IN_CULTDIFF,
+          source="not in CultDiff: the project's addition (Fu et al., DreamSim, NeurIPS 2023)", version=3),
     _card("cultdiff.ssim", "SSIM with real photographs",
           f"reduce_k SSIM(Y(x), Y(r_k)) {_REFS}; Y = BT.601 luma after a shorter-side resize and centre crop to "
           "ssim_size; 11x11 Gaussian window, sigma 1.5, K1 0.01, K2 0.03, L 255", "higher", "[-1, 1]", (),
-          "Structural similarity (Wang et al. 2004) of the image with real photographs of the artifact."),
+          "Structural similarity (Wang et al. 2004) of the image with real photographs of the artifact.",
+          source=f"{SOURCE}, section 4.2, Table 2 (a baseline)",
+          direction_evidence=_table2("cultdiff.ssim", "SSIM (printed SISM)", "positive (weak), higher is more similar")),
+    # version 3: artifacts the configured model was trained on are flagged "in training set", never averaged
     _card("cultdiff.learned", "CultDiff-S learned similarity to real photographs",
-          f"reduce_k cos(h(x), h(r_k)) {_REFS}; h = the CultDiff-S twin ViT (CLS, L2-normalised)", "higher",
-          "[-1, 1]", (LEARNED,),
+          f"reduce_k cos(h(x), h(r_k)) {_REFS}; h = the CultDiff-S twin ViT (CLS, L2-normalised); only images of "
+          "artifacts the model was not trained on (its training.json)", "higher", "[-1, 1]", (LEARNED,),
           "CultDiff's learned similarity: a ViT trained on human ratings to embed real and generated images of an "
           "artifact close together. No weights were released: its rows are flagged until a model trained with "
-          "`cultureboard train cultdiff-s` is configured."),
+          "`cultureboard train cultdiff-s` is configured, and an image is scored only when neither its artifact "
+          "nor any of its images was in that model's training data (others are flagged \"in training set\").",
+          source=f"{SOURCE}, section 3.3 (the model) and 4.2 (its evaluation)", version=3,
+          direction_evidence=_table2("cultdiff.learned", "the paper's own CultDiff-S model (not this one)",
+                                     "positive, and the model is trained to score pairs rated more similar higher, so "
+                                     "higher is more similar (this model's own held-out correlation is in its "
+                                     "training.json)")),
 )
 
 
@@ -126,6 +171,35 @@ def _rows(metric: str, plan, values: dict, higher_is_better: bool, reduction: st
             for im, sources in plan]
 
 
+def _pairwise_rows(ctx: Context, metric: str, scorer: str, plan, higher_is_better: bool) -> list[dict]:
+    flat = iter(ctx.distances(scorer, [(im, s) for im, sources in plan for s in sources]))
+    return _rows(metric, plan, {im: [next(flat) for _ in sources] for im, sources in plan}, higher_is_better,
+                 ctx.options.reduction)
+
+
+def _learned_rows(ctx: Context, plan) -> list[dict]:
+    """cultdiff.learned: flagged without a model; an image whose artifact, own bytes or any of its K references
+    the model was trained on (its training.json) is flagged "in training set" and never scored."""
+    entry = ctx.scorers.registry.get(LEARNED, {})
+    if not configured(entry):
+        return [score_row(LEARNED, None, im, flag="no CultDiff-S model configured",
+                          detail={"fix": "train one with `cultureboard train cultdiff-s` and set "
+                                         "`cultdiff.learned: {path: MODEL_DIR}` in --scorers FILE"})
+                for im, _ in plan]
+    artifacts, images = trained_on(model_folder(LEARNED, entry))
+    ctx.note(LEARNED, "trained_on", {"artifacts": len(artifacts), "images": len(images), "from": TRAINING_FILE})
+    held, rows = [], []
+    for im, sources in plan:
+        seen = sorted({s.sha256 for s in (im.source, *sources)} & images)
+        if im.prompt["artifact_id"] in artifacts or seen:
+            rows.append(score_row(LEARNED, None, im, flag=IN_TRAINING, detail={
+                "artifact": im.prompt["artifact_id"], "artifact_trained_on": im.prompt["artifact_id"] in artifacts,
+                "images_trained_on": seen, "fix": "score with a CultDiff-S model trained without this artifact"}))
+        else:
+            held.append((im, sources))
+    return rows + (_pairwise_rows(ctx, LEARNED, LEARNED, held, True) if held else [])
+
+
 def _grey(source: ImageSource, size: int) -> np.ndarray:
     pixels = SquareResize(size)(source.open())  # (3, S, S) in [-1, 1]: LPIPS's resize and crop
     return core.luma((pixels.permute(1, 2, 0).numpy().astype(np.float64) + 1.0) * 127.5)
@@ -143,18 +217,9 @@ def score_cultdiff(ctx: Context) -> list[dict]:
         values = {im: core.cosines(images[im.sha256], np.stack([refs[s.sha256] for s in sources]))
                   for im, sources in plan}
         rows += _rows(metric, plan, values, True, opts.reduction)
-    pairs = [(im, s) for im, sources in plan for s in sources]
-    for metric, scorer, higher in (("cultdiff.lpips", LPIPS, False), ("cultdiff.dreamsim", DREAMSIM, False),
-                                   ("cultdiff.learned", LEARNED, True)):
-        if metric == "cultdiff.learned" and not configured(ctx.scorers.registry.get(LEARNED, {})):
-            rows += [score_row(metric, None, im, flag="no CultDiff-S model configured",
-                               detail={"fix": "train one with `cultureboard train cultdiff-s` and set "
-                                              "`cultdiff.learned: {path: MODEL_DIR}` in --scorers FILE"})
-                     for im, _ in plan]
-            continue
-        flat = iter(ctx.distances(scorer, pairs))
-        rows += _rows(metric, plan, {im: [next(flat) for _ in sources] for im, sources in plan}, higher,
-                      opts.reduction)
+    for metric, scorer in (("cultdiff.lpips", LPIPS), ("cultdiff.dreamsim", DREAMSIM)):
+        rows += _pairwise_rows(ctx, metric, scorer, plan, False)
+    rows += _learned_rows(ctx, plan)
     grey = {s.sha256: _grey(s, opts.ssim_size) for s in [im.source for im, _ in plan] + references}
     values = {im: [core.ssim(grey[im.sha256], grey[s.sha256]) for s in sources] for im, sources in plan}
     return rows + _rows("cultdiff.ssim", plan, values, True, opts.reduction)

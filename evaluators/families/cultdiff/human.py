@@ -6,8 +6,12 @@
   overall and per country (CultDiff Table 3 reports Fleiss' kappa per country);
 * :func:`metric_validity` -- for every CultDiff metric of a results folder's scores: Spearman's rho with the
   similarity score, with a bootstrap CI over images, overall and per country / region group / category
-  (``results.trust``: sign-normalised, so rho > 0 means agreement for LPIPS and DreamSim too, with the
-  diagnostic-only rule), beside what the paper reports for it (``validity.yaml``, as reported);
+  (``results.trust``, with the diagnostic-only rule), in CuRe's sign convention (``results/studies/cure.py``):
+  ``rho`` is sign-normalised (a lower-is-better metric is negated first, so rho > 0 means agreement for LPIPS
+  too), ``sign`` is -1 for a lower-is-better metric, else 1, and ``rho_as_printed`` = sign * rho is the raw
+  Spearman, in the sign the paper prints (Table 2's LPIPS is negative); beside what the paper reports for it
+  (``validity.yaml``, as reported). Flagged rows never count: CultDiff-S rows of artifacts its model was
+  trained on are flagged "in training set", so its validity uses held-out items only;
 * :func:`import_study` -- all of it written as a ratings folder.
 """
 
@@ -53,8 +57,8 @@ def agreement_by_country(rows: pd.DataFrame) -> list[dict]:
 
 def metric_validity(rows: pd.DataFrame, scores: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """One row per CultDiff metric in ``scores`` (an evaluator's scores.parquet) and slice: ``metric``, ``human``,
-    the trust-map fields (n, rho with its CI, diagnostic, reason) and ``reported`` (the paper's value and source,
-    or null)."""
+    the trust-map fields (n, rho with its CI, diagnostic, reason; unflagged rows only), ``sign``,
+    ``rho_as_printed`` (module doc) and ``reported`` (the paper's value and source, or null)."""
     humans = human_means(similarity_rows(rows), SIMILARITY)
     cards = metric_cards()
     out = []
@@ -64,9 +68,10 @@ def metric_validity(rows: pd.DataFrame, scores: pd.DataFrame, n_boot: int = 1000
         row = reported().get(metric)
         paper = None if row is None else {"value": row["value"], "printed": row["printed"], "statistic": row["statistic"],
                                           "human": row["human"], "source": f"{row['paper']}, {row['source']}"}
-        for entry in trust_map(pairs, higher_is_better=cards[metric].direction == "higher", n_boot=n_boot, seed=seed):
-            out.append({"metric": metric, "human": "image-image similarity (mean of Q1.1-Q1.4)", **entry,
-                        "reported": paper})
+        sign = -1 if cards[metric].direction == "lower" else 1
+        for entry in trust_map(pairs, higher_is_better=sign == 1, n_boot=n_boot, seed=seed):
+            out.append({"metric": metric, "human": "image-image similarity (mean of Q1.1-Q1.4)", **entry, "sign": sign,
+                        "rho_as_printed": None if entry["rho"] is None else sign * entry["rho"], "reported": paper})
     return out
 
 

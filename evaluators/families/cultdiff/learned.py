@@ -13,8 +13,10 @@ training and scoring agree).
 A model folder (what ``cultureboard train cultdiff-s`` writes, loadable by ``path``, or from the Hub by
 ``model: ORG/REPO`` and ``revision``) holds ``config.json`` + ``model.safetensors`` (the encoder, as
 ``ViTModel.save_pretrained`` writes it), ``preprocessor_config.json`` (its image processor), ``cultdiff_s.json``
-(:data:`SETTINGS_FILE`: pooling, normalisation, format version), ``training.json`` (the full training record)
-and ``README.md`` (the model card). No CultDiff-S weights were released, so the registry entry names no
+(:data:`SETTINGS_FILE`: pooling, normalisation, format version), ``training.json`` (the full training record,
+whose ``trained_on`` lists every artifact and image, by sha256, the model learned from: :func:`trained_on`) and
+``README.md`` (the model card). A learned scorer never grades its own training data: the family scores only
+images whose artifact, image and reference photographs are all outside ``trained_on``. No CultDiff-S weights were released, so the registry entry names no
 checkpoint: set ``path`` (or ``model``) in ``--scorers FILE``; until then the family flags the metric's rows.
 """
 
@@ -34,7 +36,9 @@ from ...engine.tiny_scorers import TINY_IMAGE_SIZE, register_tiny
 
 SETTINGS_FILE = "cultdiff_s.json"
 #: What :data:`SETTINGS_FILE` says about the embedding; a folder that says otherwise is refused.
-SETTINGS = {"format": "cultdiff-s", "version": 1, "pooling": "cls", "normalize": True}
+SETTINGS = {"format": "cultdiff-s", "version": 2, "pooling": "cls", "normalize": True}  # 2: training.json trained_on
+#: The model folder's training record; its ``trained_on`` lists the artifacts and images (sha256) it learned from.
+TRAINING_FILE = "training.json"
 BACKEND = "cultdiff-s"
 NO_MODEL = ("no CultDiff-S model is configured (none was released)",
             ("train one (cultureboard train cultdiff-s ... --out MODEL_DIR) and set `cultdiff.learned: {path: "
@@ -73,7 +77,7 @@ def check_model_folder(folder: Path, name: str = "cultdiff.learned") -> None:
     if wrong:
         raise CultureboardError(f"scorer {name}", f"{folder / SETTINGS_FILE} says {wrong}, this version reads "
                                 f"{SETTINGS}", "retrain the model with this version of cultureboard")
-    missing = [f for f in ("config.json", "preprocessor_config.json") if not (folder / f).is_file()]
+    missing = [f for f in ("config.json", "preprocessor_config.json", TRAINING_FILE) if not (folder / f).is_file()]
     if missing or not any(folder.glob("*.safetensors")):
         raise CultureboardError(f"scorer {name}", f"{folder} lacks {', '.join(missing) or 'the weights'}",
                                 "point it at a complete CultDiff-S model folder")
@@ -101,17 +105,39 @@ class CultDiffSScorer:
         return (ea * eb).sum(dim=-1).float().cpu().numpy()
 
 
-def _locate(name: str, entry: Mapping, memo=None):
+def model_folder(name: str, entry: Mapping) -> Path:
+    """The folder of a registry entry's CultDiff-S model (its ``path``, or its Hub snapshot), checked, unhashed."""
     if "path" in entry:
-        path, model_id, revision = local_files(name, entry, memo)
+        folder = Path(entry["path"])
     elif entry.get("model"):
-        path, revision = hub_files(name, entry["model"], str(entry.get("revision", "main")),
-                                   [*TRANSFORMERS_FILES, "*.md"])
-        model_id = entry["model"]
+        folder = hub_files(name, entry["model"], str(entry.get("revision", "main")), [*TRANSFORMERS_FILES, "*.md"])[0]
     else:
         raise CultureboardError(f"scorer {name}", *NO_MODEL)
+    check_model_folder(folder, name)
+    return folder
+
+
+def _locate(name: str, entry: Mapping, memo=None):
+    if "path" not in entry:
+        path = model_folder(name, entry)
+        return path, entry["model"], path.name
+    path, model_id, revision = local_files(name, entry, memo)
     check_model_folder(path, name)
     return path, model_id, revision
+
+
+def trained_on(folder: Path, name: str = "cultdiff.learned") -> tuple[frozenset[str], frozenset[str]]:
+    """(artifact ids, image sha256s) the model of ``folder`` was trained on, from its :data:`TRAINING_FILE`."""
+    try:
+        record = json.loads((folder / TRAINING_FILE).read_text(encoding="utf-8"))["trained_on"]
+        artifacts, images = record["artifacts"], record["images"]
+        if not all(isinstance(x, str) for x in [*artifacts, *images]):
+            raise ValueError("not text")
+    except (OSError, ValueError, KeyError, TypeError):
+        raise CultureboardError(f"scorer {name}", f"{folder / TRAINING_FILE} does not say what the model was trained "
+                                "on (trained_on: artifacts, images)", "retrain the model with this version of "
+                                "cultureboard (`cultureboard train cultdiff-s`)") from None
+    return frozenset(artifacts), frozenset(images)
 
 
 def _check(entry: Mapping) -> str | None:
@@ -153,10 +179,13 @@ def save_tiny_init(path: str | Path, seed: int = 0, image_size: int = TINY_IMAGE
 
 
 def save_tiny_cultdiff_s(path: str | Path, seed: int = 0) -> Path:
-    """An untrained tiny CultDiff-S model folder (random encoder, the settings file, a one-line card): the
-    stand-in of ``cultdiff.learned``. Its similarities measure nothing."""
+    """An untrained tiny CultDiff-S model folder (random encoder, the settings file, a training record that it
+    was trained on nothing, a one-line card): the stand-in of ``cultdiff.learned``. Its similarities measure
+    nothing."""
     path = save_tiny_init(path, seed)
     (path / SETTINGS_FILE).write_text(json.dumps(SETTINGS, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (path / TRAINING_FILE).write_text(json.dumps({"trained_on": {"artifacts": [], "images": []}}) + "\n",
+                                      encoding="utf-8")
     (path / "README.md").write_text("# CultDiff-S stand-in\n\nRandom weights, untrained: for tests and demos only.\n",
                                     encoding="utf-8")
     return path

@@ -27,14 +27,17 @@ checkpoint selection), w as the negatives' weight. Training is deterministic for
 pair order is a seeded shuffle per epoch and torch runs with deterministic algorithms (the caller's setting is
 restored afterwards). The model folder is an output of kind ``model``: only a new model replaces it.
 
-Evaluation: Spearman's rho (bootstrap CI over pairs), Pearson r and Kendall tau-b of s(x, y) = cos(f(x), f(y))
-with the human scores of the held-out pairs, before and after training, reported as measured.
+Evaluation: Spearman's rho (bootstrap CI over rated items: the K pairs of one rated image share its human score),
+Pearson r and Kendall tau-b of s(x, y) = cos(f(x), f(y)) with the human scores of the held-out pairs, before and
+after training, reported as measured. ``training.json`` lists under ``trained_on`` every artifact and image
+(sha256) of a training pair: the cultdiff family never scores those with this model.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -53,7 +56,7 @@ from cultureboard.images import IMAGE_SUFFIXES, open_rgb
 from cultureboard.provenance import code_provenance, file_sha256
 
 from ...results.ratings_format import read_ratings
-from ...results.stats import correlations, spearman_ci
+from ...results.stats import _rank_correlation, correlations, percentile_interval, resample_indices
 from . import core
 from .learned import SETTINGS, SETTINGS_FILE, embed, image_transform, load_encoder
 from .reported import reported
@@ -87,13 +90,30 @@ class TrainingConfig:
     device: str = "cpu"
 
     def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1 or self.lr <= 0 or self.margin <= 0 or self.references_per_item < 1:
-            raise CultureboardError("training options", "need epochs, batch size, references per item >= 1 and "
-                                    "lr, margin > 0", "use the defaults (10 epochs, lr 1e-4, batch 32, margin 1)",
-                                    exit_code=2)
-        if not 0 <= self.held_out < 1:
-            raise CultureboardError("--held-out", f"{self.held_out} is not in [0, 1)", "e.g. --held-out 0.2",
-                                    exit_code=2)
+        """Every hyper-parameter in range before anything trains: one error line naming the option."""
+        checks = (  # (option, value, the rule, holds)
+            ("--epochs", self.epochs, "an integer from 1 to 10^6", _integer(self.epochs, 1, 10**6)),
+            ("--batch-size", self.batch_size, "an integer from 1 to 10^6", _integer(self.batch_size, 1, 10**6)),
+            ("references per item", self.references_per_item, "an integer from 1 to 1000",
+             _integer(self.references_per_item, 1, 1000)),
+            ("--seed", self.seed, "an integer from 0 to 2^63 - 1", _integer(self.seed, 0, 2**63 - 1)),
+            ("--lr", self.lr, "a finite number > 0", _real(self.lr) and self.lr > 0),
+            ("--margin", self.margin, "a finite number > 0", _real(self.margin) and self.margin > 0),
+            ("weight decay", self.weight_decay, "a finite number >= 0", _real(self.weight_decay) and self.weight_decay >= 0),
+            ("--held-out", self.held_out, "in [0, 1)", _real(self.held_out) and 0 <= self.held_out < 1),
+        )
+        for option, value, rule, holds in checks:
+            if not holds:
+                raise CultureboardError(option, f"{value} is not {rule}", "e.g. the defaults: 10 epochs, lr 1e-4, "
+                                        "batch size 32, margin 1.0, held-out 0.2, seed 0", exit_code=2)
+
+
+def _integer(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -203,7 +223,7 @@ def split_artifacts(qids: Sequence[str], country: dict[str, str | None], fractio
         by_country[str(country.get(q))].append(q)
     held = set()
     for c in sorted(by_country):
-        members = list(rng.permutation(by_country[c]))
+        members = [str(q) for q in rng.permutation(by_country[c])]
         held.update(members[:round(fraction * len(members))])
     if not held:
         held.add(str(rng.choice(sorted(set(qids)))))
@@ -229,6 +249,39 @@ def real_pairs(artifacts: Sequence[str], refs: References, seed: int) -> list[Pa
             out.append(Pair(own[int(rng.integers(len(own)))], partner[int(rng.integers(len(partner)))], 0.0, 1.0,
                             "real-real negative"))
     return out
+
+
+@dataclass(frozen=True)
+class Split:
+    """Training and held-out pairs, and what the model is trained on (recorded in training.json)."""
+
+    train: list[Pair]
+    held_out: list[Pair]  # real-generated pairs of held-out artifacts only
+    held_artifacts: frozenset[str]
+    dropped: int  # rated pairs whose two images fell in different splits
+    trained_on: dict  # {"artifacts": [...], "images": [sha256, ...]}: every artifact and image of a training pair
+
+
+def split_pairs(rated: list[Pair], artifact_of: dict, refs: References, config: TrainingConfig) -> Split:
+    """Split the rated pairs by artifact (:func:`split_artifacts`; every photograph goes with its artifact, a
+    generated image with the first artifact it is paired with; a pair across the two sides is dropped) and add
+    the real-real pairs of the training artifacts (:func:`real_pairs`) to the training side."""
+    held = split_artifacts(list(artifact_of.values()), refs.country, config.held_out, config.seed)
+    side = {sha: q in held for sha, q in refs.owner.items()}
+    for pair in rated:
+        side.setdefault(pair.a, artifact_of[pair] in held)
+    train, test, dropped = [], [], 0
+    for pair in rated:
+        if side[pair.a] != side[pair.b]:
+            dropped += 1
+        else:
+            (test if side[pair.a] else train).append(pair)
+    if config.real_pairs:
+        train += real_pairs([q for q in artifact_of.values() if q not in held], refs, config.seed)
+    images = {s for p in train for s in (p.a, p.b)}
+    artifacts = {artifact_of[p] for p in train if p.kind == "real-synthetic"} | {refs.owner[s] for s in images
+                                                                                  if s in refs.owner}
+    return Split(train, test, frozenset(held), dropped, {"artifacts": sorted(artifacts), "images": sorted(images)})
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -257,17 +310,30 @@ def _similarities(model, pairs: list[Pair], pixels: dict, device: str, batch_siz
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def held_out_correlation(similarity: np.ndarray, human: np.ndarray, seed: int) -> dict:
-    """Spearman's rho with a 95% bootstrap CI over pairs, Pearson r and Kendall tau-b; nulls (with the reason)
-    when fewer than 3 pairs or a constant side leave them undefined."""
+def held_out_correlation(similarity: np.ndarray, human: np.ndarray, items: Sequence[str], seed: int,
+                         n_boot: int = 1000, level: float = 0.95) -> dict:
+    """Spearman's rho, Pearson r and Kendall tau-b of the held-out pairs' similarities with their human scores
+    (the mean Q1 score, not the 0/1 label), with a percentile bootstrap CI of rho that resamples rated items:
+    ``items`` names each pair's rated (generated) image, whose K pairs share one human score, so a replicate
+    draws as many items as there are, with replacement, and takes all pairs of each (resampling the pairs as
+    if independent would give too narrow an interval). Nulls, with the reason, when fewer than 3 pairs or 2
+    items, or a constant side, leave them undefined."""
+    similarity, human = np.asarray(similarity, dtype=float), np.asarray(human, dtype=float)
+    codes, names = pd.factorize(pd.Series(list(items), dtype=object), sort=True)
     n = len(similarity)
-    if n < 3 or np.ptp(similarity) == 0 or np.ptp(human) == 0:
-        return {"n": n, "spearman": None, "spearman_low": None, "spearman_high": None, "pearson": None,
-                "kendall_b": None, "note": "undefined: fewer than 3 held-out pairs, or constant scores"}
-    ci = spearman_ci(similarity, human, n_boot=1000, seed=seed)
+    if n < 3 or len(names) < 2 or np.ptp(similarity) == 0 or np.ptp(human) == 0:
+        return {"n": n, "items": len(names), "spearman": None, "spearman_low": None, "spearman_high": None,
+                "pearson": None, "kendall_b": None,
+                "note": "undefined: fewer than 3 held-out pairs or 2 rated items, or constant scores"}
     c = correlations(similarity, human)
-    return {"n": n, "spearman": ci.value, "spearman_low": ci.low, "spearman_high": ci.high, "pearson": c.pearson,
-            "kendall_b": c.kendall}
+    members = [np.flatnonzero(codes == k) for k in range(len(names))]
+    replicates = np.array([_rank_correlation(similarity[idx][None], human[idx][None])[0] for idx in
+                           (np.concatenate([members[k] for k in draw]) for draw in
+                            resample_indices(len(names), n_boot, np.random.default_rng(seed)))])
+    replicates = replicates[np.isfinite(replicates)]
+    low, high = percentile_interval(replicates, level) if replicates.size else (None, None)
+    return {"n": n, "items": len(names), "spearman": c.spearman, "spearman_low": low, "spearman_high": high,
+            "pearson": c.pearson, "kendall_b": c.kendall, "ci": f"{level:.0%} percentile bootstrap over rated items"}
 
 
 def _load_init(config: TrainingConfig):
@@ -331,21 +397,9 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
         raise CultureboardError("--images", f"hold no file of {len(missing)} rated image(s), e.g. sha256 {missing[0]}",
                                 "pass the folders (e.g. the submissions) that hold the rated images")
 
-    held = split_artifacts(list(artifact_of.values()), refs.country, config.held_out, config.seed)
-    split_of = {sha: ("held_out" if q in held else "train") for sha, q in refs.owner.items()}
-    for pair in rated:  # a generated image goes with the first artifact it is paired with
-        split_of.setdefault(pair.a, "held_out" if artifact_of[pair] in held else "train")
-    splits: dict[str, list[Pair]] = {"train": [], "held_out": []}
-    dropped = 0
-    for pair in rated:
-        if split_of[pair.a] != split_of[pair.b]:
-            dropped += 1
-            continue
-        splits[split_of[pair.a]].append(pair)
-    train_artifacts = sorted({q for q in artifact_of.values() if q not in held})
-    if config.real_pairs:
-        splits["train"] += real_pairs(train_artifacts, refs, config.seed)
-    if not splits["train"]:
+    split = split_pairs(rated, artifact_of, refs, config)
+    splits = {"train": split.train, "held_out": split.held_out}
+    if not split.train:
         raise CultureboardError("--ratings", "leaves no training pair", "rate more items, or lower --held-out")
 
     with _deterministic_algorithms():
@@ -356,8 +410,9 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
         pixels = _pixels({s for part in splits.values() for p in part for s in (p.a, p.b)}, refs, files, transform)
         test = splits["held_out"]
         human = np.array([p.score for p in test], dtype=float)
+        items = [p.a for p in test]
         before = held_out_correlation(_similarities(model, test, pixels, config.device, config.batch_size), human,
-                                      config.seed)
+                                      items, config.seed)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         losses = []
         train = splits["train"]
@@ -374,14 +429,18 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
                 y = torch.tensor([p.y for p in part], device=config.device)
                 w = torch.tensor([p.w for p in part], device=config.device)
                 loss = core.weighted_contrastive_loss(d, y, w, config.margin)
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise CultureboardError("--lr", f"training diverged: the loss is {value} in epoch {epoch + 1}",
+                                            "lower --lr (CultDiff used 1e-4)")
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                total += float(loss.detach()) * len(part)
+                total += value * len(part)
             losses.append(total / len(train))
             echo(f"epoch {epoch + 1}/{config.epochs}: loss {losses[-1]:.4f}")
         after = held_out_correlation(_similarities(model, test, pixels, config.device, config.batch_size), human,
-                                     config.seed)
+                                     items, config.seed)
 
     counts = {name: dict(sorted(pd.Series([p.kind for p in part], dtype=object).value_counts().items()))
               for name, part in splits.items()}
@@ -390,9 +449,10 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
         "data": {"ratings": ratings.name, "ratings_sha256": file_sha256(ratings), "dataset": dataset.name,
                  "dataset_revision": local_revision(dataset), "references_revision": references_revision(dataset),
                  "rated_items": len({(p.a, artifact_of[p]) for p in rated}), "pairs": counts,
-                 "pairs_dropped_across_splits": dropped,
-                 "artifacts": {"train": len(train_artifacts), "held_out": len(held)},
-                 "held_out_artifacts": sorted(held)},
+                 "pairs_dropped_across_splits": split.dropped,
+                 "artifacts": {"train": len(split.trained_on["artifacts"]), "held_out": len(split.held_artifacts)},
+                 "held_out_artifacts": sorted(split.held_artifacts)},
+        "trained_on": split.trained_on,
         "hyperparameters": {**{k: v for k, v in asdict(config).items() if k not in ("device", "seed")},
                             "init": described, "image_size": int(model.config.image_size),
                             "optimizer": f"AdamW(lr={config.lr}, weight_decay={config.weight_decay})",
@@ -403,7 +463,7 @@ def train_cultdiff_s(ratings: str | Path, dataset: str | Path, out: str | Path, 
         "seed": config.seed, "device": config.device, "losses": losses,
         "held_out": {"after": after, "before": before, "reported_by_paper": {
             "spearman": reported()["cultdiff.learned"]["value"],
-            "source": "CultDiff Table 2 (its 2.7k test pairs: other data, not comparable)"}},
+            "source": "CultDiff Table 2: the paper's own model on its 2.7k test pairs (not comparable)"}},
         "code": code_provenance(("torch", "transformers", "numpy")),
     }
     with atomic_dir(out, kind="model") as tmp:
@@ -463,9 +523,12 @@ this reimplementation's, where the paper is silent.
 
 ## Held-out correlation with the human similarity scores
 
-Over {after['n']} held-out real-generated pairs: Spearman {ci}, Pearson {_number(after['pearson'])},
-Kendall tau-b {_number(after['kendall_b'])}. Before training: Spearman {_number(before['spearman'])}.
-For reference only, the paper reports Spearman {record['held_out']['reported_by_paper']['spearman']} on its own 2.7k test
-pairs (other data: not comparable).
+Over {after['n']} held-out real-generated pairs of {after['items']} rated images (the CI resamples rated images):
+Spearman {ci}, Pearson {_number(after['pearson'])}, Kendall tau-b {_number(after['kendall_b'])}. Before training:
+Spearman {_number(before['spearman'])}. For reference only, the paper's own model has Spearman
+{record['held_out']['reported_by_paper']['spearman']} on its 2.7k test pairs (other data and another model: not comparable).
+
+The family scores with this model only the artifacts it was not trained on: `training.json` lists under
+`trained_on` the {len(record['trained_on']['artifacts'])} artifacts and {len(record['trained_on']['images'])} images of its training pairs.
 Training loss per epoch: {', '.join(f'{x:.4f}' for x in record['losses'])}.
 """
