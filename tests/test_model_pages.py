@@ -50,10 +50,12 @@ def result(org: str, model: str, tag: str | None, prompt_set: str, metric: str, 
                                            "license": "mit", "weights": "open", **spec_model}}
     spec |= {"tag": tag} if tag else {}
     sid = "__".join(p for p in (org, model, tag) if p)
-    metrics = [entry(metric, "overall" if k == "all" else "country", k, v) for k, v in values.items()]
+    other = f"{metric}.other"  # a second metric, sorted after the headline: never the one shown
+    metrics = [entry(m, "overall" if k == "all" else "country", k, v + shift)
+               for m, shift in ((metric, 0), (other, 0.2)) for k, v in values.items()]
     summary = {"provenance": {"prompt_set": prompt_set, "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [],
-                              "metrics": {metric: 1}, "options": {}, "settings": {}},
-               "metrics": metrics, "metrics_info": [card(metric)]}
+                              "metrics": {metric: 1, other: 1}, "options": {}, "settings": {}},
+               "metrics": metrics, "metrics_info": [card(metric), card(other)]}
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in metrics}
     return Result(sid, summary, pd.DataFrame({"file_name": [], "metric": [], "value": []}), spec, Path(sid), [], entries,
                   display=display_name(spec, sid), control=control)
@@ -153,7 +155,8 @@ DUO = Family(name="duo", title="Duo", description="Two prompt sets of one family
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """A site built from lab / alpha on the two prompt sets duo-a and duo-b (folders tagged by prompt set)."""
+    """A site built from lab / alpha on the two prompt sets duo-a and duo-b (folders tagged by prompt set); 12
+    images a submission, 4 a browser page."""
     register(DUO)
     try:
         root = tmp_path_factory.mktemp("duo")
@@ -166,7 +169,7 @@ def built(tmp_path_factory):
         for ps in ("duo-a", "duo-b"):
             folder = make_submission(root / "submissions", dataset, ps, model="alpha", tag=ps)
             evaluate(folder, dataset, root / "results", device="cpu", n_boot=50, cache=root / "cache")
-        build_site(root / "results", dataset, root / "submissions", root / "site", workers=1)
+        build_site(root / "results", dataset, root / "submissions", root / "site", page_size=4, workers=1)
         yield root / "site"
     finally:
         unregister("duo")
