@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from cultureboard.evaluators.submission.format import get, model_key
+from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model_key
 
 from .board import Board
 from .leaderboards import prompt_set_page
@@ -25,8 +25,8 @@ from .names import display_name, slice_name, slice_order, slice_path
 from .write import Column, Site
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-#: The model card's fields, shown once for the model (validate holds every submission of a model to them).
-CARD = ("model.id", "model.revision", "model.weights", "model.license", "model.training_data")
+#: The id ``generate`` gives a local pipeline folder: no Hub page.
+LOCAL_ID = "local/"
 
 
 def model_page(key: str) -> str:
@@ -51,7 +51,7 @@ def overview_pages(site: Site, board: Board, image_pages: dict[str, str]) -> Non
         site.page(page, "model_overview.html", display_name({**first.spec, "tag": None}, key), key=key,
                   prompt_sets=site.table(page, "prompt-sets", *_prompt_set_table(board, results, image_pages)),
                   countries=site.table(page, "countries", *_country_table(board, results)),
-                  card=[(path, get(first.spec, path)) for path in CARD if get(first.spec, path) is not None],
+                  card=[(path, get(first.spec, path)) for path in MODEL_IDENTITY if get(first.spec, path) is not None],
                   links=_links([r.spec for r in results]))
 
 
@@ -100,10 +100,11 @@ def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict
 
 
 def _links(specs: list[dict]) -> list[str]:
-    """The model card's addresses: the Hub page of an open model's Hub id, then the ``model.links`` of every
+    """The model card's addresses: the Hub page of an open model's Hub id (not a local folder's ``local/<name>``), then the ``model.links`` of every
     submission, once each (the template links http(s) addresses only)."""
     hub, out = get(specs[0], "model.id"), []
-    if get(specs[0], "model.weights") == "open" and isinstance(hub, str) and _HUB_ID.fullmatch(hub):
+    if (get(specs[0], "model.weights") == "open" and isinstance(hub, str) and _HUB_ID.fullmatch(hub)
+            and not hub.startswith(LOCAL_ID)):
         out.append(f"https://huggingface.co/{hub}")
     for spec in specs:
         links = get(spec, "model.links")

@@ -68,7 +68,7 @@ def board() -> Board:
     results = [result("lab", "alpha", "cube-awareness", "cube-awareness", CUBE, {"all": 0.61, "IT": 0.70, "NG": 0.52}),
                result("lab", "alpha", "cure-ladder", "cure-ladder", CURE, {"all": 0.33, "NG": 0.21, "ES": 0.44},
                       links=["https://example.org/alpha", "javascript:alert(1)"]),
-               result("lab", "beta", None, "cube-awareness", CUBE, {"all": 0.40, "IT": 0.45}),
+               result("lab", "beta", None, "cube-awareness", CUBE, {"all": 0.40, "IT": 0.45}, id="local/beta"),
                result("control", "text-only", None, "cube-awareness", CUBE, {"all": 0.9}, control="text-only")]
     return Board({r.sid: r for r in results}, {})
 
@@ -132,6 +132,7 @@ def test_model_card_links_the_hub_page_and_only_web_addresses(site):
     assert 'href="https://huggingface.co/lab/alpha"' in html and 'href="https://example.org/alpha"' in html
     assert 'href="javascript' not in html and "javascript:alert(1)" in html  # shown as text, never linked
     assert "<dt>model.revision</dt><dd><span class=\"text\">" + "0" * 40 in html
+    assert "huggingface.co" not in (site.root / "models/lab__beta.html").read_text()  # a local folder's id
 
 
 # ------------------------------------------------------------------------------------------ through build_site

@@ -77,6 +77,7 @@ from .format import (
     MAX_SUBMISSION_ID,
     METADATA,
     METADATA_FIELDS,
+    MODEL_IDENTITY,
     REFUSAL_FORBIDS,
     SUBMISSION_YAML,
     DuplicateKeyError,
@@ -1079,11 +1080,6 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
     if prompts is not None:
         checked["prompts"] = len(prompts)
     return Report(root.resolve().name, v.problems, checked, v.omitted)
-
-
-#: submission.yaml fields that every submission of one model must agree on: its identity, weights, licence and
-#: declared training data (the site shows them once, on the model's page).
-MODEL_IDENTITY = ("model.id", "model.revision", "model.weights", "model.license", "model.training_data")
 
 
 def _sibling_spec(folder: Path, root: Path, key: str, max_bytes: int) -> dict | None:
