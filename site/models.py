@@ -7,6 +7,8 @@ its headline over all prompts with the 95% CI and its rank range within its comp
 submission's own page (model/<submission id>.html) and to its images; then a per-country table of each
 submission's headline (columns are never averaged: each family's headline has its own scale); then the model card
 (model id, revision, weights, licence, training data, links: the model's Hub page for an open model's Hub id).
+Badges: a headline whose scorers learned from the training data the model declares is marked entangled, and a
+country whose gap to the model's own mean lies wholly on the headline's worse side is marked under-represented.
 
 The overview lives in ``models/``, not ``model/``: a submission without a tag has the id ``<org>__<model>``, and its
 own page is already ``model/<org>__<model>.html``. Control rows (reference photographs, text as an image) are not
@@ -25,6 +27,8 @@ from .names import display_name, slice_name, slice_order, slice_path
 from .write import Column, Site
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+UNDER = {"label": "under-represented", "title": "The whole 95% CI of this country's gap (its mean minus the model's "
+         "mean over all prompts) lies on the headline's worse side of zero: the model serves it worse than its average."}
 #: The id ``generate`` gives a local pipeline folder: no Hub page.
 LOCAL_ID = "local/"
 
@@ -60,8 +64,9 @@ def _headline(board: Board, r) -> str:
 
 
 def _prompt_set_table(board: Board, results: list, image_pages: dict[str, str]) -> tuple[list[Column], list[dict]]:
-    """One row per submission: prompt set, submission, headline metric, its value over all prompts with CI, the
-    rank range among the comparable submissions, the image browser."""
+    """One row per submission: prompt set, submission, headline metric, its value over all prompts with CI (badged
+    entangled where the model's declared training data overlaps its scorers'), the rank range among the comparable
+    submissions, the image browser."""
     columns = [Column("prompt_set", "Prompt set", "link"), Column("submission", "Submission", "link"),
                Column("metric", "Headline metric", "link"),
                Column("headline", "Headline over all prompts", "score", "Each prompt set's own headline metric and "
@@ -72,18 +77,22 @@ def _prompt_set_table(board: Board, results: list, image_pages: dict[str, str]) 
     rows = []
     for r in results:
         metric = _headline(board, r)
+        found = board.entangled(r, metric)
+        marks = {"headline": [{"label": "entangled", "title": "The model declares training data that its scorers were "
+                               "trained on too: " + "; ".join(f"{f['scorer']}: {', '.join(f['corpora'])}" for f in found)}]}
         rows.append({"prompt_set": {"text": r.prompt_set, "href": prompt_set_page(r.prompt_set)},
                      "submission": {"text": r.sid, "href": f"model/{r.sid}.html"},
                      "metric": {"text": board.cards[metric]["title"], "href": f"metric/{metric}.html"},
                      "headline": r.entries.get((metric, "overall", "all")),
                      "rank": board.ranks(board.group_of[r.sid], metric, "overall", "all").get(r.sid),
-                     "images": {"text": "browse", "href": image_pages[r.sid]}})
+                     "images": {"text": "browse", "href": image_pages[r.sid]}} | ({"_marks": marks} if found else {}))
     return columns, rows
 
 
 def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict]]:
     """One row per country any submission has a headline slice for; one column per submission (its prompt set's
-    headline, best-first sorting by the metric's direction)."""
+    headline, best-first sorting by the metric's direction), a cell badged where the country is under-represented
+    (:meth:`Board.under_represented`: the gap's whole CI on the headline's worse side of zero)."""
     columns = [Column("country", "Country", "link")]
     countries: set[str] = set()
     for i, r in enumerate(results):
@@ -93,9 +102,13 @@ def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict
                               f"{card['direction']} is better", better=card["direction"]
                               if card["direction"] in ("higher", "lower") else None))
         countries |= {s for (m, t, s) in r.entries if m == metric and t == "country"}
-    rows = [{"country": {"text": slice_name("country", c), "href": slice_path("country", c)},
-             **{f"s{i}": r.entries.get((_headline(board, r), "country", c)) for i, r in enumerate(results)}}
-            for c in sorted(countries, key=lambda c: slice_order("country", c))]
+    under = [set(board.under_represented(r, _headline(board, r))) for r in results]
+    rows = []
+    for c in sorted(countries, key=lambda c: slice_order("country", c)):
+        row = {"country": {"text": slice_name("country", c), "href": slice_path("country", c)},
+               **{f"s{i}": r.entries.get((_headline(board, r), "country", c)) for i, r in enumerate(results)}}
+        marks = {f"s{i}": [UNDER] for i in range(len(results)) if c in under[i]}
+        rows.append(row | ({"_marks": marks} if marks else {}))
     return columns, rows
 
 

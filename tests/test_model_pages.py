@@ -32,9 +32,14 @@ from results_factory import make_submission
 CUBE, CURE = "cube.cultural_relevance", "cure.ita.cr"  # the headlines of cube-awareness and cure-ladder
 
 
+#: The one scorer of the results, which says it learned from LAION (CUBE's headline reads it, CuRe's does not).
+JUDGE = {"name": "judge", "model_id": "test/judge", "revision": "1", "training_data": ["LAION-2B"]}
+
+
 def card(name: str, direction: str = "higher") -> dict:
     return {"name": name, "title": name.upper(), "direction": direction, "family": name.split(".")[0], "unit": "",
-            "formula": "", "range": "[0, 1]", "source": "", "scorers": [], "version": 1, "validity": [],
+            "formula": "", "range": "[0, 1]", "source": "", "scorers": ["judge"] if name == CUBE else [], "version": 1,
+            "validity": [],
             "chance": None, "proxy_for": None}
 
 
@@ -44,8 +49,9 @@ def entry(metric: str, slice_type: str, slice_: str, value: float, n_prompts: in
 
 
 def result(org: str, model: str, tag: str | None, prompt_set: str, metric: str, values: dict[str, float],
-           control: str | None = None, **spec_model) -> Result:
-    """A result whose headline is ``values["all"]`` over all prompts and ``values[ISO]`` on each country."""
+           control: str | None = None, units: dict[str, float] | None = None, **spec_model) -> Result:
+    """A result whose headline is ``values["all"]`` over all prompts and ``values[ISO]`` on each country;
+    ``units``: country -> the value of each of its 10 scored prompts (what the disparity gaps are computed from)."""
     spec = {"organization": org, "model": {"name": model, "id": f"{org}/{model}", "revision": "0" * 40,
                                            "license": "mit", "weights": "open", **spec_model}}
     spec |= {"tag": tag} if tag else {}
@@ -53,21 +59,27 @@ def result(org: str, model: str, tag: str | None, prompt_set: str, metric: str, 
     other = f"{metric}.other"  # a second metric, sorted after the headline: never the one shown
     metrics = [entry(m, "overall" if k == "all" else "country", k, v + shift)
                for m, shift in ((metric, 0), (other, 0.2)) for k, v in values.items()]
-    summary = {"provenance": {"prompt_set": prompt_set, "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [],
+    summary = {"provenance": {"prompt_set": prompt_set, "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [JUDGE],
                               "metrics": {metric: 1, other: 1}, "options": {}, "settings": {}},
                "metrics": metrics, "metrics_info": [card(metric), card(other)]}
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in metrics}
-    return Result(sid, summary, pd.DataFrame({"file_name": [], "metric": [], "value": []}), spec, Path(sid), [], entries,
+    scores = pd.DataFrame([{"file_name": f"{c}{k}.png", "metric": metric, "value": v + k / 1000, "unit_id": f"{c}{k}",
+                            "country": c, "flag": None} for c, v in (units or {}).items() for k in range(10)],
+                          columns=["file_name", "metric", "value", "unit_id", "country", "flag"])
+    return Result(sid, summary, scores, spec, Path(sid), [], entries,
                   display=display_name(spec, sid), control=control)
 
 
 @pytest.fixture
 def board() -> Board:
-    """lab / alpha on cube-awareness and cure-ladder (tagged folders), lab / beta on cube-awareness (no tag, so
-    its submission id is its model key), and a cube-awareness control."""
-    results = [result("lab", "alpha", "cube-awareness", "cube-awareness", CUBE, {"all": 0.61, "IT": 0.70, "NG": 0.52}),
+    """lab / alpha on cube-awareness and cure-ladder (tagged folders; declares LAION training data; on
+    cube-awareness Nigeria's prompts score far below Italy's), lab / beta on cube-awareness (no tag, so its
+    submission id is its model key), and a cube-awareness control."""
+    alpha = {"training_data": "a LAION-5B subset"}
+    results = [result("lab", "alpha", "cube-awareness", "cube-awareness", CUBE, {"all": 0.61, "IT": 0.70, "NG": 0.52},
+                      units={"IT": 0.8, "NG": 0.3}, **alpha),
                result("lab", "alpha", "cure-ladder", "cure-ladder", CURE, {"all": 0.33, "NG": 0.21, "ES": 0.44},
-                      links=["https://example.org/alpha", "javascript:alert(1)"]),
+                      links=["https://example.org/alpha", "javascript:alert(1)"], **alpha),
                result("lab", "beta", None, "cube-awareness", CUBE, {"all": 0.40, "IT": 0.45}, id="local/beta"),
                result("control", "text-only", None, "cube-awareness", CUBE, {"all": 0.9}, control="text-only")]
     return Board({r.sid: r for r in results}, {})
@@ -124,6 +136,17 @@ def test_country_table_has_each_prompt_sets_headline_per_country(site):
     html = (site.root / "models/lab__alpha.html").read_text()
     assert "cube-awareness: CUBE.CULTURAL_RELEVANCE" in html and "cure-ladder: CURE.ITA.CR" in html
     assert 'href="../country/NG.html"' in html
+
+
+def test_badges_entangled_headline_and_under_represented_country(site):
+    """Entangled: the cube-awareness headline only (its scorer learned from LAION, CuRe's reads none); under-
+    represented: Nigeria on cube-awareness only (Italy's gap is above zero; CuRe has no per-prompt scores)."""
+    rows = download(site, "lab__alpha", "prompt-sets")
+    assert [bool(r["headline_badges"]) for r in rows] == [True, False] and "LAION-2B" in rows[0]["headline_badges"]
+    assert [(r["country"], bool(r["s0_badges"]), bool(r["s1_badges"])) for r in download(site, "lab__alpha", "countries")] \
+        == [("Italy (IT)", False, False), ("Nigeria (NG)", True, False), ("Spain (ES)", False, False)]
+    assert "under-represented" in (site.root / "models/lab__alpha.html").read_text()
+    assert not download(site, "lab__beta", "prompt-sets")[0]["headline_badges"]  # beta declares nothing
 
 
 def test_model_card_links_the_hub_page_and_only_web_addresses(site):
