@@ -7,7 +7,8 @@ its headline over all prompts with the 95% CI and its rank range within its comp
 submission's own page (model/<submission id>.html) and to its images; then a per-country table of each
 submission's headline (columns are never averaged: each family's headline has its own scale); then the model card
 (model id, revision, weights, licence, training data, links: the model's Hub page for an open model's Hub id).
-Badges: a headline whose scorers learned from the training data the model declares is marked entangled, and a
+Per submission, a bar chart of each country's gap to the model's own mean on the headline, with its CI. Badges: a
+headline whose scorers learned from the training data the model declares is marked entangled, and a
 country whose gap to the model's own mean lies wholly on the headline's worse side is marked under-represented.
 
 The overview lives in ``models/``, not ``model/``: a submission without a tag has the id ``<org>__<model>``, and its
@@ -21,6 +22,7 @@ import re
 
 from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model_key
 
+from . import plots
 from .board import Board
 from .leaderboards import prompt_set_page
 from .names import display_name, slice_name, slice_order, slice_path
@@ -55,6 +57,7 @@ def overview_pages(site: Site, board: Board, image_pages: dict[str, str]) -> Non
         site.page(page, "model_overview.html", display_name({**first.spec, "tag": None}, key), key=key,
                   prompt_sets=site.table(page, "prompt-sets", *_prompt_set_table(board, results, image_pages)),
                   countries=site.table(page, "countries", *_country_table(board, results)),
+                  figures=_gap_figures(site, board, page, results),
                   card=[(path, get(first.spec, path)) for path in MODEL_IDENTITY if get(first.spec, path) is not None],
                   links=_links([r.spec for r in results]))
 
@@ -110,6 +113,21 @@ def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict
         marks = {f"s{i}": [UNDER] for i in range(len(results)) if c in under[i]}
         rows.append(row | ({"_marks": marks} if marks else {}))
     return columns, rows
+
+
+def _gap_figures(site: Site, board: Board, page: str, results: list) -> list[dict]:
+    """Per submission with country gaps on its headline (:meth:`Board.gaps`): each country's mean minus the model's
+    mean over all prompts, with its paired bootstrap CI, as bars (the per-country profile at a glance)."""
+    out = []
+    for i, r in enumerate(results):
+        metric = _headline(board, r)
+        rows = [{"model": slice_name("country", g.name), "gap": g.value, "low": g.low, "high": g.high}
+                for g in board.gaps(r, metric) or () if g.kind == "country"]
+        if rows:
+            title = f"{r.prompt_set}: {board.cards[metric]['title']}, each country minus the model's mean"
+            svg = plots.gap_svg(rows, title, positive="above its mean", negative="below its mean")
+            out.append({"src": site.plot(page, f"gaps-{i}", svg), "alt": title})
+    return out
 
 
 def _links(specs: list[dict]) -> list[str]:

@@ -149,6 +149,16 @@ def test_badges_entangled_headline_and_under_represented_country(site):
     assert not download(site, "lab__beta", "prompt-sets")[0]["headline_badges"]  # beta declares nothing
 
 
+def test_country_gaps_are_drawn_for_the_prompt_set_that_has_them(site):
+    """alpha's cube-awareness has per-prompt scores in Italy and Nigeria: one chart, Nigeria's bar below its mean;
+    cure-ladder (no per-prompt scores) has none."""
+    plots = sorted(p.name for p in (site.root / "plots").iterdir())
+    assert [p for p in plots if p.startswith("models-lab__alpha-")] == ["models-lab__alpha-gaps-0.svg"]
+    svg = (site.root / "plots/models-lab__alpha-gaps-0.svg").read_text()
+    assert "Nigeria (NG)" in svg and "Italy (IT)" in svg and "cube-awareness: CUBE.CULTURAL_RELEVANCE" in svg
+    assert 'src="../plots/models-lab__alpha-gaps-0.svg"' in (site.root / "models/lab__alpha.html").read_text()
+
+
 def test_model_card_links_the_hub_page_and_only_web_addresses(site):
     """The Hub page of the open model's id, and the links of the cure-ladder submission (not the first one)."""
     html = (site.root / "models/lab__alpha.html").read_text()
