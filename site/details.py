@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from cultureboard.evaluators.results.reported import load_reported, load_validity
-from cultureboard.evaluators.submission.format import FIELDS, get
+from cultureboard.evaluators.submission.format import FIELDS, get, model_key
 
 from cultureboard.errors import CultureboardError
 
@@ -19,6 +19,7 @@ from . import gaming, plots
 from .board import Board
 from .figures import map_page
 from .leaderboards import leaderboard, prompt_set_page
+from .models import model_page
 from .names import is_cross, is_ordered, slice_name, slice_order, slice_path, type_label, type_order
 from .write import Column, Site
 
@@ -63,6 +64,7 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               gaps=site.table(page, "gaps", gap_columns, gap_rows) if gap_rows else None,
               notes=[(m, _facts_text(facts)) for m, facts in sorted(r.summary["provenance"].get("notes", {}).items())],
               refused=r.summary["provenance"].get("refused") or [], controls=_control_text(r),
+              overview=None if r.control else model_page(model_key(r.spec)),
               entangled=[{"metric": m, "title": board.cards[m]["title"], "found": board.entangled(r, m)}
                          for m in group.metrics if board.entangled(r, m)],
               **images)

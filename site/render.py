@@ -9,6 +9,7 @@ served; no page requests anything from another site)::
     slices.html, country/<ISO>.html,    one page per country, region group and continent, era and category
     region/<slug>.html, era/<slug>.html, category/<slug>.html
     model/<id>.html                     model card, provenance, per-slice table, disparity
+    models/<org>__<model>.html          one model: each prompt set's headline, a per-country table, its card
     model/<id>/images-<n>.html          image browser: ``page_size`` images a page with scores and explanations
     gallery/<prompt set>.html           the prompts, filterable; prompt/<prompt set>/<prompt>.html: every
                                         submission's images of one prompt side by side
@@ -41,7 +42,7 @@ from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.provenance import git_commit
 
-from . import details, figures, gallery, leaderboards
+from . import details, figures, gallery, leaderboards, models
 from .board import Board
 from .load import load_results as _load_results
 from .thumbs import make_media
@@ -84,9 +85,12 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         leaderboards.overview(site, board)
         leaderboards.prompt_set_pages(site, board)
         leaderboards.slice_pages(site, board)
+        first_images = {}
         for r in board.results.values():
             images = gallery.image_pages(site, board, r, media, page_size)
             details.model_pages(site, board, r, images)
+            first_images[r.sid] = images["image_pages"][0]
+        models.overview_pages(site, board, first_images)
         details.metric_pages(site, board)
         details.family_pages(site, board)
         figures.map_pages(site, board)

@@ -537,3 +537,57 @@ def test_out_of_range_settings_are_each_one_error(sub, dataset):
                      (yaml_line(sub, "  height:"), "generation.height is -64, not at least 1"),
                      (yaml_line(sub, "  steps:"), "generation.steps is 0, not at least 1"),
                      (yaml_line(sub, "  i2i_strength:"), "generation.i2i_strength is 1.5, not above 0 and at most 1")}
+
+
+# ------------------------------------------------------------------------------------------ one model, several sets
+
+def sibling(sub: Path, name: str, change: Callable[[dict], None] | None = None) -> Path:
+    """A folder ``name`` beside ``sub`` holding a copy of its submission.yaml, changed by ``change``."""
+    folder = sub.parent / name
+    folder.mkdir()
+    shutil.copy(sub / "submission.yaml", folder / "submission.yaml")
+    if change:
+        spec_edit(change)(folder)
+    return folder
+
+
+def mismatches(sub: Path, dataset: Path) -> list[tuple[str, str, str]]:
+    return sorted((p.file, p.message, p.fix) for p in validate(sub, dataset).errors if p.code == "schema.model_mismatch")
+
+
+def test_siblings_of_one_model_that_agree_are_valid(sub, dataset):
+    """The same model's submission for another prompt set (a tag), with a different prompt set and date: valid."""
+    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: s.update(tag="cure-ladder", date="2025-01-02"))
+    report = validate(sub, dataset)
+    assert report.valid, report.to_text()
+
+
+def test_sibling_disagreeing_on_identity_is_one_error_per_field(sub, dataset):
+    """Each field of the model's identity that differs is an error at its line, naming both folders and the fix;
+    fields that agree are not reported."""
+    other = f"{SUBMISSION_ID}__cure-ladder"
+    sibling(sub, other, lambda s: s["model"].update(revision="1" * 40, license="mit", weights="closed"))
+    found = mismatches(sub, dataset)
+    assert [(f, m.split(" is ")[0]) for f, m, _ in found] == sorted(
+        (yaml_line(sub, f"  {field}:"), f"model.{field}") for field in ("license", "revision", "weights"))
+    for _, message, fix in found:
+        assert other in message and "test-lab__tiny-diffusion" in message
+        assert other in fix and SUBMISSION_ID in fix and "model.name" in fix
+    revision = next(m for _, m, _ in found if m.startswith("model.revision"))
+    assert revision.startswith(f"model.revision is '{'a' * 40}'") and f"'{'1' * 40}' in '{other}'" in revision
+
+
+def test_training_data_declared_in_one_submission_only_is_a_mismatch(sub, dataset):
+    sibling(sub, f"{SUBMISSION_ID}__ecb", lambda s: s["model"].pop("training_data", None))
+    assert [m.split(" is ")[0] for _, m, _ in mismatches(sub, dataset)] == ["model.training_data"]
+
+
+def test_other_models_controls_and_unreadable_siblings_are_not_compared(sub, dataset):
+    """Another model of the organisation, a model whose name only starts like this one's, a control, and a sibling
+    whose submission.yaml is broken (its own validation reports that) never make this submission invalid."""
+    differ = lambda s: s["model"].update(revision="1" * 40)  # noqa: E731
+    sibling(sub, "test-lab__other-model", differ)
+    sibling(sub, "test-lab__tiny-diffusion-xl", differ)
+    sibling(sub, f"{SUBMISSION_ID}__ctl", lambda s: (differ(s), s.update(control="text-only")))
+    (sibling(sub, f"{SUBMISSION_ID}__broken") / "submission.yaml").write_text("model: [unclosed\n")
+    assert mismatches(sub, dataset) == []

@@ -157,6 +157,17 @@ def submission_id(spec: dict) -> str:
     return "__".join(slug(str(p)) for p in parts if p)
 
 
+#: submission.yaml fields that every submission of one model must agree on (``validate``): its identity, weights,
+#: licence and declared training data; the site shows them once, on the model's page.
+MODEL_IDENTITY = ("model.id", "model.revision", "model.weights", "model.license", "model.training_data")
+
+
+def model_key(spec: dict) -> str:
+    """``<org>__<model>``: the model a submission is of, shared by its submissions for other prompt sets (and
+    its tagged variants); the folder name without its tag."""
+    return "__".join(slug(str(p)) for p in (get(spec, "organization"), get(spec, "model.name")) if p)
+
+
 def parse_submission_id(name: str) -> dict | None:
     """``{"organization", "model", "tag"}`` of a folder named ``<org>__<model>[__<tag>]`` (each part a slug:
     ``submission_id`` of the result is ``name`` again; tag None when absent), or None for any other name."""

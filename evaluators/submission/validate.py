@@ -14,6 +14,8 @@ Checks, in the order they are reported:
   image location, revision format, a dataset pin other than the official Hub dataset at a commit
   (warning); with a dataset folder, the prompt set exists (else the closest names are offered) and the
   revision matches it (a Hub commit: the commit the folder was downloaded at, when it records one);
+* the model's other submissions: a sibling folder of the same ``<org>__<model>`` (another prompt set, a
+  tagged variant) gives the same :data:`MODEL_IDENTITY` fields (id, revision, weights, licence, training data);
 * ``metadata.jsonl``: read as every stage reads it (:func:`~.format.metadata_lines`: split on ``\n``
   only, streamed, at most ``max_metadata_lines`` lines), strict JSON objects with the fields of
   :data:`~.submission.METADATA_FIELDS`, no duplicated lines, prompt/sample pairs or files, paths that
@@ -75,6 +77,7 @@ from .format import (
     MAX_SUBMISSION_ID,
     METADATA,
     METADATA_FIELDS,
+    MODEL_IDENTITY,
     REFUSAL_FORBIDS,
     SUBMISSION_YAML,
     DuplicateKeyError,
@@ -84,8 +87,11 @@ from .format import (
     is_refusal,
     json_problems,
     metadata_lines,
+    model_key,
     parse_location,
     parse_metadata_line,
+    parse_submission_id,
+    read_spec,
     submission_id,
     submission_id_problem,
 )
@@ -128,6 +134,7 @@ CODES: dict[str, str] = {
     "schema.unknown_prompt_set": "the dataset has no such prompt set",
     "schema.wrong_revision": "prompt_set.revision is not the dataset folder's revision",
     "schema.revision_unchecked": "a Hub commit cannot be compared with a dataset folder that is not a Hub download (warning)",
+    "schema.model_mismatch": "a sibling submission of the same <org>__<model> gives another model id, revision, weights, licence or training data",
     "schema.unofficial_dataset": "prompt_set pins a local dataset folder or another Hub dataset, not the official one at a commit (warning)",
     # metadata.jsonl
     "metadata.bad_json": "a line that is not strict UTF-8 JSON (NaN, infinity, integers beyond 64 bits) or is too long",
@@ -689,6 +696,26 @@ class _Validation:
             self.warn("schema.unofficial_dataset", self.at("prompt_set.dataset"), f"the submission pins the Hub dataset "
                       f"{_show(dataset)}, not the leaderboard's {OFFICIAL_DATASET}", fix)
 
+    # --- the model's other submissions
+
+    def check_siblings(self, spec: dict | None) -> None:
+        """The submissions of the same model (:func:`~.format.model_key`) beside this one, for other prompt sets or
+        as tagged variants, describe the same model: each field of :data:`MODEL_IDENTITY` equal in both. A sibling
+        whose submission.yaml cannot be read is skipped (its own validation reports it); so are controls."""
+        if not isinstance(spec, dict) or get(spec, "control") is not None or not (key := model_key(spec)):
+            return
+        for sibling in sorted(self.root.parent.iterdir()) if self.root.parent.is_dir() else ():
+            other = _sibling_spec(sibling, self.root, key, self.limits.max_yaml_bytes)
+            if other is None:
+                continue
+            for path in MODEL_IDENTITY:
+                mine, theirs = get(spec, path), get(other, path)
+                if mine != theirs:
+                    self.error("schema.model_mismatch", self.at(path), f"{path} is {_show(mine)} here but "
+                               f"{_show(theirs)} in {_show(sibling.name)}, another submission of the model {key}",
+                               f"make {path} the same in {self.root.name} and {sibling.name} (one model, several "
+                               "prompt sets); a different model, revision or API version needs its own model.name")
+
     # --- the prompt set
 
     def load_prompts(self, spec: dict | None, dataset: Path | None) -> dict[str, dict] | None:
@@ -1035,6 +1062,7 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         v.scan()
         spec = v.check_spec()
+        v.check_siblings(spec)
         parsed = v.read_metadata()
         rows = v.check_duplicates(parsed)
         prompts = v.load_prompts(spec, Path(dataset) if dataset is not None else None)
@@ -1052,6 +1080,24 @@ def validate(submission_dir: str | Path, dataset: str | Path | None = None, limi
     if prompts is not None:
         checked["prompts"] = len(prompts)
     return Report(root.resolve().name, v.problems, checked, v.omitted)
+
+
+def _sibling_spec(folder: Path, root: Path, key: str, max_bytes: int) -> dict | None:
+    """The submission.yaml of ``folder`` when it is another real submission folder of the model ``key`` and
+    readable (a regular file within ``max_bytes``, valid YAML, not a control), else None."""
+    named = parse_submission_id(folder.name)
+    if (named is None or f"{named['organization']}__{named['model']}" != key or folder.name == root.name
+            or folder.is_symlink() or not folder.is_dir()):
+        return None
+    path = folder / SUBMISSION_YAML
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        other = read_spec(path)
+    except (OSError, CultureboardError):
+        return None
+    return None if get(other, "control") is not None else other
 
 
 def _generated_size(spec: dict | None) -> tuple[int, int] | None:
