@@ -1,0 +1,170 @@
+"""agreement.html: do the benchmarks agree? Kendall's tau between two families' rankings of the same models.
+
+A model is its organization and model name (:func:`~cultureboard.evaluators.submission.format.model_key`). A
+ranking is one comparability group of a prompt set (:class:`~.board.Group`; controls are never in one): each of
+its models scored by the group's headline metric as the mean over prompts of the per-prompt mean of its per-image
+(per-unit) scores, flagged rows left out; "better" follows the metric card (``higher``, ``lower``, or closer to
+``target``). For every pair of rankings from two different families, overall and on each country both measured:
+
+- tau = Kendall's tau-b between the two families' scores of their shared models (+1 the same order, -1 reversed);
+- its 95% CI: percentile bootstrap, each replicate resampling each family's prompts (with replacement, the same
+  draw for every model of that family), recomputing every model's headline mean and tau;
+- the verdict: fewer than :data:`MIN_SHARED` shared models are "too few shared models"; otherwise the CI wholly
+  above zero "agree", wholly below zero "disagree", containing zero "do not clearly agree".
+
+A model with two submissions in one group (tagged variants of one prompt set) counts by its first submission id.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from cultureboard.evaluators.submission.format import model_key
+
+from .board import Board, Group
+from .names import slice_name, slice_path
+from .write import Column, Site
+
+PAGE = "agreement.html"
+#: Fewer shared models than this give no tau worth stating.
+MIN_SHARED = 3
+N_BOOT = 1000
+SEED = 0
+LEVEL = 0.95
+
+
+@dataclass
+class Ranking:
+    """One group's models on one slice: ``means[m, p]`` is model m's mean score on prompt p (NaN where it has none),
+    signed so that larger is better."""
+
+    family: str
+    label: str  # "<family>: <prompt set> (<headline metric>)"
+    models: list[str]
+    means: np.ndarray
+
+    def headlines(self, weights: np.ndarray) -> np.ndarray:
+        """(replicates, models): each model's weighted mean over its scored prompts; ``weights`` (replicates,
+        prompts) counts how often each prompt is drawn (all ones: the plain mean)."""
+        scored = ~np.isnan(self.means)
+        total = weights @ np.where(scored, self.means, 0.0).T
+        count = weights @ scored.T.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total / count
+
+
+def kendall_tau(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each row of ``a`` with the same row of ``b`` (both (replicates, n), or 1-d for one pair):
+    (concordant - discordant) / sqrt((pairs - ties in a) (pairs - ties in b)); NaN where either side is all tied
+    or has a NaN."""
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    i, j = np.triu_indices(a.shape[1], k=1)
+    sa, sb = np.sign(a[:, i] - a[:, j]), np.sign(b[:, i] - b[:, j])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (sa * sb).sum(axis=1) / np.sqrt((sa != 0).sum(axis=1) * (sb != 0).sum(axis=1))
+    tau[np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1)] = np.nan
+    return tau
+
+
+def agreement(x: Ranking, y: Ranking, *, n_boot: int = N_BOOT, seed: int = SEED, level: float = LEVEL) -> dict:
+    """{shared, tau, ci_low, ci_high, verdict} of two rankings: tau over their shared models (those both score), its
+    percentile bootstrap CI over each ranking's prompts, and the verdict (module docstring)."""
+    xh, yh = x.headlines(np.ones((1, x.means.shape[1])))[0], y.headlines(np.ones((1, y.means.shape[1])))[0]
+    scored = {m for m, v in zip(x.models, xh) if np.isfinite(v)} & {m for m, v in zip(y.models, yh) if np.isfinite(v)}
+    shared = sorted(scored)
+    out = {"shared": len(shared), "tau": None, "ci_low": None, "ci_high": None, "verdict": "too few shared models"}
+    if len(shared) < MIN_SHARED:
+        return out
+    xs, ys = [x.models.index(m) for m in shared], [y.models.index(m) for m in shared]
+    tau = float(kendall_tau(xh[xs], yh[ys])[0])
+    rng = np.random.default_rng(seed)
+    draws = [rng.multinomial(r.means.shape[1], np.full(r.means.shape[1], 1 / r.means.shape[1]), size=n_boot)
+             for r in (x, y)]
+    taus = kendall_tau(x.headlines(draws[0])[:, xs], y.headlines(draws[1])[:, ys])
+    taus = taus[np.isfinite(taus)]
+    if np.isnan(tau) or not len(taus):
+        return out | {"verdict": "tau undefined: every shared model tied on one side"}
+    low, high = (float(q) for q in np.quantile(taus, [(1 - level) / 2, (1 + level) / 2]))
+    verdict = "agree" if low > 0 else "disagree" if high < 0 else "do not clearly agree"
+    return out | {"tau": tau, "ci_low": low, "ci_high": high, "verdict": verdict}
+
+
+def rankings(board: Board, country: str | None = None) -> list[Ranking]:
+    """Every comparability group with a ranked headline, on all prompts or on ``country``'s; groups of
+    unregistered prompt sets are left out (no family to compare)."""
+    out = []
+    for prompt_set, groups in board.groups.items():
+        family = board.family_for(prompt_set)
+        for group in groups:
+            metric = group.metrics[0]
+            card = board.cards[metric]
+            if family is None or card["direction"] == "none":
+                continue
+            label = f"{family.name}: {prompt_set}" + (f" ({group.id})" if group.several else "") + f", {card['title']}"
+            found = _means(group, metric, card, country)
+            if found is not None:
+                out.append(Ranking(family.name, label, *found))
+    return out
+
+
+def _means(group: Group, metric: str, card: dict, country: str | None):
+    """(models, means) of :class:`Ranking` for ``group``'s headline, or None when no model has a scored prompt."""
+    per_model: dict[str, pd.Series] = {}
+    for r in sorted(group.results, key=lambda r: r.sid):
+        key = model_key(r.spec)
+        if key in per_model or "prompt_id" not in r.scores.columns:
+            continue
+        rows = r.scores.iloc[r.rows_of(metric)]
+        keep = rows["value"].notna() & (rows["flag"].isna() if "flag" in rows.columns else True)
+        if country is not None:
+            keep &= rows["country"] == country if "country" in rows.columns else False
+        rows = rows[keep]
+        if not rows.empty:
+            per_model[key] = rows.groupby("prompt_id")["value"].mean()
+    if not per_model:
+        return None
+    frame = pd.DataFrame(per_model).T.sort_index(axis=1)
+    values = frame.to_numpy(float)
+    direction = card["direction"]
+    signed = values if direction == "higher" else -values if direction == "lower" else -np.abs(values - card["target"])
+    return list(frame.index), signed
+
+
+def pairs(board: Board, country: str | None = None) -> list[dict]:
+    """One row per pair of rankings from two different families: {a, b, slice, **:func:`agreement`}. The
+    bootstrap seed is drawn from the pair's labels and slice, so a row does not depend on the others."""
+    out = []
+    for x, y in combinations(sorted(rankings(board, country), key=lambda r: r.label), 2):
+        if x.family != y.family:
+            seed = zlib.crc32(f"{x.label}|{y.label}|{country}".encode())
+            out.append({"a": x.label, "b": y.label, "slice": country, **agreement(x, y, seed=SEED + seed)})
+    return out
+
+
+def countries(board: Board) -> list[str]:
+    """The countries any ranked result has a country slice for."""
+    return sorted({s for r in board.results.values() if not r.control for (_, t, s) in r.entries if t == "country"})
+
+
+def agreement_page(site: Site, board: Board) -> None:
+    """Write agreement.html: the overall table, then per country the pairs with at least :data:`MIN_SHARED` shared
+    models."""
+    overall = pairs(board)
+    by_country = [row for c in countries(board) for row in pairs(board, c) if row["shared"] >= MIN_SHARED]
+    columns = [Column("a", "Benchmark A", "text"), Column("b", "Benchmark B", "text"),
+               Column("shared", "Shared models", "num", "Models (organization + model name) both rank"),
+               Column("tau", "Kendall's tau", "num", "+1: the same order, -1: reversed, 0: unrelated"),
+               Column("ci_low", "95% CI low", "num"), Column("ci_high", "95% CI high", "num"),
+               Column("verdict", "Verdict", "text", "agree: the CI lies above zero; disagree: below zero; "
+                      "do not clearly agree: it contains zero")]
+    slice_column = [Column("country", "Country", "link")]
+    rows = [{**r, "country": {"text": slice_name("country", r["slice"]), "href": slice_path("country", r["slice"])}}
+            for r in by_country]
+    site.page(PAGE, "agreement.html", "Do the benchmarks agree?", overall=site.table(PAGE, "overall", columns, overall),
+              countries=site.table(PAGE, "countries", slice_column + columns, rows),
+              findings=[r for r in overall if r["verdict"] in ("disagree", "do not clearly agree")],
+              min_shared=MIN_SHARED, n_boot=N_BOOT)

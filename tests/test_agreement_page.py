@@ -1,0 +1,169 @@
+"""agreement.html: Kendall's tau between two families' rankings of the same models (site/agreement_page.py).
+
+Fast: hand-made per-prompt scores on a real :class:`Board` (cube-awareness and cure-ladder, whose headlines are
+CUBE and CURE), the page written by the real :class:`Site`; tau checked by hand, its bootstrap CI by its properties.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pandas as pd
+from scipy.stats import kendalltau
+
+from cultureboard.site.agreement_page import Ranking, agreement, agreement_page, kendall_tau, pairs, rankings
+from cultureboard.site.board import Board
+from cultureboard.site.load import Result
+from cultureboard.site.names import display_name
+from cultureboard.site.write import Site
+
+CUBE, CURE = "cube.cultural_relevance", "cure.ita.cr"
+PROMPTS = 6  # prompts a country
+
+
+def card(name: str, direction: str = "higher") -> dict:
+    return {"name": name, "title": name.upper(), "direction": direction, "family": name.split(".")[0], "unit": "",
+            "formula": "", "range": "[0, 1]", "source": "", "scorers": [], "version": 1, "validity": [],
+            "chance": None, "proxy_for": None}
+
+
+def result(model: str, prompt_set: str, metric: str, means: dict[str, float], control: str | None = None) -> Result:
+    """lab / ``model`` on ``prompt_set``: on each country of ``means`` :data:`PROMPTS` prompts, two images each,
+    scoring the country's mean, and one flagged image of value 99 (left out)."""
+    spec = {"organization": "lab", "model": {"name": model, "id": f"lab/{model}"}}
+    sid = f"lab__{model}__{prompt_set}"
+    rows = [{"metric": metric, "prompt_id": f"{c}{p}", "value": v, "country": c, "flag": None}
+            for c, v in means.items() for p in range(PROMPTS) for _ in range(2)]
+    rows.append({"metric": metric, "prompt_id": "IT0", "value": 99.0, "country": "IT", "flag": "unreadable"})
+    entries = {(metric, t, s): {"value": 0.5} for t, s in [("overall", "all")] + [("country", c) for c in means]}
+    summary = {"provenance": {"prompt_set": prompt_set, "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [],
+                              "metrics": {metric: 1}, "options": {}, "settings": {}},
+               "metrics": [], "metrics_info": [card(metric)]}
+    return Result(sid, summary, pd.DataFrame(rows), spec, Path(sid), [], entries, display=display_name(spec, sid),
+                  control=control)
+
+
+def board(cube: dict[str, dict], cure: dict[str, dict], control: dict | None = None) -> Board:
+    """Models (name -> country -> mean) on cube-awareness and cure-ladder; ``control``: a text-only control of
+    cube-awareness with these means."""
+    found = [result(m, "cube-awareness", CUBE, v) for m, v in cube.items()]
+    found += [result(m, "cure-ladder", CURE, v) for m, v in cure.items()]
+    if control:
+        found.append(result("text", "cube-awareness", CUBE, control, control="text-only"))
+    return Board({r.sid: r for r in found}, {})
+
+
+def ranking(means: list[list[float]], family: str = "f") -> Ranking:
+    return Ranking(family, family, [f"m{i}" for i in range(len(means))], np.array(means, float))
+
+
+# ------------------------------------------------------------------------------------------ tau by hand
+
+def test_kendall_tau_by_hand():
+    up = np.array([1.0, 2.0, 3.0, 4.0])
+    assert kendall_tau(up, up * 10)[0] == 1.0
+    assert kendall_tau(up, -up)[0] == -1.0
+    # one of the 6 pairs swapped: (5 - 1) / 6
+    assert kendall_tau(up, np.array([1.0, 2.0, 4.0, 3.0]))[0] == pytest.approx(4 / 6)
+    # a tie in b: tau-b = (4 - 1) / sqrt(6 * 5)
+    assert kendall_tau(up, np.array([1.0, 1.0, 3.0, 2.0]))[0] == pytest.approx(4 / np.sqrt(30) - 1 / np.sqrt(30))
+    assert np.isnan(kendall_tau(up, np.ones(4))[0])
+
+
+def test_kendall_tau_matches_scipy_row_by_row():
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 4, (20, 7)).astype(float), rng.integers(0, 4, (20, 7)).astype(float)
+    ours = kendall_tau(a, b)
+    for k in range(20):
+        expected = kendalltau(a[k], b[k]).statistic
+        assert ours[k] == pytest.approx(expected, nan_ok=True)
+
+
+# ------------------------------------------------------------------------------------------ the bootstrap CI
+
+def test_same_order_agrees_and_reversed_disagrees():
+    x = ranking([[1, 1.1], [2, 2.1], [3, 3.1], [4, 4.1]])
+    same = agreement(x, ranking([[5, 5], [6, 6], [7, 7], [8, 8]], "g"), n_boot=200)
+    assert (same["shared"], same["tau"], same["ci_low"], same["ci_high"], same["verdict"]) == (4, 1.0, 1.0, 1.0, "agree")
+    rev = agreement(x, ranking([[8, 8], [7, 7], [6, 6], [5, 5]], "g"), n_boot=200)
+    assert (rev["tau"], rev["ci_high"], rev["verdict"]) == (-1.0, -1.0, "disagree")
+
+
+def test_ci_holds_the_estimate_widens_with_noise_and_repeats():
+    rng = np.random.default_rng(0)
+    base = np.arange(5.0)[:, None]
+
+    def noisy(scale, family):
+        return ranking(base + scale * rng.normal(size=(5, 30)), family)
+
+    x = noisy(0.3, "f")
+    calm, wild = agreement(x, noisy(0.3, "g"), n_boot=300), agreement(x, noisy(30.0, "g"), n_boot=300)
+    for a in (calm, wild):
+        assert -1 <= a["ci_low"] <= a["tau"] <= a["ci_high"] <= 1
+    assert calm["ci_high"] - calm["ci_low"] < wild["ci_high"] - wild["ci_low"]
+    assert calm["verdict"] == "agree" and wild["verdict"] == "do not clearly agree" and wild["ci_low"] <= 0 <= wild["ci_high"]
+    y = noisy(30.0, "g")
+    assert agreement(x, y, seed=3) == agreement(x, y, seed=3)
+
+
+def test_resampling_is_over_prompts_not_models():
+    """Every prompt ranks the models the same way on both sides: whatever prompts are drawn, tau stays 1."""
+    x = ranking([[0, 5, 1], [1, 6, 2], [2, 7, 3]])
+    assert agreement(x, ranking([[0, 9], [3, 10], [4, 11]], "g"), n_boot=500)["ci_low"] == 1.0
+
+
+def test_too_few_shared_models():
+    x = ranking([[1], [2], [3]])
+    y = Ranking("g", "g", ["m0", "m1", "other"], np.array([[1.0], [2.0], [3.0]]))
+    assert agreement(x, y) == {"shared": 2, "tau": None, "ci_low": None, "ci_high": None,
+                               "verdict": "too few shared models"}
+
+
+# ------------------------------------------------------------------------------------------ on a board
+
+FOUR = {"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4}
+
+
+def test_rankings_group_by_model_leave_out_controls_and_flagged_rows():
+    b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()}, control={"IT": 9.0})
+    cube = next(r for r in rankings(b) if r.family == "cube")
+    assert cube.models == ["lab__a", "lab__b", "lab__c", "lab__d"]  # no control
+    assert cube.means.shape == (4, PROMPTS) and np.allclose(cube.means[:, 0], list(FOUR.values()))  # no flagged 99
+
+
+def test_lower_is_better_turns_the_order():
+    b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()})
+    b.cards[CURE]["direction"] = "lower"
+    (row,) = pairs(b)
+    assert (row["tau"], row["verdict"]) == (-1.0, "disagree")
+
+
+@pytest.fixture
+def site(tmp_path) -> Site:
+    """Four models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE; two models
+    on Kenya on both; a control that would otherwise be a fifth shared model."""
+    cube = {m: {"IT": v, "NG": v, "ES": v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
+    cure = {m: {"IT": v, "NG": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
+    site = Site(tmp_path, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 8, "code": [],
+                                                      "datasets": [], "devices": []},
+                           "banner": None, "trust_page": False, "galleries": {}})
+    agreement_page(site, board(cube, cure, control={"IT": 9.0, "NG": 9.0}))
+    return site
+
+
+def test_page_tables_overall_and_per_country(site):
+    overall = json.loads((site.root / "data/agreement-overall.json").read_text())["rows"]
+    assert [(r["a"], r["b"], r["shared"]) for r in overall] == [
+        ("cube: cube-awareness, CUBE.CULTURAL_RELEVANCE", "cure: cure-ladder, CURE.ITA.CR", 4)]
+    rows = json.loads((site.root / "data/agreement-countries.json").read_text())["rows"]
+    assert [(r["country"][-3:], r["shared"], r["tau"], r["verdict"]) for r in rows] == [
+        ("IT)", 4, 1.0, "agree"), ("NG)", 4, -1.0, "disagree")]  # Kenya: 2 shared models, Spain: one family
+
+
+def test_page_states_disagreement_plainly(site):
+    html = (site.root / "agreement.html").read_text()
+    assert "Do the benchmarks agree?" in html and "Per country" in html
+    assert "disagree" in html and "Nigeria" in html and "text-only" not in html
