@@ -7,18 +7,26 @@ CUBE and CURE), the page written by the real :class:`Site`; tau checked by hand,
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pytest
 import pandas as pd
-from scipy.stats import kendalltau
-
+import pytest
+from cultureboard.builder.dataset import prompt_config, write_dataset
+from cultureboard.builder.prompt_sets import PromptSet
+from cultureboard.evaluators import evaluate
+from cultureboard.evaluators.engine.context import score_row
+from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, register, unregister
 from cultureboard.site.agreement_page import Ranking, agreement, agreement_page, kendall_tau, pairs, rankings
 from cultureboard.site.board import Board
 from cultureboard.site.load import Result
 from cultureboard.site.names import display_name
+from cultureboard.site.render import build_site
 from cultureboard.site.write import Site
+from PIL import Image as PILImage
+from results_factory import make_submission
+from scipy.stats import kendalltau
 
 CUBE, CURE = "cube.cultural_relevance", "cure.ita.cr"
 PROMPTS = 6  # prompts a country
@@ -87,7 +95,7 @@ def test_kendall_tau_matches_scipy_row_by_row():
 def test_same_order_agrees_and_reversed_disagrees():
     x = ranking([[1, 1.1], [2, 2.1], [3, 3.1], [4, 4.1]])
     same = agreement(x, ranking([[5, 5], [6, 6], [7, 7], [8, 8]], "g"), n_boot=200)
-    assert (same["shared"], same["tau"], same["ci_low"], same["ci_high"], same["verdict"]) == (4, 1.0, 1.0, 1.0, "agree")
+    assert [same[k] for k in ("shared", "tau", "ci_low", "ci_high", "verdict")] == [4, 1.0, 1.0, 1.0, "agree"]
     rev = agreement(x, ranking([[8, 8], [7, 7], [6, 6], [5, 5]], "g"), n_boot=200)
     assert (rev["tau"], rev["ci_high"], rev["verdict"]) == (-1.0, -1.0, "disagree")
 
@@ -104,7 +112,8 @@ def test_ci_holds_the_estimate_widens_with_noise_and_repeats():
     for a in (calm, wild):
         assert -1 <= a["ci_low"] <= a["tau"] <= a["ci_high"] <= 1
     assert calm["ci_high"] - calm["ci_low"] < wild["ci_high"] - wild["ci_low"]
-    assert calm["verdict"] == "agree" and wild["verdict"] == "do not clearly agree" and wild["ci_low"] <= 0 <= wild["ci_high"]
+    assert calm["verdict"] == "agree" and wild["verdict"] == "do not clearly agree"
+    assert wild["ci_low"] <= 0 <= wild["ci_high"]
     y = noisy(30.0, "g")
     assert agreement(x, y, seed=3) == agreement(x, y, seed=3)
 
@@ -167,3 +176,53 @@ def test_page_states_disagreement_plainly(site):
     html = (site.root / "agreement.html").read_text()
     assert "Do the benchmarks agree?" in html and "Per country" in html
     assert "disagree" in html and "Nigeria" in html and "text-only" not in html
+
+
+# ------------------------------------------------------------------------------------------ through build_site
+
+@dataclass(frozen=True)
+class NoOptions:
+    pass
+
+
+def _family(name: str) -> Family:
+    """A family of one prompt set (``<name>-set``) scoring each image's brightness, only in these tests."""
+    metric = f"{name}.brightness"
+
+    def score(ctx):
+        return [score_row(metric, float(np.asarray(PILImage.open(im.path)).mean() / 255), im) for im in ctx.images]
+
+    return Family(name=name, title=name, description="Brightness, only in these tests.", papers={},
+                  prompt_sets=(PromptSetSpec(f"{name}-set", score, (metric,), shard_unit=lambda p: p["prompt_id"]),),
+                  metrics=(MetricCard(metric, name, "Brightness", "mean pixel / 255", "higher", "[0, 1]", (),
+                                      "these tests", version=1, primary=True, direction_evidence="a test family"),),
+                  options=NoOptions)
+
+
+@pytest.mark.slow
+def test_build_site_writes_the_agreement_page(tmp_path):
+    """Three models (folders tagged by prompt set) on two one-prompt-set families: the built site
+    has agreement.html with one pair of three shared models."""
+    families = [_family("dua"), _family("dub")]
+    for f in families:
+        register(f)
+    try:
+        sets = [f"{f.name}-set" for f in families]
+        configs = [prompt_config(PromptSet(ps, "1", "t", "t", [
+            {"prompt_id": f"{ps}/{k}", "prompt_set": ps, "text": f"a photo number {k}", "negative_prompt": "",
+             "kind": "t2i", "images_per_prompt": 1, "seeds": [0], "seed_scheme": "consecutive", "country": c,
+             "continent": "Europe" if c == "IT" else "Africa", "region_group": "GN" if c == "IT" else "GS",
+             "category": "cuisine"} for k, c in enumerate(["IT", "NG"] * 3)])) for ps in sets]
+        dataset = write_dataset(tmp_path / "dataset", configs, {})
+        for ps in sets:
+            for model in ("alpha", "beta", "gamma"):
+                folder = make_submission(tmp_path / "submissions", dataset, ps, model=model, tag=ps)
+                evaluate(folder, dataset, tmp_path / "results", device="cpu", n_boot=20, cache=tmp_path / "cache")
+        build_site(tmp_path / "results", dataset, tmp_path / "submissions", tmp_path / "site", workers=1)
+    finally:
+        for f in families:
+            unregister(f.name)
+    (row,) = json.loads((tmp_path / "site/data/agreement-overall.json").read_text())["rows"]
+    assert (row["a"], row["b"], row["shared"]) == ("dua: dua-set, Brightness", "dub: dub-set, Brightness", 3)
+    assert -1 <= row["ci_low"] <= row["tau"] <= row["ci_high"] <= 1
+    assert "Do the benchmarks agree?" in (tmp_path / "site/agreement.html").read_text()
