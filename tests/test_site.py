@@ -178,7 +178,7 @@ def slug(text: str) -> str:
 def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     site = world["site"]
     folders = {"country": "country", "region_group": "region", "continent": "region", "era": "era", "category": "category"}
-    expected = {"index.html", "slices.html", "metrics.html", "trust.html"}
+    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "agreement.html"}
     prompt_sets, families = set(), set()
     for sid, summary in summaries(world).items():
         expected |= {f"model/{sid}.html", f"model/{sid}/images-1.html"}
