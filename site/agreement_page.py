@@ -66,8 +66,7 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     sa, sb = np.sign(a[:, i] - a[:, j]), np.sign(b[:, i] - b[:, j])
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = (sa * sb).sum(axis=1) / np.sqrt((sa != 0).sum(axis=1) * (sb != 0).sum(axis=1))
-    tau[np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1)] = np.nan
-    return tau
+    return tau  # a NaN score's signs are NaN, and so is its tau
 
 
 def agreement(x: Ranking, y: Ranking, *, n_boot: int = N_BOOT, seed: int = SEED, level: float = LEVEL) -> dict:

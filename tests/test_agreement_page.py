@@ -79,6 +79,14 @@ def test_kendall_tau_by_hand():
     # a tie in b: tau-b = (4 - 1) / sqrt(6 * 5)
     assert kendall_tau(up, np.array([1.0, 1.0, 3.0, 2.0]))[0] == pytest.approx(4 / np.sqrt(30) - 1 / np.sqrt(30))
     assert np.isnan(kendall_tau(up, np.ones(4))[0])
+    assert np.isnan(kendall_tau(up, np.array([1.0, np.nan, 3.0, 4.0]))[0])
+
+
+def test_headlines_are_weighted_means_over_each_models_scored_prompts():
+    r = ranking([[1.0, np.nan, 3.0], [2.0, 4.0, 6.0]])
+    assert r.headlines(np.ones((1, 3))).tolist() == [[2.0, 4.0]]
+    # prompt 0 drawn twice, prompt 1 once, prompt 2 never
+    assert r.headlines(np.array([[2.0, 1.0, 0.0]])).tolist() == [[1.0, 8 / 3]]
 
 
 def test_kendall_tau_matches_scipy_row_by_row():
@@ -116,6 +124,8 @@ def test_ci_holds_the_estimate_widens_with_noise_and_repeats():
     assert wild["ci_low"] <= 0 <= wild["ci_high"]
     y = noisy(30.0, "g")
     assert agreement(x, y, seed=3) == agreement(x, y, seed=3)
+    for one_noisy_side in (agreement(y, x, n_boot=300), agreement(x, y, n_boot=300)):  # each side is resampled
+        assert one_noisy_side["ci_high"] - one_noisy_side["ci_low"] > 0.5
 
 
 def test_resampling_is_over_prompts_not_models():
@@ -143,6 +153,13 @@ def test_rankings_group_by_model_leave_out_controls_and_flagged_rows():
     assert cube.means.shape == (4, PROMPTS) and np.allclose(cube.means[:, 0], list(FOUR.values()))  # no flagged 99
 
 
+def test_pairs_are_of_two_families():
+    """cube-awareness and cube-diversity are both CUBE: only their pairs with CuRe are compared."""
+    found = [result(m, ps, metric, {"IT": v}) for m, v in FOUR.items()
+             for ps, metric in (("cube-awareness", CUBE), ("cube-diversity", "cube.qvs.uniform"), ("cure-ladder", CURE))]
+    assert [(r["a"][:4], r["b"][:4]) for r in pairs(Board({r.sid: r for r in found}, {}))] == [("cube", "cure")] * 2
+
+
 def test_lower_is_better_turns_the_order():
     b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()})
     b.cards[CURE]["direction"] = "lower"
@@ -152,9 +169,9 @@ def test_lower_is_better_turns_the_order():
 
 @pytest.fixture
 def site(tmp_path) -> Site:
-    """Four models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE; two models
-    on Kenya on both; a control that would otherwise be a fifth shared model."""
-    cube = {m: {"IT": v, "NG": v, "ES": v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
+    """Four models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE (reversed
+    there); two models on Kenya on both; a control that would otherwise be a fifth shared model."""
+    cube = {m: {"IT": v, "NG": v, "ES": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
     cure = {m: {"IT": v, "NG": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
     site = Site(tmp_path, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 8, "code": [],
                                                       "datasets": [], "devices": []},
