@@ -168,9 +168,10 @@ def test_lower_is_better_turns_the_order():
 
 
 @pytest.fixture
-def site(tmp_path) -> Site:
-    """Four models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE (reversed
-    there); two models on Kenya on both; a control that would otherwise be a fifth shared model."""
+def written(tmp_path) -> Site:
+    """agreement.html written by the real :class:`Site` (no site build: fast)."""
+    # Four models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE (reversed
+    # there); two models on Kenya on both; a control that would otherwise be a fifth shared model.
     cube = {m: {"IT": v, "NG": v, "ES": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
     cure = {m: {"IT": v, "NG": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
     site = Site(tmp_path, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 8, "code": [],
@@ -180,17 +181,20 @@ def site(tmp_path) -> Site:
     return site
 
 
-def test_page_tables_overall_and_per_country(site):
-    overall = json.loads((site.root / "data/agreement-overall.json").read_text())["rows"]
+def test_page_tables_overall_and_per_country(written):
+    overall = json.loads((written.root / "data/agreement-overall.json").read_text())["rows"]
     assert [(r["a"], r["b"], r["shared"]) for r in overall] == [
         ("cube: cube-awareness, CUBE.CULTURAL_RELEVANCE", "cure: cure-ladder, CURE.ITA.CR", 4)]
-    rows = json.loads((site.root / "data/agreement-countries.json").read_text())["rows"]
+    # by hand, means over all prompts: CUBE a .3 < b .35 < c .433 < d .467; CuRe a .367 < b .4 < c .5 = d .5:
+    # 5 concordant pairs, c-d tied in CuRe: tau-b = 5 / sqrt(6 * 5)
+    assert overall[0]["tau"] == pytest.approx(5 / np.sqrt(30))
+    rows = json.loads((written.root / "data/agreement-countries.json").read_text())["rows"]
     assert [(r["country"][-3:], r["shared"], r["tau"], r["verdict"]) for r in rows] == [
         ("IT)", 4, 1.0, "agree"), ("NG)", 4, -1.0, "disagree")]  # Kenya: 2 shared models, Spain: one family
 
 
-def test_page_states_disagreement_plainly(site):
-    html = (site.root / "agreement.html").read_text()
+def test_page_states_disagreement_plainly(written):
+    html = (written.root / "agreement.html").read_text()
     assert "Do the benchmarks agree?" in html and "Per country" in html
     assert "disagree" in html and "Nigeria" in html and "text-only" not in html
 
