@@ -7,7 +7,7 @@ CUBE and CURE), the page written by the real :class:`Site`; tau checked by hand,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -134,6 +134,12 @@ def test_resampling_is_over_prompts_not_models():
     assert agreement(x, ranking([[0, 9], [3, 10], [4, 11]], "g"), n_boot=500)["ci_low"] == 1.0
 
 
+def test_models_are_matched_by_name_not_position():
+    """The other family lists the models in reverse, with one more: the same order is still tau 1."""
+    y = Ranking("g", "g", ["m3", "m2", "m1", "m0", "other"], np.array([[4.0], [3.0], [2.0], [1.0], [9.0]]))
+    assert agreement(ranking([[1], [2], [3], [4]]), y, n_boot=50)["tau"] == 1.0
+
+
 def test_too_few_shared_models():
     x = ranking([[1], [2], [3]])
     y = Ranking("g", "g", ["m0", "m1", "other"], np.array([[1.0], [2.0], [3.0]]))
@@ -158,6 +164,15 @@ def test_pairs_are_of_two_families():
     found = [result(m, ps, metric, {"IT": v}) for m, v in FOUR.items()
              for ps, metric in (("cube-awareness", CUBE), ("cube-diversity", "cube.qvs.uniform"), ("cure-ladder", CURE))]
     assert [(r["a"][:4], r["b"][:4]) for r in pairs(Board({r.sid: r for r in found}, {}))] == [("cube", "cure")] * 2
+
+
+def test_a_model_counts_once_by_its_first_submission():
+    """Two submissions of lab / a in one group (a tagged variant): the first by submission id counts."""
+    b = board({m: {"IT": v} for m, v in FOUR.items()}, {})
+    variant = replace(result("a", "cube-awareness", CUBE, {"IT": 9.0}), sid="lab__a__zz")
+    b = Board({**b.results, variant.sid: variant}, {})
+    (cube,) = rankings(b)
+    assert cube.models == ["lab__a", "lab__b", "lab__c", "lab__d"] and cube.means[0, 0] == 0.1
 
 
 def test_lower_is_better_turns_the_order():
