@@ -18,7 +18,7 @@ A model with two submissions in one group (tagged variants of one prompt set) co
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 import numpy as np
@@ -39,13 +39,19 @@ LEVEL = 0.95
 
 @dataclass
 class Ranking:
-    """One group's models on one slice: ``means[m, p]`` is model m's mean score on prompt p (NaN where it has none),
-    signed so that larger is better."""
+    """One group's models: ``means[m, p]`` is model m's mean score on prompt p (NaN where it has none), signed so
+    that larger is better; ``countries[p]`` the country of prompt p (None where it has none)."""
 
     family: str
     label: str  # "<family>: <prompt set> (<headline metric>)"
     models: list[str]
     means: np.ndarray
+    countries: np.ndarray
+
+    def on(self, country: str) -> Ranking:
+        """The same models on ``country``'s prompts only (a model without one there has no headline)."""
+        keep = self.countries == country
+        return replace(self, means=self.means[:, keep], countries=self.countries[keep])
 
     def headlines(self, weights: np.ndarray) -> np.ndarray:
         """(replicates, models): each model's weighted mean over its scored prompts; ``weights`` (replicates,
@@ -92,9 +98,9 @@ def agreement(x: Ranking, y: Ranking, *, n_boot: int = N_BOOT, seed: int = SEED,
     return out | {"tau": tau, "ci_low": low, "ci_high": high, "verdict": verdict}
 
 
-def rankings(board: Board, country: str | None = None) -> list[Ranking]:
-    """Every comparability group with a ranked headline, on all prompts or on ``country``'s; groups of
-    unregistered prompt sets are left out (no family to compare)."""
+def rankings(board: Board) -> list[Ranking]:
+    """Every comparability group with a ranked headline, by label; groups of unregistered prompt sets are left out
+    (no family to compare)."""
     out = []
     for prompt_set, groups in board.groups.items():
         family = board.family_for(prompt_set)
@@ -104,43 +110,49 @@ def rankings(board: Board, country: str | None = None) -> list[Ranking]:
             if family is None or card["direction"] == "none":
                 continue
             label = f"{family.name}: {prompt_set}" + (f" ({group.id})" if group.several else "") + f", {card['title']}"
-            found = _means(group, metric, card, country)
+            found = _means(group, metric, card)
             if found is not None:
                 out.append(Ranking(family.name, label, *found))
-    return out
+    return sorted(out, key=lambda r: r.label)
 
 
-def _means(group: Group, metric: str, card: dict, country: str | None):
-    """(models, means) of :class:`Ranking` for ``group``'s headline, or None when no model has a scored prompt."""
+def _means(group: Group, metric: str, card: dict):
+    """(models, means, countries) of :class:`Ranking` for ``group``'s headline, or None when no model has a scored
+    prompt."""
     per_model: dict[str, pd.Series] = {}
+    countries = pd.Series(dtype=object)
     for r in sorted(group.results, key=lambda r: r.sid):
         key = model_key(r.spec)
         if key in per_model or "prompt_id" not in r.scores.columns:
             continue
         rows = r.scores.iloc[r.rows_of(metric)]
         keep = rows["value"].notna() & (rows["flag"].isna() if "flag" in rows.columns else True)
-        if country is not None:
-            keep &= rows["country"] == country if "country" in rows.columns else False
         rows = rows[keep]
         if not rows.empty:
-            per_model[key] = rows.groupby("prompt_id")["value"].mean()
+            by_prompt = rows.groupby("prompt_id")
+            per_model[key] = by_prompt["value"].mean()
+            if "country" in rows.columns:
+                countries = countries.combine_first(by_prompt["country"].first())
     if not per_model:
         return None
     frame = pd.DataFrame(per_model).T.sort_index(axis=1)
+    prompt_countries = countries.reindex(frame.columns).astype(object)
     values = frame.to_numpy(float)
     direction = card["direction"]
     signed = values if direction == "higher" else -values if direction == "lower" else -np.abs(values - card["target"])
-    return list(frame.index), signed
+    return list(frame.index), signed, prompt_countries.where(prompt_countries.notna(), None).to_numpy(object)
 
 
-def pairs(board: Board, country: str | None = None) -> list[dict]:
-    """One row per pair of rankings from two different families: {a, b, slice, **:func:`agreement`}. The
-    bootstrap seed is drawn from the pair's labels and slice, so a row does not depend on the others."""
+def pairs(found: list[Ranking], country: str | None = None) -> list[dict]:
+    """One row per pair of rankings from two different families, on all prompts or on ``country``'s: {a, b, slice,
+    **:func:`agreement`}. The bootstrap seed is drawn from the pair's labels and slice, so a row does not depend on
+    the others."""
     out = []
-    for x, y in combinations(sorted(rankings(board, country), key=lambda r: r.label), 2):
+    for x, y in combinations(found, 2):
         if x.family != y.family:
             seed = zlib.crc32(f"{x.label}|{y.label}|{country}".encode())
-            out.append({"a": x.label, "b": y.label, "slice": country, **agreement(x, y, seed=SEED + seed)})
+            on = (x, y) if country is None else (x.on(country), y.on(country))
+            out.append({"a": x.label, "b": y.label, "slice": country, **agreement(*on, seed=SEED + seed)})
     return out
 
 
@@ -152,8 +164,9 @@ def countries(board: Board) -> list[str]:
 def agreement_page(site: Site, board: Board) -> None:
     """Write agreement.html: the overall table, then per country the pairs with at least :data:`MIN_SHARED` shared
     models."""
-    overall = pairs(board)
-    by_country = [row for c in countries(board) for row in pairs(board, c) if row["shared"] >= MIN_SHARED]
+    found = rankings(board)
+    overall = pairs(found)
+    by_country = [row for c in countries(board) for row in pairs(found, c) if row["shared"] >= MIN_SHARED]
     columns = [Column("a", "Benchmark A", "text"), Column("b", "Benchmark B", "text"),
                Column("shared", "Shared models", "num", "Models (organization + model name) both rank"),
                Column("tau", "Kendall's tau", "num", "+1: the same order, -1: reversed, 0: unrelated"),

@@ -65,7 +65,9 @@ def board(cube: dict[str, dict], cure: dict[str, dict], control: dict | None = N
 
 
 def ranking(means: list[list[float]], family: str = "f") -> Ranking:
-    return Ranking(family, family, [f"m{i}" for i in range(len(means))], np.array(means, float))
+    """Models m0, m1, ... with these per-prompt means, every prompt of Italy."""
+    means = np.array(means, float)
+    return Ranking(family, family, [f"m{i}" for i in range(len(means))], means, np.full(means.shape[1], "IT", object))
 
 
 # ------------------------------------------------------------------------------------------ tau by hand
@@ -136,13 +138,14 @@ def test_resampling_is_over_prompts_not_models():
 
 def test_models_are_matched_by_name_not_position():
     """The other family lists the models in reverse, with one more: the same order is still tau 1."""
-    y = Ranking("g", "g", ["m3", "m2", "m1", "m0", "other"], np.array([[4.0], [3.0], [2.0], [1.0], [9.0]]))
+    y = Ranking("g", "g", ["m3", "m2", "m1", "m0", "other"], np.array([[4.0], [3.0], [2.0], [1.0], [9.0]]),
+                np.array(["IT"], object))
     assert agreement(ranking([[1], [2], [3], [4]]), y, n_boot=50)["tau"] == 1.0
 
 
 def test_too_few_shared_models():
     x = ranking([[1], [2], [3]])
-    y = Ranking("g", "g", ["m0", "m1", "other"], np.array([[1.0], [2.0], [3.0]]))
+    y = Ranking("g", "g", ["m0", "m1", "other"], np.array([[1.0], [2.0], [3.0]]), np.array(["IT"], object))
     assert agreement(x, y) == {"shared": 2, "tau": None, "ci_low": None, "ci_high": None,
                                "verdict": "too few shared models"}
 
@@ -163,7 +166,7 @@ def test_pairs_are_of_two_families():
     """cube-awareness and cube-diversity are both CUBE: only their pairs with CuRe are compared."""
     found = [result(m, ps, metric, {"IT": v}) for m, v in FOUR.items()
              for ps, metric in (("cube-awareness", CUBE), ("cube-diversity", "cube.qvs.uniform"), ("cure-ladder", CURE))]
-    assert [(r["a"][:4], r["b"][:4]) for r in pairs(Board({r.sid: r for r in found}, {}))] == [("cube", "cure")] * 2
+    assert [(r["a"][:4], r["b"][:4]) for r in pairs(rankings(Board({r.sid: r for r in found}, {})))] == [("cube", "cure")] * 2
 
 
 def test_a_model_counts_once_by_its_first_submission():
@@ -178,7 +181,7 @@ def test_a_model_counts_once_by_its_first_submission():
 def test_lower_is_better_turns_the_order():
     b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()})
     b.cards[CURE]["direction"] = "lower"
-    (row,) = pairs(b)
+    (row,) = pairs(rankings(b))
     assert (row["tau"], row["verdict"]) == (-1.0, "disagree")
 
 
