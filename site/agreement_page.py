@@ -94,8 +94,12 @@ def agreement(x: Ranking, y: Ranking, *, n_boot: int = N_BOOT, seed: int = SEED,
     if np.isnan(tau) or not len(taus):
         return out | {"verdict": "tau undefined: every shared model tied on one side"}
     low, high = (float(q) for q in np.quantile(taus, [(1 - level) / 2, (1 + level) / 2]))
-    verdict = "agree" if low > 0 else "disagree" if high < 0 else "do not clearly agree"
-    return out | {"tau": tau, "ci_low": low, "ci_high": high, "verdict": verdict}
+    return out | {"tau": tau, "ci_low": low, "ci_high": high, "verdict": verdict(low, high)}
+
+
+def verdict(low: float, high: float) -> str:
+    """What a CI of tau says: "agree" wholly above zero, "disagree" wholly below, else "do not clearly agree"."""
+    return "agree" if low > 0 else "disagree" if high < 0 else "do not clearly agree"
 
 
 def rankings(board: Board) -> list[Ranking]:

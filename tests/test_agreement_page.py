@@ -18,7 +18,15 @@ from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.evaluators import evaluate
 from cultureboard.evaluators.engine.context import score_row
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, register, unregister
-from cultureboard.site.agreement_page import Ranking, agreement, agreement_page, kendall_tau, pairs, rankings
+from cultureboard.site.agreement_page import (
+    Ranking,
+    agreement,
+    agreement_page,
+    kendall_tau,
+    pairs,
+    rankings,
+    verdict,
+)
 from cultureboard.site.board import Board
 from cultureboard.site.load import Result
 from cultureboard.site.names import display_name
@@ -128,6 +136,11 @@ def test_ci_holds_the_estimate_widens_with_noise_and_repeats():
     assert agreement(x, y, seed=3) == agreement(x, y, seed=3)
     for one_noisy_side in (agreement(y, x, n_boot=300), agreement(x, y, n_boot=300)):  # each side is resampled
         assert one_noisy_side["ci_high"] - one_noisy_side["ci_low"] > 0.5
+
+
+def test_verdict_needs_the_whole_ci_on_one_side_of_zero():
+    assert [verdict(0.01, 1), verdict(0, 0.5), verdict(-0.5, 0), verdict(-1, -0.01)] == [
+        "agree", "do not clearly agree", "do not clearly agree", "disagree"]
 
 
 def test_resampling_is_over_prompts_not_models():
