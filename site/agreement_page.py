@@ -69,10 +69,12 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     or has a NaN."""
     a, b = np.atleast_2d(a), np.atleast_2d(b)
     i, j = np.triu_indices(a.shape[1], k=1)
-    sa, sb = np.sign(a[:, i] - a[:, j]), np.sign(b[:, i] - b[:, j])
+    da, db = a[:, i], b[:, i]  # copies: the differences of every pair of models, in place
+    da -= a[:, j]
+    db -= b[:, j]
+    untied = np.count_nonzero(da, axis=1) * np.count_nonzero(db, axis=1).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sa * sb).sum(axis=1) / np.sqrt((sa != 0).sum(axis=1) * (sb != 0).sum(axis=1))
-    return tau  # a NaN score's signs are NaN, and so is its tau
+        return np.sign(da * db).sum(axis=1) / np.sqrt(untied)  # a NaN score's products are NaN, and so is its tau
 
 
 def agreement(x: Ranking, y: Ranking, *, n_boot: int = N_BOOT, seed: int = SEED, level: float = LEVEL) -> dict:
