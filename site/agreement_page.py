@@ -69,7 +69,7 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     or has a NaN."""
     a, b = np.atleast_2d(a), np.atleast_2d(b)
     i, j = np.triu_indices(a.shape[1], k=1)
-    da, db = a[:, i], b[:, i]  # copies: the differences of every pair of models, in place
+    da, db = a[:, i], b[:, i]  # new arrays (fancy indexing): each pair's difference is formed in them
     da -= a[:, j]
     db -= b[:, j]
     untied = np.count_nonzero(da, axis=1) * np.count_nonzero(db, axis=1).astype(float)
@@ -185,4 +185,5 @@ def agreement_page(site: Site, board: Board) -> None:
     site.page(PAGE, "agreement.html", "Do the benchmarks agree?", overall=site.table(PAGE, "overall", columns, overall),
               countries=site.table(PAGE, "countries", slice_column + columns, rows),
               findings=[r for r in overall if r["verdict"] in ("disagree", "do not clearly agree")],
+              compared=any(r["tau"] is not None for r in overall),
               min_shared=MIN_SHARED, n_boot=N_BOOT)

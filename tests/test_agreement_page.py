@@ -72,6 +72,12 @@ def board(cube: dict[str, dict], cure: dict[str, dict], control: dict | None = N
     return Board({r.sid: r for r in found}, {})
 
 
+def blank_site(root: Path) -> Site:
+    return Site(root, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 8, "code": [],
+                                                  "datasets": [], "devices": []},
+                       "banner": None, "trust_page": False, "galleries": {}})
+
+
 def ranking(means: list[list[float]], family: str = "f") -> Ranking:
     """Models m0, m1, ... with these per-prompt means, every prompt of Italy."""
     means = np.array(means, float)
@@ -191,6 +197,16 @@ def test_a_model_counts_once_by_its_first_submission():
     assert cube.models == ["lab__a", "lab__b", "lab__c", "lab__d"] and cube.means[0, 0] == 0.1
 
 
+def test_the_page_says_too_few_shared_models(tmp_path):
+    """Two models on both families (the demo has at most one): no tau, and the page says why."""
+    site = blank_site(tmp_path)
+    two = {m: {"IT": v} for m, v in FOUR.items() if m in "ab"}
+    agreement_page(site, board(two, two))
+    (row,) = json.loads((tmp_path / "data/agreement-overall.json").read_text())["rows"]
+    assert (row["shared"], row["tau"], row["verdict"]) == (2, None, "too few shared models")
+    assert "Too few shared models" in (tmp_path / "agreement.html").read_text()
+
+
 def test_lower_is_better_turns_the_order():
     b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()})
     b.cards[CURE]["direction"] = "lower"
@@ -205,9 +221,7 @@ def written(tmp_path) -> Site:
     # there); two models on Kenya on both; a control that would otherwise be a fifth shared model.
     cube = {m: {"IT": v, "NG": v, "ES": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
     cure = {m: {"IT": v, "NG": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
-    site = Site(tmp_path, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 8, "code": [],
-                                                      "datasets": [], "devices": []},
-                           "banner": None, "trust_page": False, "galleries": {}})
+    site = blank_site(tmp_path)
     agreement_page(site, board(cube, cure, control={"IT": 9.0, "NG": 9.0}))
     return site
 
