@@ -214,6 +214,13 @@ def test_lower_is_better_turns_the_order():
     assert (row["tau"], row["verdict"]) == (-1.0, "disagree")
 
 
+@pytest.mark.parametrize("target, tau", [(0.0, -1.0), (1.0, 1.0)])
+def test_closer_to_target_is_better(target, tau):
+    b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()})
+    b.cards[CURE] |= {"direction": "target", "target": target}
+    assert pairs(rankings(b))[0]["tau"] == tau
+
+
 @pytest.fixture
 def written(tmp_path) -> Site:
     """agreement.html written by the real :class:`Site` (no site build: fast)."""
