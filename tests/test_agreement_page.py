@@ -162,6 +162,11 @@ def test_models_are_matched_by_name_not_position():
     assert agreement(ranking([[1], [2], [3], [4]]), y, n_boot=50)["tau"] == 1.0
 
 
+def test_an_all_tied_side_has_no_tau():
+    tied = agreement(ranking([[1], [2], [3]]), ranking([[5], [5], [5]], "g"), n_boot=50)
+    assert (tied["tau"], tied["verdict"]) == (None, "tau undefined: every shared model tied on one side")
+
+
 def test_too_few_shared_models():
     x = ranking([[1], [2], [3]])
     y = Ranking("g", "g", ["m0", "m1", "other"], np.array([[1.0], [2.0], [3.0]]), np.array(["IT"], object))
