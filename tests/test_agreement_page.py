@@ -163,7 +163,8 @@ def test_models_are_matched_by_name_not_position():
 
 
 def test_an_all_tied_side_has_no_tau():
-    tied = agreement(ranking([[1], [2], [3]]), ranking([[5], [5], [5]], "g"), n_boot=50)
+    """Tied over all prompts, though not on most resamples of them: still no tau."""
+    tied = agreement(ranking([[1, 1], [2, 2], [3, 3]]), ranking([[5, 6], [6, 5], [5.5, 5.5]], "g"), n_boot=50)
     assert (tied["tau"], tied["verdict"]) == (None, "tau undefined: every shared model tied on one side")
 
 
