@@ -180,12 +180,15 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @click.option("--ratings", multiple=True, type=click.Path(),
               help="A ratings folder (output of `cultureboard import ratings`), for metric validity; repeat it for "
                    "several studies.")
+@click.option("--order", type=click.Choice(["value", "lcb"]), default="value", show_default=True,
+              help="Order ranked submissions by the point value, or by the pessimistic end of the 95% CI (lcb: the "
+                   "lower bound where higher is better, the upper where lower is). Rank ranges are the same.")
 @json_option
-def build_site(results, dataset, submissions, out, ratings, as_json):
+def build_site(results, dataset, submissions, out, ratings, order, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=list(ratings))
+    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order)
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)

@@ -372,10 +372,12 @@ def test_too_little_data_badge(world, tmp_path):
     era = Page(world["site"] / "era" / "ancient.html")  # one prompt of the dataset is of the ancient era
     rows = era.table(f"{PROMPT_SET}-g1")
     badges = [a for t, a in era.tags if t == "span" and a.get("class") == "badge" and "title" in a]
-    assert all("few prompts" in row[MAIN]["text"] for row in rows) and any("fewer than 5" in b["title"] for b in badges)
+    assert all("1 prompt: not ranked" in row[MAIN]["text"] for row in rows)
+    assert any("fewer than the 5" in b["title"] for b in badges)
+    assert all("(no CI: 1 prompt)" in row[MAIN]["text"] and "[" not in row[MAIN]["text"] for row in rows)
     assert {row["rank"]["text"] for row in rows} == {"—"}  # too few prompts to be ranked
     italy = Page(world["site"] / "country" / "IT.html").table(f"{PROMPT_SET}-g1")
-    assert all("few prompts" not in row[MAIN]["text"] and "incomplete" not in row[MAIN]["text"] for row in italy)
+    assert all("not ranked" not in row[MAIN]["text"] and "incomplete" not in row[MAIN]["text"] for row in italy)
 
     def edit(sid, summary):
         for e in summary["metrics"]:
