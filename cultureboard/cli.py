@@ -471,10 +471,12 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
 @cli.command(name="list-metrics")
 @json_option
 def list_metrics(as_json):
-    """List every benchmark family, its prompt sets, options and metric cards (with versions)."""
+    """List every benchmark family, its prompt sets, options and metric cards (with versions, direction and the
+    paper's evidence for it)."""
     import dataclasses
 
     from cultureboard.evaluators.engine.registry import load_families
+    from cultureboard.site.names import direction_text
 
     families = load_families()
     listing = [{"family": f.name, "title": f.title, "papers": dict(f.papers),
@@ -492,8 +494,9 @@ def list_metrics(as_json):
         for s in fam["prompt_sets"]:
             click.echo(f"  prompt set {s['name']} (headline {s['primary']})")
         for m in fam["metrics"]:
-            direction = "descriptive" if m["direction"] == "none" else f"{m['direction']} is better"
-            click.echo(f"    {m['name']:<28} v{m['version']}  {direction:<16}  unit {m['unit']:<6} {m['title']}")
+            cluster = f", bootstrap clusters: {m['cluster']}" if m["cluster"] else ""
+            click.echo(f"    {m['name']:<28} v{m['version']}  {direction_text(m):<32}  unit {m['unit']:<6} {m['title']}"
+                       f"{cluster}")
 
 
 @cli.command(name="merge-shards")

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
 from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
-from cultureboard.evaluators.results.stats import oriented, rank_ties
+from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
 
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
@@ -151,7 +151,7 @@ class Board:
             e = control.entries.get((metric, "overall", "all"))
             if control.control != "text-only" or not e or e["value"] is None or not ranked:
                 continue
-            beaten = [r for r, v in ranked if goodness(card, e["value"]) >= goodness(card, v)]
+            beaten = [r for r, v in ranked if _good(card, e["value"]) >= _good(card, v)]
             if beaten:
                 return (f"a picture of the prompt's words ({control.display}) scores {e['value']:.3f}, as well as "
                         f"{len(beaten)} of {len(ranked)} ranked submission(s): this metric rewards text in the image, "
@@ -186,7 +186,7 @@ class Board:
         """sid -> 1 + the number of the group's ranked results with a strictly better overall value of ``metric``."""
         key = (group.name, metric)
         if key not in self._value_ranks_of:
-            values = {r.sid: goodness(self.cards[metric], e["value"]) for r in group.results
+            values = {r.sid: _good(self.cards[metric], e["value"]) for r in group.results
                       if (e := r.entries.get((metric, "overall", "all"))) and e["value"] is not None
                       and e["n_prompts"] >= MIN_PROMPTS}
             self._value_ranks_of[key] = {sid: 1 + sum(o > v for o in values.values()) for sid, v in values.items()}
@@ -226,10 +226,9 @@ class Board:
         return found
 
 
-def goodness(card: dict, value: float) -> float:
-    """``value`` of a ranked ``card``'s metric as "higher is better" (:func:`~.stats.oriented`): itself, its
-    negation where lower is better, minus its distance to the target."""
-    return float(oriented([value], [value], [value], card["direction"], card.get("target"))[0][0])
+def _good(card: dict, value: float) -> float:
+    """``value`` of a ranked ``card``'s metric as "higher is better" (:func:`~.stats.goodness`)."""
+    return float(goodness([value], card["direction"], card.get("target"))[0])
 
 
 def _groups(results: list[Result], cards: dict[str, dict]) -> dict[str, list[Group]]:

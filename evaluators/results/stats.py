@@ -7,7 +7,7 @@
 * :func:`spearman_ci` -- Spearman's rho with a percentile bootstrap CI over items (pairs resampled together);
 * :func:`benjamini_hochberg` -- false-discovery-rate adjusted p-values;
 * :func:`rank_ties` -- rank ranges in which entries whose CIs overlap are tied (DESIGN principle 4);
-* :func:`oriented` -- a value and its CI as "goodness" (higher is better) for a card's direction and target;
+* :func:`oriented`, :func:`goodness` -- values (and CIs) as "higher is better" for a card's direction and target;
 * :func:`krippendorff_alpha` -- inter-rater agreement (nominal, ordinal, interval);
 * :func:`fleiss_kappa` -- inter-rater agreement on categories, from a units x categories count table;
 * :func:`correlations` -- Pearson, Spearman and Kendall tau-b of a metric against human ratings.
@@ -254,6 +254,12 @@ def oriented(values: Sequence[float], lows: Sequence[float], highs: Sequence[flo
         return -np.abs(v - target), -np.maximum(*ends), -near
     raise ValueError(f"cannot order by the direction {direction!r} (target {target!r}): only higher, lower, or "
                      "target with a target value")
+
+
+def goodness(values: Sequence[float], direction: str, target: float | None = None) -> np.ndarray:
+    """Values as "higher is better" (:func:`oriented` without a CI): themselves, negated where lower is better,
+    minus their distance to the target."""
+    return oriented(values, values, values, direction, target)[0]
 
 
 def rank_ties(
