@@ -35,7 +35,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
 
-from ..results.aggregate import SLICE_TYPES, summarize, unit_values
+from ..results.aggregate import CI_METHOD, SLICE_TYPES, summarize, unit_values
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
@@ -131,7 +131,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
                     "references_revision": references_revision(dataset) if ctx.used_references else None},
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95},
+        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }

@@ -30,6 +30,9 @@ from .stats import bootstrap_ci, cluster_bootstrap_ci
 #: Slice types every prompt set is summarised by; a prompt set adds its own (``PromptSetSpec.slice_fields``).
 SLICE_TYPES = ("overall", "country", "continent", "region_group", "category", "era")
 ROW_ORDER = ["metric", "unit_id", "sample_idx", "file_name"]
+#: The version of how intervals are computed, recorded in provenance settings (part of the comparability key, so
+#: results whose CIs were computed otherwise are never ranked together). 2: no CI for one unit; clusters.
+CI_METHOD = 2
 #: The ``ci_note`` of a slice with one unit: one prompt shows no spread, so it has no interval (never [v, v]).
 NO_CI = "no CI: 1 prompt"
 
