@@ -338,7 +338,7 @@ def test_a_target_metric_ranks_by_the_distance_to_its_target(world, tmp_path):
     page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
     rows = page.table(f"{PROMPT_SET}-g1")
     order = [r["submission"]["text"] for r in rows[:3]]
-    assert order[0].startswith("other-lab / beta") and order[2].startswith("lab / alpha")
+    assert order[0].startswith("Other Lab / beta") and order[2].startswith("lab / alpha")
     assert [r["rank"]["text"] for r in rows[:3]] == ["1", "2", "3"]
     head = page.heads(f"{PROMPT_SET}-g1")[MAIN]
     assert head["attrs"]["data-better"] == "lower" and "closer to 0.9 is better" in head["attrs"]["title"]
@@ -359,7 +359,7 @@ def test_order_lcb_puts_a_surely_good_submission_before_a_wide_one(world, tmp_pa
         first[order] = rows[0]["submission"]["text"]
         assert [r["rank"]["text"] for r in rows[:2]] == ["1–2", "1–2"]
         assert ("pessimistic end of the 95% CI" in page.plain()) == (order == "lcb")
-    assert first["value"].startswith("lab / alpha") and first["lcb"].startswith("other-lab / beta")
+    assert first["value"].startswith("lab / alpha") and first["lcb"].startswith("Other Lab / beta")
 
 
 def test_a_text_only_control_below_every_model_flags_nothing(world, tmp_path):

@@ -1,18 +1,18 @@
 """From score rows to the summary: one entry per metric x slice.
 
-A metric's unit comes from its card: ``image`` rows are grouped by prompt (the bootstrap resamples
-prompts), other units (a diversity pool, an edit chain, a ladder) are their own rows. Each entry:
-``value`` = mean over units of the mean of their rows; ``ci_low``/``ci_high`` = 95% percentile bootstrap
-over units (:func:`.stats.bootstrap_ci`, seeded), or, for a metric whose card names a ``cluster`` (a prompt
-field whose value groups units that share randomness), the two-stage bootstrap over those clusters and then
-the units within each drawn cluster (:func:`.stats.cluster_bootstrap_ci`); a slice of one unit has no CI
-(``ci_low``/``ci_high`` null, ``ci_note`` :data:`NO_CI`; otherwise ``ci_note`` is null); ``n_images``; ``n_prompts`` (units scored);
-``coverage`` = units scored / units of the prompt set in that slice, ``complete`` when it is 1, and
-``n_refused`` the prompts of the slice a model declared it refused (not scored, but not missing either); rows
-flagged by the family (a pool too small to rank, a judge that never answered usably, a missing reference)
-are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count per reason. A slice that
-lacks units is reported with its coverage, never silently averaged away. The summary depends only on the
-rows (sorted first), so shards merged give exactly the unsharded result.
+A metric's unit comes from its card: ``image`` rows are grouped by prompt (the bootstrap resamples prompts),
+other units (a diversity pool, an edit chain, a ladder) are their own rows. Each entry: ``value`` = mean over
+units of the mean of their rows; ``ci_low``/``ci_high`` = 95% percentile bootstrap over units
+(:func:`.stats.bootstrap_ci`, seeded), or, for a metric whose card names a ``cluster`` (a prompt field whose
+value groups units that share randomness), the two-stage bootstrap over those clusters and then the units
+within each drawn cluster (:func:`.stats.cluster_bootstrap_ci`); a slice of one unit has no CI
+(``ci_low``/``ci_high`` null, ``ci_note`` :data:`NO_CI`; otherwise ``ci_note`` is null); ``n_images``;
+``n_prompts`` (units scored); ``coverage`` = units scored / units of the prompt set in that slice,
+``complete`` when it is 1, and ``n_refused`` the prompts of the slice a model declared it refused (not scored,
+but not missing either); rows flagged by the family (a pool too small to rank, a judge that never answered
+usably, a missing reference) are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count
+per reason. A slice that lacks units is reported with its coverage, never silently averaged away. The summary
+depends only on the rows (sorted first), so shards merged give exactly the unsharded result.
 """
 
 from __future__ import annotations
