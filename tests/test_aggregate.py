@@ -90,7 +90,8 @@ def _clustered(n_per_cluster: int = 30):
             uid = f"{cluster}{i}"
             expected[uid] = {"category": cluster}
             rows.append({"metric": "m", "unit_id": uid, "sample_idx": 0, "file_name": f"{uid}.png",
-                         "value": centre + i / 60, "detail": None, "flag": None, "category": cluster})
+                         "value": centre + i / 60, "detail": None, "flag": None, "category": cluster,
+                         "country": "AB"[i % 2]})
     return pd.DataFrame(rows), {IMAGE_UNIT: expected}
 
 
@@ -112,6 +113,10 @@ def test_a_clustered_metric_gets_the_two_stage_interval_and_the_same_value():
                           clusters=clusters)
     within = next(e for e in per_slice if e["slice"] == "art")  # one cluster: the units within it resampled
     assert 10.0 <= within["ci_low"] < within["ci_high"] <= 10.5
+    # a slice whose units are every other unit of both clusters keeps each unit's own cluster
+    country = summarize(rows, {"m": IMAGE_UNIT}, expected, ("country",), seed=1, n_boot=400, clusters=clusters)
+    b = next(e for e in country if e["slice"] == "B")
+    assert b["ci_low"] < 1.0 and b["ci_high"] > 9.5
 
 
 def test_units_without_a_cluster_are_clusters_of_their_own():

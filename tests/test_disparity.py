@@ -143,7 +143,7 @@ def test_badges_use_the_bh_q_not_the_marginal_ci():
     assert c05.p_adjusted < SIGNIFICANT and under_represented(c05.kind, c05.value, c05.p_adjusted, "higher")
     assert under_represented(c05.kind, -c05.value, c05.p_adjusted, "lower")  # a distance pushed up: worse too
     assert not under_represented(c05.kind, c05.value, c05.p_adjusted, "lower")  # below the mean of a distance
-    for direction in ("target", "none"):
-        assert not under_represented(c05.kind, c05.value, c05.p_adjusted, direction)
+    for direction in ("target", "none"):  # neither side of zero is "worse"
+        assert not any(under_represented(c05.kind, s * c05.value, c05.p_adjusted, direction) for s in (1, -1))
     assert not under_represented("region_group", c05.value, c05.p_adjusted, "higher")
     assert not under_represented("country", -1.0, float("nan"), "higher")  # untested
