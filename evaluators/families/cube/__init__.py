@@ -122,8 +122,8 @@ METRICS = (
                (ALIGNMENT,), SOURCE + ", section 4", version=1, primary=True,
                chance="1 / number of countries of the prompt set",
                direction_evidence="Weak: the human question this proxy stands for is better higher (CUBE section 4.1 "
-                                  "Q1, 'does the item depicted belong to the annotator's country?'; Table 12 reads a "
-                                  "lower share of yes answers as a gap to close), but CUBE never correlates this "
+                                  "Q1, 'does the item depicted belong to the annotator's country?'; section 4.2 reads "
+                                  "a lower share of yes answers in Table 12 as a culture the model marginalizes), but CUBE never correlates this "
                                   "zero-shot classifier with those ratings. It stays ranked only as the awareness "
                                   "headline; the trust map (cultureboard import ratings) is where its own evidence "
                                   "must come from.",
