@@ -187,12 +187,15 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @click.option("--ratings", multiple=True, type=click.Path(),
               help="A ratings folder (output of `cultureboard import ratings`), for metric validity; repeat it for "
                    "several studies.")
+@click.option("--order", type=click.Choice(["value", "lcb"]), default="value", show_default=True,
+              help="Order ranked submissions by the point value, or by the pessimistic end of the 95% CI (lcb: the "
+                   "lower bound where higher is better, the upper where lower is). Rank ranges are the same.")
 @json_option
-def build_site(results, dataset, submissions, out, ratings, as_json):
+def build_site(results, dataset, submissions, out, ratings, order, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=list(ratings))
+    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order)
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
@@ -496,10 +499,12 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
 @cli.command(name="list-metrics")
 @json_option
 def list_metrics(as_json):
-    """List every benchmark family, its prompt sets, options and metric cards (with versions)."""
+    """List every benchmark family, its prompt sets, options and metric cards (with versions, direction and the
+    paper's evidence for it)."""
     import dataclasses
 
     from cultureboard.evaluators.engine.registry import load_families
+    from cultureboard.site.names import direction_text
 
     families = load_families()
     listing = [{"family": f.name, "title": f.title, "papers": dict(f.papers),
@@ -517,8 +522,9 @@ def list_metrics(as_json):
         for s in fam["prompt_sets"]:
             click.echo(f"  prompt set {s['name']} (headline {s['primary']})")
         for m in fam["metrics"]:
-            direction = "descriptive" if m["direction"] == "none" else f"{m['direction']} is better"
-            click.echo(f"    {m['name']:<28} v{m['version']}  {direction:<16}  unit {m['unit']:<6} {m['title']}")
+            cluster = f", bootstrap clusters: {m['cluster']}" if m["cluster"] else ""
+            click.echo(f"    {m['name']:<28} v{m['version']}  {direction_text(m):<32}  unit {m['unit']:<6} {m['title']}"
+                       f"{cluster}")
 
 
 @cli.command(name="merge-shards")

@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import math
 
+from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented
 from cultureboard.evaluators.results.stats import rank_ties
 
 from . import plots, worldmap
 from .board import Board, Group
-from .names import country_name, is_cross, is_ordered, slice_name, slice_order, type_label, type_order
+from .names import country_name, is_cross, is_ordered, slice_name, slice_order, sort_rule, type_label, type_order
 from .write import Column, Site, Table
 
 #: Curves drawn per plot (the best ranked first); the download holds every submission.
 MAX_CURVES = 8
-SIGNIFICANT = 0.05  # Benjamini-Hochberg q below which a gap is called significant
 #: The badge of a gap the bootstrap cannot test (``disparity`` module docstring: too few or equal prompts).
 UNTESTED = {"label": "too few prompts", "title": "Too few prompts, or prompts with equal values, in a country or "
             "region for a bootstrap test: no CI, no p, not ranked"}
@@ -130,10 +130,12 @@ def disparity_rows(board: Board, group: Group) -> list[dict]:
     """Per ranked submission with a GN - GS gap of the headline: the gap, its q, the country served worst, and
     the ranks by level and by the gap's size (ties where the |gap| intervals overlap). A submission whose gap
     is untested (NaN p: too few prompts) has rank None and comes after the ranked ones; untested country gaps
-    never count as served worse."""
+    never count as served worse. Only for a headline where higher or lower is better: for a descriptive one
+    nothing is ranked, and for one ranked by its distance to a target a signed gap does not say which side is
+    served worse."""
     metric = group.metrics[0]
     card = board.cards[metric]
-    if card["direction"] == "none":
+    if card["direction"] not in ("higher", "lower"):
         return []
     rows = []
     for r in group.results:
@@ -142,7 +144,7 @@ def disparity_rows(board: Board, group: Group) -> list[dict]:
         if region is None:
             continue
         worse = -1 if card["direction"] == "higher" else 1  # the sign of a gap that means "served worse"
-        countries = [g for g in found if g.kind == "country" and worse * g.value > 0 and g.p_adjusted < SIGNIFICANT]
+        countries = [g for g in found if under_represented(g.kind, g.value, g.p_adjusted, card["direction"])]
         worst = max(countries, key=lambda g: worse * g.value, default=None)
         rows.append({"result": r, "gap": region, "worst": worst, "n_worse": len(countries)})
     tested = [x for x in rows if not math.isnan(x["gap"].p)]
@@ -168,7 +170,7 @@ def disparity_table(site: Site, board: Board, page: str, group: Group) -> Table 
                       "better); entries whose intervals of |gap| overlap are tied", better="lower"),
                Column("submission", "Submission", "link"),
                Column("level_rank", "Rank (level)", "rank", f"Rank on {main['title']} over all prompts", better="lower"),
-               Column("level", main["title"], "score", f"{metric} over all prompts", better=main["direction"]),
+               Column("level", main["title"], "score", f"{metric} over all prompts", **sort_rule(main)),
                Column("gap", "Gap (GN - GS)", "score", "Global North minus Global South: the mean over the prompts of "
                       "Global North countries minus that of Global South ones; 95% CI from a paired bootstrap over "
                       "prompts within countries"),

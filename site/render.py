@@ -45,6 +45,7 @@ from cultureboard.provenance import git_commit
 from . import details, figures, gallery, leaderboards, models
 from .board import Board
 from .load import load_results as _load_results
+from .names import MIN_PROMPTS
 from .thumbs import make_media
 from .trust import load_trust
 from .write import CSP, HERE, Site
@@ -54,7 +55,7 @@ __all__ = ["CSP", "build_site"]
 
 def build_site(results: str | Path, dataset: str | Path, submissions: str | Path, out: str | Path, *,
                ratings=None, page_size: int = 48, thumb_px: int = 256, built: str | dt.date | None = None,
-               workers: int | None = None) -> dict:
+               workers: int | None = None, order: str = "value") -> dict:
     """Render the site from ``results`` (``<id>/summary.json`` and ``scores.parquet``), ``submissions``
     (``<id>/submission.yaml``, ``metadata.jsonl`` and images) and ``dataset`` (prompt texts) into ``out``.
 
@@ -62,7 +63,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     correlations with human judgements are shown on the metric pages and the trust page; a metric that is only a
     diagnostic on a slice is greyed there and never ranks it. ``built``: the build date shown in every footer
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
-    the CPU count). Thumbnails of an earlier build in ``out`` are reused; ``out`` is replaced atomically. A
+    the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
+    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. Thumbnails of an earlier build in ``out`` are reused; ``out`` is replaced atomically. A
     result that cannot be shown is left out, named in every page's footer and in ``skipped``. Returns {out,
     pages, largest_page, largest_page_bytes, thumbnails, missing_images, skipped, seconds, phases: {load, images,
     pages, replace} seconds}.
@@ -73,7 +75,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     loaded, skipped = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     given = [] if ratings is None else list(ratings) if isinstance(ratings, (list, tuple)) else [ratings]
-    board = Board({r.sid: r for r in loaded}, prompts, load_trust(given))
+    board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order)
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
                           "trust_page": bool(board.trust), "galleries": {}})
@@ -133,7 +135,10 @@ def _footer(board: Board, built) -> dict:
         datasets.add(p["dataset"]["revision"])
         devices.add(f"{p['device']} {p['dtype']}")
     return {"results": len(board.results), "code": sorted(code), "datasets": sorted(datasets), "devices": sorted(devices),
-            "built": _date(built), "site_code": _code()}
+            "built": _date(built), "site_code": _code(), "min_prompts": MIN_PROMPTS,
+            "order": "the point value" if board.order_by == "value" else
+                     "the pessimistic end of the 95% CI (its lower bound where higher is better, its upper bound where "
+                     "lower is better, the far end of the distance to a target)"}
 
 
 def _banner(board: Board) -> dict | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 
 from . import cells
-from .names import caveat, link, num, pct
+from .names import caveat, direction_text, link, num, pct
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; "
@@ -32,6 +32,7 @@ class Column:
     kind: str  # text | link | rank | score | range | num | pct | notes (explanations) | thumb (not downloaded)
     title: str = ""
     better: str | None = None  # "higher" or "lower": the first click on the header puts the best first
+    target: float | None = None  # a score column of a target metric: sorted by |value - target| (better "lower")
     badges: list[dict] = field(default_factory=list)  # [{label, title}] shown in the header (a flagged metric)
     muted: bool = False  # the column's metric is only a diagnostic here: greyed
     hidden: bool = False  # in the downloads only (e.g. an image's sha256 in the image browser)
@@ -58,7 +59,7 @@ class Site:
     def __post_init__(self):
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                       undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-        self.env.filters.update(num=num, pct=pct)
+        self.env.filters.update(num=num, pct=pct, direction=direction_text)
         self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
                                 **self.globals)
         self.sizes: dict[str, int] = {}

@@ -37,7 +37,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
 
-from ..results.aggregate import SLICE_TYPES, summarize, unit_values
+from ..results.aggregate import CI_METHOD, SLICE_TYPES, summarize, unit_values
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
@@ -158,7 +158,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
                     "references_revision": references_revision(dataset) if ctx.used_references else None},
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95},
+        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }
@@ -285,9 +285,9 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
     units = {m: family.card(m).unit for m in metrics}
     counted = {pid: sum(1 for r in provenance["refused"] if r[0] == pid) for pid, _, _ in provenance["refused"]}
     fully_refused = {pid for pid, n in counted.items() if n >= prompts[pid]["images_per_prompt"]}
-    expected, refused = {}, {}
+    expected, refused, members_of = {}, {}, {}
     for kind in set(units.values()):
-        members: dict[str, list[dict]] = {}
+        members: dict[str, list[dict]] = members_of.setdefault(kind, {})
         for p in prompts.values():
             unit = pspec.unit_of(kind, p)
             if unit is not None:
@@ -295,6 +295,10 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         # a unit counts in each slice any of its prompts belongs to (a chain spans several edit steps)
         expected[kind] = {u: unit_values([_slice_values(p, pspec) for p in ps]) for u, ps in members.items()}
         refused[kind] = {u for u, ps in members.items() if all(p["prompt_id"] in fully_refused for p in ps)}
+    # a card's cluster field: each unit's value of it (its prompts' one value, or the tuple of those they take)
+    clusters = {m: {u: unit_values([{field: p.get(field)} for p in ps])[field]
+                    for u, ps in members_of[units[m]].items()}
+                for m in metrics if (field := family.card(m).cluster)}
     settings = provenance["settings"]
     progress.say(f"summarising {len(metrics)} metrics with {settings['n_boot']} bootstrap samples")
     slice_types = (SLICE_TYPES + tuple(f for f in pspec.slice_fields if f not in SLICE_TYPES)
@@ -303,7 +307,7 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         "provenance": provenance,
         "metrics_info": [family.card(m).to_dict() for m in metrics],
         "metrics": summarize(scores, units, expected, slice_types, seed=settings["seed"], n_boot=settings["n_boot"],
-                             refused=refused) if len(scores) else [],
+                             refused=refused, clusters=clusters) if len(scores) else [],
     }
     progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:
