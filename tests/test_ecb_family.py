@@ -265,6 +265,27 @@ def test_positional_match_recomputed_from_the_f1_rows(ecb):
     assert by[("ecb.positional_match", "overall")]["value"] == pytest.approx(np.mean(shares))
 
 
+def test_headline_is_the_last_steps_accuracy_per_chain(ecb):
+    """ecb.culture.accuracy_last = accuracy at step 5, accuracy_change = step 5 - step 0, one row per chain; the
+    summary's value is their mean over chains (not the all-step mean of ecb.culture.accuracy)."""
+    scores = ecb["scores"]
+    acc = scores[(scores.metric == "ecb.culture.accuracy") & scores.flag.isna()]
+    steps = {chain: {int(k): v for k, v in zip(part.edit_step, part.value)} for chain, part in acc.groupby("unit_id")}
+    for metric, expected in (("ecb.culture.accuracy_last", {c: s[5] for c, s in steps.items()}),
+                             ("ecb.culture.accuracy_change", {c: s[5] - s[0] for c, s in steps.items()})):
+        rows = scores[scores.metric == metric]
+        assert len(rows) == 21 and rows.flag.notna().sum() == 9, "the chains without questions are flagged"
+        got = rows.dropna(subset=["value"]).set_index("unit_id")["value"]
+        assert got.to_dict() == pytest.approx(expected)
+        overall = next(e for e in ecb["summary"]["metrics"]
+                       if (e["metric"], e["slice_type"]) == (metric, "overall"))
+        assert overall["value"] == pytest.approx(np.mean(list(expected.values())))
+    # the tiny random judge answers alike at every step, so the values here do not separate the last step from
+    # the others; test_ecb_core.test_chain_rows_from_the_per_step_accuracy_rows does, on hand-made rows
+    country = scores[(scores.metric == "ecb.culture.accuracy_last") & (scores.unit_id == "ecb/us/people/chef")]
+    assert country.country.tolist() == ["US"] and country.era.isna().all()
+
+
 def test_culture_notes_and_cards(ecb):
     notes = ecb["summary"]["provenance"]["notes"]["ecb.culture.accuracy"]
     assert notes["question_sources"] == {"llm": 12} and notes["template_share"]["share"] == 0.0
