@@ -10,9 +10,18 @@ mannequin). What is scored (modules ``chains``, ``culture``, ``t2i``; maths in `
   instruction and against the base prompt, the LAION aesthetic score, DreamSim distance to the base and to
   the previous step; ``ecb.*`` for the multi-loop chains, ``ecb.attribute.*`` for attribute addition;
 * the culture-aware metric (multi-loop chains): accuracy, precision, recall and F1 of the judge's yes/no
-  answers to the dataset's questions (``ecb.culture.*``; the headline is accuracy), the share of ambiguous
+  answers to the dataset's questions per step (``ecb.culture.*``, diagnostics), the share of ambiguous
   answers, and per chain whether its F1 picks are the positional baseline (best = base, worst = last step);
-* the T2I analyses of the base images (unit ``country``): separability and traditional-modern leaning.
+  per chain (module ``final``), the headline ``ecb.culture.accuracy_last`` (accuracy after the last edit) and
+  ``ecb.culture.accuracy_change`` (its change from the base);
+* the T2I analyses (unit ``country``: the six countries and ``agnostic``, the prompts that name no country) of
+  the base images: separability, proximity of each country to the agnostic images (which country the model
+  draws by default) and traditional-modern leaning.
+
+Ranked (``direction_evidence`` on the card): CLIPScore with the edit instruction and the aesthetic score (their
+correlations with expert quality, ECB appendix E) and ``ecb.culture.accuracy_last`` (Fig. 5). Everything else
+is descriptive: DreamSim is an edit magnitude (ranking it would reward an editor that does nothing), the T2I
+statistics and the attribute-addition scores have no human evidence of a better direction.
 
 ECB's human survey ratings are imported by ``results/studies/ecb.py``.
 """
@@ -260,8 +269,9 @@ register(Family(
     description=("ECB generates a base image per country, category and era, then edits it five times with the same "
                  "instruction and asks whether the culture survives. Each step is scored by CLIPScore, an aesthetic "
                  "predictor, DreamSim drift, and a culture-aware metric: a vision-language judge answers yes/no "
-                 "questions written from Wikipedia passages about the country. The base images are also clustered "
-                 "to see which countries a model depicts alike, and whether its era-agnostic images lean "
+                 "questions written from Wikipedia passages about the country. The base images, and images of the "
+                 "same prompts with no country named, are also clustered to see which countries a model depicts "
+                 "alike, which country it draws when none is named, and whether its era-agnostic images lean "
                  "traditional or modern."),
     papers={"paper": "https://arxiv.org/abs/2510.20042", "code": "https://github.com/cmubig/ECB",
             "data": "https://huggingface.co/datasets/seochan99/ecb-datasets"},
