@@ -68,7 +68,8 @@ def test_chain_rows_from_the_per_step_accuracy_rows():
     rows = [_accuracy_row("a", 0, step, v) for step, v in enumerate((0.75, 1.0, 0.5, 0.25))]
     rows += [_accuracy_row("a", 1, step, v) for step, v in enumerate((0.25, 0.5))]  # a second sample, 2 steps
     rows += [_accuracy_row("b", 0, step, v, country="NG") for step, v in enumerate((0.5, 0.75))]
-    rows += [_accuracy_row("a", 0, 3, 0.0, metric="ecb.culture.f1")]  # other metrics are not read
+    rows += [_accuracy_row("a", 0, step, 0.0, metric=f"ecb.culture.{name}")  # other metrics are not read
+             for name in ("precision", "recall", "f1", "ambiguous") for step in range(4)]
     rows += [{**_accuracy_row("c", None, None, None, country="US", flag="no questions"), "sample_idx": None}]
     out = final.score_final(rows)
     last, change = "ecb.culture.accuracy_last", "ecb.culture.accuracy_change"

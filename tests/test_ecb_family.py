@@ -409,6 +409,26 @@ def test_family_is_registered_with_its_units():
         assert bool(card.direction_evidence) == card.ranked, card.name
 
 
+def test_country_gaps_badge_the_worse_side_of_each_card():
+    """An under-represented (KR: lower values) and an over-represented (US: higher values) country planted among
+    chain values: a higher-is-better ECB card badges KR only, a lower-is-better one would badge US only, and a
+    descriptive card (DreamSim, the all-step means) badges none."""
+    from cultureboard.evaluators.results.disparity import gaps, worse_side
+
+    spread = np.linspace(-0.1, 0.1, 8)  # the same within-country spread, mean 0: KE and NG sit at the mean
+    countries = [c for c in ("KE", "KR", "NG", "US") for _ in spread]
+    shift = {"KE": 0.0, "KR": -0.3, "NG": 0.0, "US": 0.3}
+    values = [0.5 + shift[c] + d for c in ("KE", "KR", "NG", "US") for d in spread]
+    found = {g.name: g for g in gaps(values, countries, n_boot=400) if g.kind == "country"}
+    assert found["KR"].high < 0 < found["US"].low, "the planted gaps lie off zero"
+    family, _ = family_of("ecb")
+    expected = {"higher": {"KR"}, "lower": {"US"}, "none": set()}
+    for card in family.metrics:
+        assert {c for c, g in found.items() if worse_side(g.low, g.high, card.direction)} == expected[card.direction]
+    assert {c for c, g in found.items() if worse_side(g.low, g.high, "lower")} == {"US"}
+    assert {family.card(m).direction for m in ("ecb.culture.accuracy_last", "ecb.dreamsim.base")} == {"higher", "none"}
+
+
 def test_bad_option_is_one_line(ecb):
     with pytest.raises(CultureboardError, match="clusters"):
         evaluate(ecb["submission"], ecb["dataset"], ecb["root"] / "other", scorers=ecb["scorers"], device="cpu",
