@@ -57,24 +57,28 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
     if eras:
         out.append({"src": site.plot(page, f"{group.name}-eras", plots.era_bars_svg(eras, f"{title} by era")),
                     "alt": f"Bars of {title} per era, with 95% CIs"})
-    for slice_type in _family_types(ranked, metric):
-        values = {s for r in ranked for (m, t, s) in r.entries if m == metric and t == slice_type}
+    # the family's own slices (an edit step) of the headline, or else of the group's first metric that has them
+    # (ECB's headline is one value per chain; its per-step accuracy shows what each edit does)
+    sliced = next((m for m in group.metrics if _family_types(ranked, m)), metric)
+    sliced_title = title if sliced == metric else title.replace(board.cards[metric]["title"], board.cards[sliced]["title"], 1)
+    for slice_type in _family_types(ranked, sliced):
+        values = {s for r in ranked for (m, t, s) in r.entries if m == sliced and t == slice_type}
         label = type_label(slice_type)
         if is_ordered(values):
             curves = [{"model": r.label, "x": int(s), "value": e["value"], "low": e["ci_low"], "high": e["ci_high"]}
-                      for r in ranked[:MAX_CURVES] for (m, t, s), e in r.entries.items() if m == metric and t == slice_type]
+                      for r in ranked[:MAX_CURVES] for (m, t, s), e in r.entries.items() if m == sliced and t == slice_type]
             more = f" (the first {MAX_CURVES} of {len(ranked)} by rank)" if len(ranked) > MAX_CURVES else ""
-            svg = plots.curve_svg(curves, f"{title} by {label.lower()}{more}", x_label=label)
+            svg = plots.curve_svg(curves, f"{sliced_title} by {label.lower()}{more}", x_label=label)
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
-                        "alt": f"{title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
+                        "alt": f"{sliced_title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
         elif is_cross(slice_type):
             cells = [{"model": r.label, "country": slice_name(slice_type, s), "value": e["value"]}
                      for r in ranked for (m, t, s), e in sorted(r.entries.items(), key=lambda kv: slice_order(*kv[0][1:]))
-                     if m == metric and t == slice_type]
-            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}",
-                                    desc=f"Heatmap of {title}: submissions (rows) by {label.lower()} (columns).")
+                     if m == sliced and t == slice_type]
+            svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}",
+                                    desc=f"Heatmap of {sliced_title}: submissions (rows) by {label.lower()} (columns).")
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
-                        "alt": f"Heatmap of {title}, submissions by {label.lower()}"})
+                        "alt": f"Heatmap of {sliced_title}, submissions by {label.lower()}"})
     if frontier := _frontier(board, group, metric, title):
         out.append({"src": site.plot(page, f"{group.name}-frontier", frontier),
                     "alt": f"Level versus Global North - South gap of {title}: the frontier joins the submissions no "
