@@ -137,7 +137,8 @@ def test_family_is_registered_with_the_contract_names():
                  "cure.ita.cr", "cure.div", "cure.div_delta", "cure.acceptance", "cure.ps.dinov2", "cure.gt.aimv2",
                  "cure.ita.cr.laion2b", "cure.ita.cr.wit", "cure.ita.cr.dfn5b", "cure.ita.cr.datacomp"):
         assert name in spec.metrics and cards[name].unit == "ladder", name
-    assert cards["cure.ps_delta.c"].direction == "lower" and cards["cure.ps"].direction == "higher"
+    assert (cards["cure.ps_delta.c"].direction, cards["cure.ps_delta.c"].target) == ("target", 0.0)
+    assert cards["cure.ps"].direction == "higher"
     assert cards["cure.ps.dinov2"].scorers == ("dinov2-large",) and cards["cure.ps"].scorers == ("siglip2-so400m",)
     assert cards["cure.ita.cr.wit"].scorers == ("openclip-l14-openai",)
     assert cards["cure.div"].scorers == ("lpips-alex",)
