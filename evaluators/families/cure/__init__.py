@@ -391,7 +391,8 @@ def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no
         for level, key in (("n,c", "c"), ("n,c,r", "cr")):
             metric = f"cure.ps_delta.{key}{suffix}"
             if level in levels:
-                out.add(metric, levels[level] - levels["n"], {**detail, "images": n_images + len(x[level])})
+                out.add(metric, core.ps_delta(x[level], x["n"], c, reduction),
+                        {**detail, "images": n_images + len(x[level])})
             else:
                 out.add(metric, None, detail, _missing(f"P({level})", ladder.refused[level]))
 
@@ -456,7 +457,7 @@ def _score_diversity(ctx, ladders, rows):
                           f"fewer than 2 images of P(n) ({len(name_only)} accepted)" if within is None
                           else f"fewer than 2 images in the ladder ({len(ims)} accepted)")
         else:
-            rows[lid].add("cure.div_delta", div - within, detail)
+            rows[lid].add("cure.div_delta", core.div_delta(d, len(ims), name_only), detail)
 
 
 register(Family(
