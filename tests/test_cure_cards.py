@@ -122,6 +122,9 @@ def test_cards_whose_ladders_share_category_images_declare_the_cluster(cards):
     assert all(r[cure.PS_CLUSTER] for r in rows)
     category_value = {cure.category_id(r): r[cure.PS_CLUSTER] for r in rows if r["level"] == "c"}
     assert all(r[cure.PS_CLUSTER] == category_value[cure.category_id(r)] for r in rows)
+    # and distinct P(c) prompts are distinct clusters (bread and dish are both cuisine): the first stage resamples
+    # exactly the groups of ladders that share category images
+    assert len(set(category_value.values())) == len(category_value) == 4
     assert cure.PS_CLUSTER in cure.SLICE_FIELDS  # so a ladder's score rows carry it
 
 

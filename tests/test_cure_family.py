@@ -159,6 +159,8 @@ def test_similarity_metrics_recomputed_from_the_encoders(world):
         assert value(scores, f"cure.ps{suffix}", JIAOZI)["value"] == pytest.approx(phi["n"], abs=1e-5)
         assert value(scores, f"cure.ps_delta.c{suffix}", JIAOZI)["value"] == pytest.approx(phi["n,c"] - phi["n"], abs=1e-5)
         assert value(scores, f"cure.ps_delta.cr{suffix}", JIAOZI)["value"] == pytest.approx(phi["n,c,r"] - phi["n"], abs=1e-5)
+        delta = json.loads(value(scores, f"cure.ps_delta.c{suffix}", JIAOZI)["detail"])
+        assert (delta["images"], delta["category_images"]) == (2 * SEEDS, CATEGORY_IMAGES)
         g = scorer.embed_images([Image.open(io.BytesIO(b)) for b in world["photos"]["cure:food-jiaozi"]])
         row = value(scores, f"cure.gt{suffix}", JIAOZI)
         assert row["value"] == pytest.approx(float(np.mean(x["n"] @ g.T)), abs=1e-5)
@@ -388,3 +390,15 @@ def test_leave_one_out_picks_the_photograph_of_the_sample_and_flags_a_lone_one(w
     ctx._references = ({"cure:food-jiaozi": photos[:1]}, {})
     rows = pd.DataFrame(score_ladder(ctx)).set_index(["unit_id", "metric"])
     assert rows.loc[(JIAOZI, "cure.gt"), "flag"] == "no reference photograph besides the image's own"
+
+
+def test_one_photograph_is_enough_for_a_models_images(world):
+    """Outside the control, an artifact with a single photograph scores every image against it."""
+    ctx = _context(world)
+    photos = ctx.references()[0]["cure:food-jiaozi"]
+    ctx._references = ({"cure:food-jiaozi": photos[:1]}, {})
+    rows = pd.DataFrame(score_ladder(ctx)).set_index(["unit_id", "metric"])
+    scorer = load_scorer("siglip2-so400m", config=world["scorers"], device="cpu")
+    x = scorer.embed_images(images_of(world, JIAOZI, "n"))
+    g = scorer.embed_images([Image.open(io.BytesIO(world["photos"]["cure:food-jiaozi"][0]))])
+    assert rows.loc[(JIAOZI, "cure.gt"), "value"] == pytest.approx(float(np.mean(x @ g[0])), abs=1e-5)
