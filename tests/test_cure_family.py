@@ -402,3 +402,14 @@ def test_one_photograph_is_enough_for_a_models_images(world):
     x = scorer.embed_images(images_of(world, JIAOZI, "n"))
     g = scorer.embed_images([Image.open(io.BytesIO(world["photos"]["cure:food-jiaozi"][0]))])
     assert rows.loc[(JIAOZI, "cure.gt"), "value"] == pytest.approx(float(np.mean(x @ g[0])), abs=1e-5)
+
+
+def test_a_refused_level_flags_only_the_divergence_that_reads_it(world):
+    """Every image of jiaozi's P(n,c) refused: Delta(n,c) is flagged as refused (the refusals counted against that
+    level, not P(n)), Delta(n,c,r) and phi_PS keep their values."""
+    rows = pd.DataFrame(score_ladder(_context(world, lambda p, k: ladder_id(p) == JIAOZI and p["level"] == "n,c")))
+    jiaozi = rows[rows["unit_id"] == JIAOZI].set_index("metric")
+    for suffix in cure.IMAGE_ENCODERS:
+        assert jiaozi.loc[f"cure.ps_delta.c{suffix}", "flag"] == "refused: every image of P(n,c) was refused"
+        assert pd.isna(jiaozi.loc[f"cure.ps_delta.cr{suffix}", "flag"]) and pd.isna(jiaozi.loc[f"cure.ps{suffix}", "flag"])
+    assert jiaozi.loc["cure.acceptance", "value"] == 12 / 16
