@@ -73,7 +73,8 @@ class Site:
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
         standin = bool(self.globals.get("banner"))
         flat = [_flatten(columns, row) | _provenance(columns, row, standin) for row in rows]
-        keys = list(flat[0]) if flat else [c.key for c in columns if c.kind != "thumb"]
+        keys = (list(flat[0]) if flat else
+                [c.key for c in columns if c.kind != "thumb"] + list(_provenance([], {}, standin)))
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(keys)
