@@ -2,7 +2,7 @@
 
 A small world through the real validator and evaluator (tiny stand-in scorers, cube-awareness): one valid scored
 submission, one scored whose result recorded another metric version (stale), one whose submission.yaml lost its
-organisation (invalid) and one valid but never evaluated (not scored).
+organisation and which lost an image (invalid: the first error shown) and one valid but never evaluated (not scored).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def world(tmp_path_factory):
     spec = yaml.safe_load((invalid / "submission.yaml").read_text())
     del spec["organization"]
     (invalid / "submission.yaml").write_text(yaml.safe_dump(spec))
+    next((invalid / "images").rglob("*.png")).unlink()  # a second, later error: the first must be shown
     return {"dataset": dataset, "submissions": subs, "results": results, "metric": metric,
             "rows": {r["submission"]: r for r in states(subs, results, dataset)}}
 
