@@ -131,8 +131,12 @@ def _load_one(folder: Path, sub: Path) -> Result:
         raise CultureboardError(folder / "scores.parquet", f"lacks the columns {sorted(missing)}", _FIX)
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
     control = get(spec, "control")
-    return Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
-                  control=control if isinstance(control, str) else None)
+    result = Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
+                    control=control if isinstance(control, str) else None)
+    versions = {c["name"]: c["version"] for c in summary["metrics_info"]} | summary["provenance"]["metrics"]
+    for e in summary["metrics"]:  # what the downloads carry with each score
+        e["standin"], e["metric_version"] = result.standin, versions.get(e["metric"])
+    return result
 
 
 #: What the pages read from an evaluator summary: dotted path -> kind (a type, a tuple of types, None for

@@ -16,6 +16,7 @@ served; no page requests anything from another site)::
     map/<group>/<metric>.html           a world map of a metric per country, a submission chosen by the reader
     metrics.html, metric/<name>.html    metric cards, validity (ours and reported), leaderboards
     trust.html                          where each metric tracks human judgement (from --ratings)
+    submissions.html                    every submission folder: invalid, not scored, stale or scored (and by what)
     data/<page>-<table>.csv|.json       every table of every page
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
     thumbs/<id>/<sha256>.webp           thumbnails, longer side ``thumb_px``; images/<id>/<sha256>.<ext> full size
@@ -46,6 +47,7 @@ from . import details, figures, gallery, leaderboards, models
 from .board import Board
 from .load import load_results as _load_results
 from .names import MIN_PROMPTS
+from .submissions_page import submissions_page
 from .thumbs import make_media
 from .trust import load_trust
 from .write import CSP, HERE, Site
@@ -97,6 +99,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         details.family_pages(site, board)
         figures.map_pages(site, board)
         details.trust_page(site, board)
+        submissions_page(site, Path(submissions), results, Path(dataset))
         pages_at = time.perf_counter()
         keep_media()  # last: the previous site's unchanged media folders move into the new one
     largest = max(site.sizes, key=site.sizes.get)

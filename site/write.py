@@ -72,9 +72,10 @@ class Site:
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
         """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
-        controls = any(row.get("_control") for row in rows)
-        flat = [_flatten(columns, row, controls) for row in rows]
-        keys = list(flat[0]) if flat else [c.key for c in columns if c.kind != "thumb"]
+        standin = bool(self.globals.get("banner"))
+        flat = [_flatten(columns, row) | _provenance(columns, row, standin) for row in rows]
+        keys = (list(flat[0]) if flat else
+                [c.key for c in columns if c.kind != "thumb"] + list(_provenance([], {}, standin)))
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(keys)
@@ -95,9 +96,9 @@ class Site:
         target.write_text(text, encoding="utf-8", newline="\n")
 
 
-def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
+def _flatten(columns: list[Column], row: dict) -> dict:
     """A table row as plain values: a score becomes value, CI, n, coverage, caveat and badge columns; a rank its
-    range; a rank spread its width, ends and badges; a control row says which control it is."""
+    range; a rank spread its width, ends and badges."""
     flat: dict = {}
     marks = row.get("_marks") or {}
     for c in columns:
@@ -121,9 +122,20 @@ def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
             flat[c.key] = json.dumps(v, ensure_ascii=False, sort_keys=True) if v else None
         elif c.kind != "thumb":
             flat[c.key] = v
-    if controls:
-        flat["control"] = row.get("_control")
     return flat
+
+
+def _provenance(columns: list[Column], row: dict, site_standin: bool) -> dict:
+    """What every downloaded row carries so that it cannot be taken for real scores out of context:
+    ``stand_in`` (its scores come from tiny random stand-in scorers; a row without a score cell says whether any
+    result of the build does), ``control`` (the control's kind, or empty), ``badges`` (every mark's label on the
+    row) and ``metric_version`` (``metric=version`` of each score cell, as its provenance recorded it)."""
+    scores = [row[c.key] for c in columns if c.kind == "score" and row[c.key]]
+    versions = sorted({f"{e['metric']}={e['metric_version']}" for e in scores if "metric_version" in e})
+    marks = [m["label"] for key in sorted(row.get("_marks") or {}) for m in row["_marks"][key]]
+    return {"stand_in": any(e.get("standin") for e in scores) if scores else site_standin,
+            "control": row.get("_control") or "", "badges": "; ".join(dict.fromkeys(marks)),
+            "metric_version": "; ".join(versions)}
 
 
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\*?")
