@@ -2,8 +2,9 @@
 ``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
 the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 17 cases, 17 rejected cleanly, 0
-accepted by design. Rejected: merge-shards 12 (MERGE_SHARDS), evaluate 5 (UNWRITABLE: an --out or --cache
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 26 cases, 26 rejected cleanly, 0
+accepted by design. Rejected: merge-shards 21 (MERGE_SHARDS and BAD_IDS: ids that are not one path component),
+evaluate 5 (UNWRITABLE: an --out or --cache
 inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
 sound shards and the EXIF test are not counted.
 """
@@ -105,6 +106,32 @@ def test_merge_shards_rejects(capsys, tmp_path, world, mutate):
     line = one_error(capsys, ["merge-shards", tmp_path, SID, "--dataset", world["dataset"]])
     assert line.startswith(f"error: {shards / '0-of-2'}: is not a complete shard result"), line
     assert not (tmp_path / SID).exists() and sorted(p.name for p in shards.iterdir()) == ["0-of-2", "1-of-2"]
+
+
+# (id, submission id given to merge-shards): refused by the path rule (cultureboard.naming.path_component) before
+# anything is read or written, even where a shards folder sits at the place the id points to
+BAD_IDS = [
+    ("parent-folder", "../outside/" + SID),
+    ("a-sub-folder", f"outside/{SID}"),
+    ("backslash", f"outside\\{SID}"),
+    ("dot-dot", ".."),
+    ("hidden", f".{SID}"),
+    ("nul", f"{SID}\x00x"),
+    ("newline", f"{SID}\nx"),
+    ("bidi-override", f"{SID}\u202ex"),
+    ("empty", ""),
+]
+
+
+@pytest.mark.parametrize("sid", [pytest.param(c[1], id=c[0]) for c in BAD_IDS])
+def test_merge_shards_refuses_an_id_that_is_not_one_path_component(capsys, tmp_path, world, sid):
+    results, outside = tmp_path / "results", tmp_path / "outside"
+    results.mkdir()
+    shutil.copytree(world["shards"], outside / f"{SID}.shards")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    line = one_error(capsys, ["merge-shards", results, sid, "--dataset", world["dataset"]])
+    assert line.startswith(f"error: merge-shards {sid!r}: id "), line
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
 def test_the_undamaged_shards_merge(capsys, tmp_path, world):

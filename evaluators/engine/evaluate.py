@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from cultureboard.atomic import atomic_dir, check_replaceable, check_writable, output_lock
 from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
 from cultureboard.device import choose_device, choose_dtype
+from cultureboard.naming import path_component
 from cultureboard.errors import CultureboardError
 from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
@@ -173,7 +174,10 @@ def _table(rows: list[dict], pspec: PromptSetSpec) -> pa.Table:
 def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Path:
     """Join ``out/<id>.shards/*`` into ``out/<id>``: exactly the result of an unsharded run. The shards' notes
     about a metric must agree, except ``counts`` (a {name: number of images} tally over the shard's own images),
-    which are summed."""
+    which are summed. ``submission_id`` must be one safe path component
+    (:func:`~cultureboard.naming.path_component`): a ``../`` id never steers the write outside ``out``."""
+    path_component(submission_id, f"merge-shards {submission_id!r}",
+                   "pass the submission id, the name of the results folder's <id>.shards folder")
     shards_dir = Path(out) / f"{submission_id}.shards"
     # only finished shards: atomic_dir's hidden temporary folders of a killed run are left out
     parts = sorted(p for p in shards_dir.iterdir() if re.fullmatch(r"\d+-of-\d+", p.name)) if shards_dir.is_dir() else []
