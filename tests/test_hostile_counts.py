@@ -10,6 +10,7 @@ from pathlib import Path
 
 import test_hostile_builder
 import test_hostile_evaluate
+import test_hostile_references
 import test_hostile_submissions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,15 +44,25 @@ def test_the_evaluate_corpus_count():
     assert docstring_counts(test_hostile_evaluate) == (cases, cases, 0)
 
 
+def test_the_references_corpus_count():
+    """test_hostile_references's docstring: its lists, plus two drips and a rename cycle rejected, two odd
+    answers accepted."""
+    rejected = len(test_hostile_references.NOT_FREE) + len(test_hostile_references.WRONG_SHAPES) + 3
+    accepted = len(test_hostile_references.FREE) + 2
+    assert docstring_counts(test_hostile_references) == (rejected + accepted, rejected, accepted)
+
+
 def test_the_readme_table_matches_the_tests():
     rows = readme_rows()
     for word, module in (("builder", test_hostile_builder), ("submissions", test_hostile_submissions),
-                         ("scoring", test_hostile_evaluate)):
+                         ("scoring", test_hostile_evaluate),
+                         ("references", test_hostile_references)):
         cases, rejected, accepted = docstring_counts(module)
         assert [int(re.match(r"\d+", cell)[0]) for cell in rows[word][:3]] == [cases, rejected, accepted], word
     for word, test_file in (("outputs", "test_outputs.py"), ("cache", "test_cache.py")):
         assert rows[word][0].startswith(f"{collected(test_file)} tests"), word
-    inputs = sum(docstring_counts(m)[0] for m in (test_hostile_builder, test_hostile_submissions, test_hostile_evaluate))
+    inputs = sum(docstring_counts(m)[0] for m in (test_hostile_builder, test_hostile_submissions, test_hostile_evaluate,
+                                                  test_hostile_references))
     faults = collected("test_outputs.py") + collected("test_cache.py")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(rf"\b{inputs}\s+hostile\s+inputs\s+and\s+{faults}\s+fault\s+tests", readme)
