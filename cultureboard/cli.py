@@ -189,6 +189,9 @@ def build_site(results, dataset, submissions, out, ratings, as_json):
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
+    for entry in info["unverified"]:
+        click.echo(f"warning: {entry['submission']}: image {entry['file']} {entry['problem']} (fix: run `cultureboard "
+                   f"validate` on the submission and fix what it reports); it is not published", err=True)
     _emit(as_json, info, f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
                          f"open {Path(out) / 'index.html'}")
 

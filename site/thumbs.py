@@ -3,7 +3,9 @@
 * ``thumbs/<submission>/<sha256>.webp``: longer side at most ``px``, pixels read as the scorers read them
   (:func:`~cultureboard.images.open_rgb`: EXIF orientation applied);
 * ``images/<submission>/<sha256><suffix>``: a copy of the submitted file, for the gallery's "full size" links
-  (never a hard link: the validator refuses a submission file with more than one link).
+  (never a hard link: the validator refuses a submission file with more than one link). Only verified bytes are
+  published (:func:`_publish`: one link, validate's image checks, the declared sha256); any other image is left
+  out, with status "unverified" and a problem naming the submission, and its thumbnail is made from the copy.
 
 A submission whose images are unchanged since the previous build keeps that build's folders whole (moved in
 at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
@@ -28,7 +30,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cultureboard.images import IMAGE_SUFFIXES
 
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
 #: Below this many new thumbnails the pool is threads (no process start-up).
@@ -38,7 +39,8 @@ PROCESS_THRESHOLD = 200
 def make_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None):
     """Thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result` objects) into
     ``new``, reusing those of the site ``previous``: returns ((sid, sha256) -> {status: "ok" | "missing" |
-    "unreadable", full: site path of the full-size file or None}, finish).
+    "unreadable" | "unverified", full: site path of the full-size file or None}, finish, problems: [{submission,
+    file, problem}] of the images left out because their bytes are not the declared, valid ones).
 
     A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
     ``thumbs/<id>/manifest.json`` says so, with the same thumbnail settings) keeps its folders whole: ``finish()``
@@ -50,6 +52,7 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
     params = {**THUMB, "max_side": px}
     out: dict[tuple[str, str], dict] = {}
     todo: list[tuple[tuple[str, str], str, str]] = []
+    problems: list[dict] = []
     moves: list[tuple[Path, Path]] = []
     fresh: dict[str, tuple[str, dict]] = {}
     reusable = _old_params(previous) == params
@@ -72,21 +75,22 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
             if key in out:
                 continue
             name = os.path.normpath(im["file_name"])
-            inside = name in files
-            suffix = Path(name).suffix.lower()
-            full = f"images/{r.sid}/{sha}{suffix}" if inside and suffix in IMAGE_SUFFIXES else None
-            if full:  # a copy: a hard link would make the validator refuse the submission ("has 2 hard links")
-                (new / full).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(r.folder / name, new / full, follow_symlinks=False)
+            if name not in files:
+                out[key] = {"status": "missing", "full": None}
+                continue
+            full = f"images/{r.sid}/{sha}{Path(name).suffix.lower()}"
+            problem = _publish(r.folder / name, name, sha, new / full)
+            if problem is not None:
+                out[key] = {"status": "unverified", "full": None}
+                problems.append({"submission": r.sid, "file": name, "problem": problem})
+                continue
             target, earlier = new / "thumbs" / r.sid / f"{sha}.webp", previous / "thumbs" / r.sid / f"{sha}.webp"
             if reusable and _real_dir(previous / "thumbs" / r.sid) and _regular(earlier):
                 _link_or_copy(earlier, target)
                 out[key] = {"status": "ok", "full": full}
-            elif not inside:
-                out[key] = {"status": "missing", "full": None}
-            else:
+            else:  # the thumbnail is made from the published copy: the bytes just verified
                 out[key] = {"status": None, "full": full}
-                todo.append((key, str(r.folder / name), str(target)))
+                todo.append((key, str(new / full), str(target)))
         fresh[r.sid] = (fingerprint, params)
     for (key, _, _), status in zip(todo, _run([(s, t) for _, s, t in todo], px, workers)):
         out[key]["status"] = status
@@ -103,7 +107,38 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, target)
 
-    return out, finish
+    return out, finish, problems
+
+
+def _publish(source: Path, name: str, sha256: str, target: Path) -> str | None:
+    """Copy the submission file ``source`` (``name`` in its metadata) to the site's ``target`` when it is what a
+    site may publish: a file with one link (a hard link may share bytes with a file outside the submission), that
+    passes the checks ``validate`` applies (:func:`~cultureboard.images.inspect_image` with validate's limits: format,
+    header size before decoding, structure) and whose bytes hash to the declared ``sha256``. The copy is what is
+    checked (what a writer changes afterwards never reaches the site); otherwise the problem, and no copy."""
+    from cultureboard.evaluators.submission.validate import Limits
+    from cultureboard.images import inspect_image
+
+    limits = Limits().image
+    try:
+        st = os.lstat(source)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if st.st_nlink > 1:
+        return f"has {st.st_nlink} hard links (it may be a file outside the submission)"
+    if st.st_size > limits.max_file_bytes:
+        return f"is {st.st_size:,} bytes; the limit is {limits.max_file_bytes:,}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copyfile(source, target, follow_symlinks=False)
+    except (OSError, shutil.SpecialFileError) as exc:
+        return f"cannot be copied ({getattr(exc, 'strerror', None) or exc})"
+    info = inspect_image(target, name=name, limits=limits)
+    problem = ("; ".join(p.message for p in info.problems) or
+               (None if info.sha256 == sha256 else "differs from the sha256 metadata.jsonl declares"))
+    if problem is not None:
+        target.unlink()
+    return problem
 
 
 MANIFEST = "manifest.json"

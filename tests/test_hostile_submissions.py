@@ -1,12 +1,13 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 83 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 88 CLI cases, none ending in a traceback.
 
-* 67 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
-  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 16
+* 72 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 21
   (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
-  and a results folder with no usable entry, which is one error);
+  a results folder with no usable entry, which is one error; and SITE_UNVERIFIED: an image whose bytes are not
+  the declared, valid ones is not published, with a warning naming the submission);
 * 16 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
   U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation).
 
@@ -732,6 +733,53 @@ def test_site_leaves_a_bad_entry_out(capsys, tmp_path, scored, mutate, file, pro
     assert "Left out of this build (1)" in footer and (BAD in footer or "lab__bbbb" in footer)
 
 
+def first_image(change):
+    """A mutation of lab__bad's first image: ``change(path, tmp_path)`` rewrites the file at ``path``."""
+    def mutate(paths: dict) -> None:
+        folder = paths["submissions"] / BAD
+        change(folder / read_metadata(folder / "metadata.jsonl")[0]["file_name"], paths["out"].parent)
+    return mutate
+
+
+def hard_link_outside(path: Path, tmp: Path) -> None:
+    outside = tmp / "outside.png"
+    outside.write_bytes(path.read_bytes())  # the very bytes declared: only the link count gives it away
+    path.unlink()
+    path.hardlink_to(outside)
+
+
+def other_pixels(path: Path, tmp: Path) -> None:
+    with Image.open(path) as img:
+        path.write_bytes(encode(Image.fromarray(255 - np.asarray(img.convert("RGB")))))
+
+
+# (id, mutation of lab__bad's first image): exit 0, a warning naming lab__bad and the file, that image neither
+# copied nor thumbnailed (status "unverified"), the rest of the site built
+SITE_UNVERIFIED = [
+    ("an-html-file", first_image(lambda p, tmp: p.write_bytes(b"<!DOCTYPE html><script>alert(1)</script>"))),
+    ("a-decompression-bomb", first_image(lambda p, tmp: p.write_bytes(png_header_only(30000, 30000)))),
+    ("a-hard-link-to-a-file-outside", first_image(hard_link_outside)),
+    ("other-pixels-than-declared", first_image(other_pixels)),
+    ("truncated", first_image(lambda p, tmp: p.write_bytes(p.read_bytes()[:200]))),
+]
+
+
+@pytest.mark.parametrize("mutate", [pytest.param(c[1], id=c[0]) for c in SITE_UNVERIFIED])
+def test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, mutate):
+    paths = board(tmp_path, scored)
+    mutate(paths)
+    first = read_metadata(paths["submissions"] / BAD / "metadata.jsonl")[0]
+    rc, text = build(capsys, scored, paths)
+    assert rc == 0, text
+    [warning] = [line for line in text.splitlines() if line.startswith("warning: ")]
+    assert warning.startswith(f"warning: {BAD}: image {first['file_name']} ") and "it is not published" in warning
+    site = paths["out"]
+    assert not list((site / "images" / BAD).glob(f"{first['sha256']}.*"))
+    assert not (site / "thumbs" / BAD / f"{first['sha256']}.webp").exists()
+    assert (site / "images" / GOOD / f"{first['sha256']}.png").is_file()  # the same image of lab__good is published
+    assert (site / "model" / f"{BAD}.html").is_file()
+
+
 def test_site_with_no_usable_entry_is_one_error(capsys, tmp_path, scored):
     paths = board(tmp_path, scored, good=False)
     write("results/lab__bad/summary.json", "{")(paths)
@@ -775,8 +823,11 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
     folder = paths["submissions"] / GOOD
     rows = read_metadata(folder / "metadata.jsonl")
     landscape = Image.open(folder / rows[0]["file_name"]).convert("RGB")
-    (folder / rows[0]["file_name"]).write_bytes(encode(landscape.transpose(Image.Transpose.ROTATE_90), "JPEG",
-                                                       exif=EXIF_ROTATED))
+    data = encode(landscape.transpose(Image.Transpose.ROTATE_90), "JPEG", exif=EXIF_ROTATED)
+    (folder / rows[0]["file_name"]).unlink()
+    rows[0].update(file_name=rows[0]["file_name"].removesuffix(".png") + ".jpg", sha256=hashlib.sha256(data).hexdigest())
+    (folder / rows[0]["file_name"]).write_bytes(data)  # declared in metadata.jsonl: the site publishes only those bytes
+    (folder / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     rc, text = build(capsys, scored, paths, reuse=False)
     assert rc == 0, text
     with Image.open(paths["out"] / "thumbs" / GOOD / f"{rows[0]['sha256']}.webp") as img:
@@ -785,6 +836,6 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
 
 def test_corpus_count():
     """The figures of the module docstring."""
-    rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1
+    rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1 + len(SITE_UNVERIFIED)
     accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
-    assert (rejected, accepted, rejected + accepted) == (67, 16, 83)
+    assert (rejected, accepted, rejected + accepted) == (72, 16, 88)
