@@ -27,9 +27,11 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from cultureboard.errors import CultureboardError
 
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
 #: Below this many new thumbnails the pool is threads (no process start-up).
@@ -218,43 +220,62 @@ def _old_params(previous: Path):
 
 
 def thumbnail(source: str, target: str, px: int) -> str:
-    """Write one thumbnail; "ok", or "unreadable" when the decoder rejects the file."""
+    """Write one thumbnail; "ok", or "unreadable" when the decoder rejects the file. A failing write (a full disk,
+    a file size limit) is raised: it is not the image's fault, and ends the build."""
     from cultureboard.images import open_rgb
 
     try:
         img = open_rgb(Path(source))
         img.thumbnail((px, px))
-        img.save(target, **THUMB)
     except Exception:  # noqa: BLE001 - a decoder's reaction to hostile bytes can be any exception
         return "unreadable"
+    img.save(target, **THUMB)
     return "ok"
 
 
+#: The command of a thumbnail worker process (:func:`main`).
+WORKER = [sys.executable, "-m", "cultureboard.site.thumbs"]
+_FIX = "check the free space, the file size limit (ulimit -f) and the memory of this machine, then build again"
+
+
 def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]:
+    """The status of each job. A write that fails, or a worker process that dies (killed, out of memory, a write
+    refused), ends the build with one error: the parent never waits on a dead worker nor redoes its part."""
     workers = max(1, workers or os.cpu_count() or 1)
     if len(jobs) < PROCESS_THRESHOLD or workers == 1:
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(lambda job: thumbnail(*job, px), jobs))
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                return list(pool.map(lambda job: thumbnail(*job, px), jobs))
+        except OSError as exc:
+            raise CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})",
+                                    _FIX) from None
     parts = [jobs[k::workers] for k in range(workers)]
-    procs = [subprocess.Popen([sys.executable, "-m", "cultureboard.site.thumbs"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) for _ in parts]
+    errors = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker's long traceback never blocks it
+    procs = [subprocess.Popen(WORKER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err) for err in errors]
     try:
         for proc, part in zip(procs, parts):  # each job list is written whole before reading: no pipe deadlock
-            proc.stdin.write(json.dumps({"px": px, "jobs": part}).encode())
-            proc.stdin.close()
+            try:
+                proc.stdin.write(json.dumps({"px": px, "jobs": part}).encode())
+                proc.stdin.close()
+            except BrokenPipeError:  # it died already: its exit status says why
+                pass
         answers = []
-        for proc, part in zip(procs, parts):
-            text = proc.stdout.read()
+        for proc, part, err in zip(procs, parts, errors):
+            text = proc.stdout.read()  # ends when the worker exits, however it exits
             code = proc.wait()
             done = json.loads(text) if code == 0 and text else None
-            if not isinstance(done, list) or len(done) != len(part):  # a worker died: redo its part here
-                done = [thumbnail(*job, px) for job in part]
+            if not isinstance(done, list) or len(done) != len(part):
+                err.seek(0)
+                last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
+                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
             answers.append(done)
     finally:
-        for proc in procs:
+        for proc, err in zip(procs, errors):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            err.close()
     statuses = [""] * len(jobs)
     for k, done in enumerate(answers):
         statuses[k::workers] = done
@@ -294,7 +315,11 @@ def _json_or_none(path: Path):
 def main() -> None:
     """Worker: {px, jobs: [[source, target], ...]} on stdin -> the statuses as a JSON list on stdout."""
     task = json.load(sys.stdin)
-    json.dump([thumbnail(source, target, task["px"]) for source, target in task["jobs"]], sys.stdout)
+    try:
+        statuses = [thumbnail(source, target, task["px"]) for source, target in task["jobs"]]
+    except OSError as exc:  # one line for the parent's error, not a traceback
+        sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
+    json.dump(statuses, sys.stdout)
 
 
 if __name__ == "__main__":

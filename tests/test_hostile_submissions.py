@@ -1,13 +1,14 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 88 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 91 CLI cases, none ending in a traceback.
 
-* 72 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
-  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 21
+* 75 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 24
   (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
   a results folder with no usable entry, which is one error; and SITE_UNVERIFIED: an image whose bytes are not
-  the declared, valid ones is not published, with a warning naming the submission);
+  the declared, valid ones is not published, with a warning naming the submission; WORKER_DEATHS: a thumbnail
+  worker killed, out of memory or refused a write ends the build in one error line);
 * 16 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
   U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation).
 
@@ -780,6 +781,32 @@ def test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, mutate):
     assert (site / "model" / f"{BAD}.html").is_file()
 
 
+# (id, the code a thumbnail worker runs instead of its work): exit 1 with one line naming the worker, no site
+WORKER_DEATHS = [
+    ("killed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+    ("out-of-memory", "raise MemoryError"),
+    ("file-too-large", "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)); "
+                       "from cultureboard.site.thumbs import main; main()"),
+]
+
+
+@pytest.mark.parametrize("code", [pytest.param(c[1], id=c[0]) for c in WORKER_DEATHS])
+def test_a_dead_thumbnail_worker_ends_the_build_in_one_line(capsys, tmp_path, scored, monkeypatch, code):
+    import os
+    import sys
+
+    from cultureboard.site import thumbs
+
+    monkeypatch.setattr(thumbs, "WORKER", [sys.executable, "-c", code])
+    monkeypatch.setattr(thumbs, "PROCESS_THRESHOLD", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    paths = board(tmp_path, scored)
+    rc, text = build(capsys, scored, paths, reuse=False)
+    [line] = text.splitlines()
+    assert rc == 1 and line.startswith("error: a thumbnail worker process: ") and "(fix: " in line, text
+    assert not paths["out"].exists()
+
+
 def test_site_with_no_usable_entry_is_one_error(capsys, tmp_path, scored):
     paths = board(tmp_path, scored, good=False)
     write("results/lab__bad/summary.json", "{")(paths)
@@ -837,5 +864,6 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
 def test_corpus_count():
     """The figures of the module docstring."""
     rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1 + len(SITE_UNVERIFIED)
+    rejected += len(WORKER_DEATHS)
     accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
-    assert (rejected, accepted, rejected + accepted) == (72, 16, 88)
+    assert (rejected, accepted, rejected + accepted) == (75, 16, 91)
