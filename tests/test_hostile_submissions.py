@@ -1,7 +1,7 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 91 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 95 CLI cases, none ending in a traceback.
 
 * 75 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
   capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 24
@@ -9,8 +9,10 @@ Corpus count (for the README; ``test_corpus_count`` keeps it true): 91 CLI cases
   a results folder with no usable entry, which is one error; and SITE_UNVERIFIED: an image whose bytes are not
   the declared, valid ones is not published, with a warning naming the submission; WORKER_DEATHS: a thumbnail
   worker killed, out of memory or refused a write ends the build in one error line);
-* 16 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
-  U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation).
+* 20 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 7 (a raw
+  U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation; and
+  CSV_FORMULAS: names a spreadsheet would run as a formula after whitespace, a line feed or in full-width forms,
+  published with a leading apostrophe in every CSV download).
 
 The inspect_image unit tests above the corpus are not counted.
 """
@@ -807,6 +809,33 @@ def test_a_dead_thumbnail_worker_ends_the_build_in_one_line(capsys, tmp_path, sc
     assert not paths["out"].exists()
 
 
+# (id, lab__bad's organization): every CSV download cell holding it starts with an apostrophe, so no spreadsheet
+# runs it as a formula
+CSV_FORMULAS = [
+    ("after-spaces", "  =HYPERLINK(\"http://x.invalid\")"),
+    ("after-a-line-feed", "\n=1+1"),
+    ("full-width-equals", "\uff1dcmd|' /C calc'!A0"),
+    ("full-width-at-after-ideographic-space", "\u3000\uff20SUM(A1)"),
+]
+
+
+@pytest.mark.parametrize("organization", [pytest.param(c[1], id=c[0]) for c in CSV_FORMULAS])
+def test_site_csv_downloads_neutralise_formula_triggers(capsys, tmp_path, scored, organization):
+    import csv
+    import unicodedata
+
+    paths = board(tmp_path, scored)
+    spec = read_spec(paths["submissions"] / BAD)
+    spec["organization"] = organization
+    write_spec(paths["submissions"] / BAD, spec)
+    rc, text = build(capsys, scored, paths)
+    assert rc == 0, text
+    cells = [cell for path in sorted(paths["out"].rglob("*.csv")) for row in csv.reader(path.open(encoding="utf-8"))
+             for cell in row if organization.strip() in cell]
+    assert cells and all(cell.startswith("'") for cell in cells), cells[:5]
+    assert all(unicodedata.normalize("NFKC", cell).lstrip()[:1] not in "=+-@" for cell in cells)
+
+
 def test_site_with_no_usable_entry_is_one_error(capsys, tmp_path, scored):
     paths = board(tmp_path, scored, good=False)
     write("results/lab__bad/summary.json", "{")(paths)
@@ -865,5 +894,5 @@ def test_corpus_count():
     """The figures of the module docstring."""
     rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1 + len(SITE_UNVERIFIED)
     rejected += len(WORKER_DEATHS)
-    accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
-    assert (rejected, accepted, rejected + accepted) == (75, 16, 91)
+    accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3 + len(CSV_FORMULAS)
+    assert (rejected, accepted, rejected + accepted) == (75, 20, 95)
