@@ -2,9 +2,9 @@
 ``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
 the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 26 cases, 26 rejected cleanly, 0
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 34 cases, 34 rejected cleanly, 0
 accepted by design. Rejected: merge-shards 21 (MERGE_SHARDS and BAD_IDS: ids that are not one path component),
-evaluate 5 (UNWRITABLE: an --out or --cache
+compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 5 (UNWRITABLE: an --out or --cache
 inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
 sound shards and the EXIF test are not counted.
 """
@@ -162,6 +162,46 @@ def test_counts_notes_add_up_and_other_notes_must_agree(capsys, tmp_path, world)
     with_notes(shards, {"cube.quality": {"chance": 0.25, "counts": {"judge_failed": 1}}}, "1-of-2")
     line = one_error(capsys, ["merge-shards", tmp_path / "chance", SID, "--dataset", world["dataset"]])
     assert line.startswith(f"error: {shards / '1-of-2'}: disagrees with an earlier shard about cube.quality"), line
+
+
+# ------------------------------------------------------------------------------------ compare-results
+
+
+def summary(**provenance) -> dict:
+    base = {"submission": {"sha256": "a" * 64}, "dataset": {"revision": "r1"}, "scorers": [],
+            "settings": {"seed": 0, "n_boot": 1000, "ci_level": 0.95}, "options": {"repetitions": 5}}
+    return {"provenance": {**base, **provenance},
+            "metrics": [{"metric": "cube.awareness", "slice_type": "overall", "slice": "all", "value": 0.5}]}
+
+
+# (id, the new run's summary, or its raw text): compare-results exits 1 naming what differs (settings: never
+# "the provenance matches"), or 2 with one error line for a file that is not a summary
+COMPARE = [
+    ("another-seed", summary(settings={"seed": 1, "n_boot": 1000, "ci_level": 0.95}), "settings: settings.seed: 0 -> 1"),
+    ("fewer-resamples", summary(settings={"seed": 0, "n_boot": 10, "ci_level": 0.95}), "settings.n_boot: 1000 -> 10"),
+    ("another-option", summary(options={"repetitions": 6}), "options.repetitions: 5 -> 6"),
+    ("an-option-only-there", summary(options={"repetitions": 5, "judge": "x"}), "options.judge: 'not given' -> 'x'"),
+    ("an-option-of-another-type", summary(options={"repetitions": 5.0}), "options.repetitions: 5 -> 5.0"),
+    ("deep-nesting", '{"metrics": [], "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "cannot be read as JSON"),
+    ("an-integer-of-5000-digits", '{"metrics": [], "x": 1' + "0" * 5000 + "}", "cannot be read as JSON"),
+    ("a-value-beyond-a-float", json.dumps(summary()).replace('"value": 0.5', '"value": 1' + "0" * 400),
+     "value: cube.awareness [overall=all]: 0.5 -> None"),
+]
+
+
+@pytest.mark.parametrize("new, words", [pytest.param(*c[1:], id=c[0]) for c in COMPARE])
+def test_compare_results_names_every_difference(capsys, tmp_path, new, words):
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    (tmp_path / "old" / "summary.json").write_text(json.dumps(summary()))
+    (tmp_path / "new" / "summary.json").write_text(new if isinstance(new, str) else json.dumps(new))
+    code = main(["compare-results", str(tmp_path / "old"), str(tmp_path / "new")])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "provenance matches" not in out
+    if "cannot be read" in words:
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+    else:
+        assert code == 1 and words in out, out
 
 
 # ------------------------------------------------------------------------------------ evaluate
