@@ -2,8 +2,9 @@
 ``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
 the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 34 cases, 34 rejected cleanly, 0
-accepted by design. Rejected: merge-shards 21 (MERGE_SHARDS and BAD_IDS: ids that are not one path component),
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 38 cases, 38 rejected cleanly, 0
+accepted by design. Rejected: merge-shards 25 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
+SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
 compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 5 (UNWRITABLE: an --out or --cache
 inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
 sound shards and the EXIF test are not counted.
@@ -17,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from cultureboard.evaluators import evaluate
@@ -132,6 +134,38 @@ def test_merge_shards_refuses_an_id_that_is_not_one_path_component(capsys, tmp_p
     line = one_error(capsys, ["merge-shards", results, sid, "--dataset", world["dataset"]])
     assert line.startswith(f"error: merge-shards {sid!r}: id "), line
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def rows_of(other: str | None, digest: bool = True):
+    """Shard 0 with the rows of shard ``other`` (None: no rows), its shard.json's digest and row count updated to
+    match when ``digest`` (a consistent forgery), left as they were otherwise (a swapped file)."""
+    def mutate(shard: Path) -> None:
+        scores = shard / "scores.parquet"
+        table = pq.read_table(shard.parent / other / "scores.parquet") if other else pq.read_table(scores).slice(0, 0)
+        pq.write_table(table, scores)
+        if digest:
+            shard_json(lambda info: {**info, "rows": table.num_rows,
+                                     "rows_sha256": hashlib.sha256(scores.read_bytes()).hexdigest()})(shard)
+    return mutate
+
+
+# (id, mutation of shard 0-of-2, problem): merge-shards exits 1 naming shard 0 and the problem, no result
+SHARD_ROWS = [
+    ("another-shards-rows", rows_of("1-of-2"), "holds rows of prompts that are not part 0 of 2"),
+    ("another-shards-file", rows_of("1-of-2", digest=False), "holds other rows than it recorded"),
+    ("no-rows", rows_of(None), "holds no rows"),
+    ("no-digest", shard_json(lambda info: {k: v for k, v in info.items() if k != "rows_sha256"}),
+     "is not a complete shard result"),
+]
+
+
+@pytest.mark.parametrize("mutate, problem", [pytest.param(*c[1:], id=c[0]) for c in SHARD_ROWS])
+def test_merge_shards_checks_each_shards_rows(capsys, tmp_path, world, mutate, problem):
+    shards = shutil.copytree(world["shards"], tmp_path / f"{SID}.shards")
+    mutate(shards / "0-of-2")
+    line = one_error(capsys, ["merge-shards", tmp_path, SID, "--dataset", world["dataset"]])
+    assert line.startswith(f"error: {shards / '0-of-2'}: {problem}"), line
+    assert not (tmp_path / SID).exists()
 
 
 def test_the_undamaged_shards_merge(capsys, tmp_path, world):
