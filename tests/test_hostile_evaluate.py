@@ -2,8 +2,8 @@
 ``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
 the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 38 cases, 38 rejected cleanly, 0
-accepted by design. Rejected: merge-shards 25 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 39 cases, 39 rejected cleanly, 0
+accepted by design. Rejected: merge-shards 26 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
 SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
 compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 5 (UNWRITABLE: an --out or --cache
 inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
@@ -149,8 +149,20 @@ def rows_of(other: str | None, digest: bool = True):
     return mutate
 
 
+def other_values(shard: Path) -> None:
+    """Shard 0's own rows with other values: the row count holds, only the digest tells."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pq.read_table(shard / "scores.parquet")
+    column = table.schema.get_field_index("value")
+    pq.write_table(table.set_column(column, "value", pc.add(table.column("value"), pa.scalar(1.0))),
+                   shard / "scores.parquet")
+
+
 # (id, mutation of shard 0-of-2, problem): merge-shards exits 1 naming shard 0 and the problem, no result
 SHARD_ROWS = [
+    ("other-values", other_values, "holds other rows than it recorded"),
     ("another-shards-rows", rows_of("1-of-2"), "holds rows of prompts that are not part 0 of 2"),
     ("another-shards-file", rows_of("1-of-2", digest=False), "holds other rows than it recorded"),
     ("no-rows", rows_of(None), "holds no rows"),

@@ -2,11 +2,11 @@
 of tests/commons_server.py): licence spellings, answers of the wrong shape, rename cycles, repeating
 continuations and servers that drip.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 82 cases, 70 rejected cleanly, 12
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 83 cases, 71 rejected cleanly, 12
 accepted by design. Rejected: 52 non-free or unclear licence spellings (NOT_FREE: the image left out, its reason in
 references-missing), 15 API answers of the wrong shape (WRONG_SHAPES: one error line, exit 1, the dataset's
-existing references kept), a file and an API answer dripping a byte at a time (past their time limit), and a
-rename cycle (the title left out with the reason, the run ends). Accepted by design: 10 free spellings
+existing references kept), a continuation repeating over three titles (stopped at the first repeat), a file and
+an API answer dripping a byte at a time (past their time limit), and a rename cycle (the title left out with the reason, the run ends). Accepted by design: 10 free spellings
 (FREE: kept) and 2 odd but usable answers (lone surrogates in the metadata, kept as U+FFFD; a javascript: page
 URL, kept without it).
 """
@@ -201,6 +201,18 @@ def test_an_answer_of_the_wrong_shape_stops_the_run_and_keeps_the_references(cap
     assert code == 1 and err.count("\n") == 1 and err.startswith(f"error: --commons-api {server.api}: "), err
     after = {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and ".references-download" not in p.parts}
     assert after == before
+
+
+def test_a_repeating_continuation_stops_at_its_first_repeat(capsys, tmp_path):
+    """Three titles would allow three continuations; the repeat is seen at the second answer."""
+    names = ["Bread.jpg", "Cake.jpg", "Pie.jpg"]
+    folder = make_dataset(tmp_path / "dataset", rows(names))
+    with CommonsServer([FakeFile(n, GOOD) for n in names]) as server:
+        server.reshape = dict(WRONG_SHAPES)["continue-repeats"]
+        code, err = finishes(lambda: fetch(capsys, folder, server))
+        queries = server.requests.count("/w/api.php")
+    assert code == 1 and "answered a continued imageinfo query in a shape" in err, err
+    assert queries == 2
 
 
 def test_a_dripping_file_is_left_out_at_its_time_limit(capsys, tmp_path, monkeypatch):
