@@ -1,12 +1,14 @@
-"""Hostile inputs against the scoring engine: ``merge-shards`` on damaged shards (through the real CLI), an
-``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
-the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
+"""Hostile inputs against the scoring engine: ``merge-shards`` on damaged shards and unsafe ids (through the real
+CLI), ``compare-results`` on runs that differ in settings and on pathological JSON, an ``--out`` or ``--cache``
+that cannot be written and a seed or option out of range (refused before any scoring), Hub images whose bytes are
+not the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 39 cases, 39 rejected cleanly, 0
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 43 cases, 43 rejected cleanly, 0
 accepted by design. Rejected: merge-shards 26 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
 SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
-compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 5 (UNWRITABLE: an --out or --cache
-inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
+compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 9
+(OUT_OF_RANGE: a seed or an integer option below 0 or beyond 64 bits; UNWRITABLE: an --out or --cache inside a
+file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
 sound shards and the EXIF test are not counted.
 """
 
@@ -283,6 +285,26 @@ def test_unwritable_out_or_cache_is_refused_before_any_scoring(capsys, request, 
     named = f"--cache {bad}" if option == "cache" else bad / SID
     assert line.startswith(f"error: {named}: {problem}"), line
     assert not (tmp_path / "results").exists() and not (tmp_path / "cache").exists() and not bad.exists()
+
+
+# (id, extra evaluate arguments, the option named): exit 2 with one line, before any scoring, nothing written
+OUT_OF_RANGE = [
+    ("negative-seed", ["--seed", "-1"], "--seed -1"),
+    ("seed-beyond-64-bits", ["--seed", str(2**64)], f"--seed {2**64}"),
+    ("negative-integer-option", ["--option", "repetitions=-1"], "option repetitions=-1"),
+    ("integer-option-beyond-64-bits", ["--option", f"repetitions={2**70}"], f"option repetitions={2**70}"),
+]
+
+
+@pytest.mark.parametrize("extra, named", [pytest.param(*c[1:], id=c[0]) for c in OUT_OF_RANGE])
+def test_evaluate_range_checks_the_seed_and_integer_options(capsys, tmp_path, world, monkeypatch, extra, named):
+    monkeypatch.setattr(engine, "_score", no_scoring)
+    code = main([str(a) for a in ["evaluate", world["submission"], "--dataset", world["dataset"], "--scorers",
+                                  world["scorers"], "--device", "cpu", "--out", tmp_path / "results", *extra]])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {named}: ") and "Traceback" not in err, err
+    assert not (tmp_path / "results").exists()
 
 
 def test_hub_images_that_differ_from_their_sha256_are_refused(tmp_path, world, monkeypatch):

@@ -276,7 +276,7 @@ def _type_name(tp) -> str:
         return "one of " + ", ".join(map(str, typing.get_args(tp)))
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         return " or ".join(_type_name(t) for t in typing.get_args(tp))
-    return getattr(tp, "__name__", str(tp))
+    return "int (0 to 2**63 - 1)" if tp is int else getattr(tp, "__name__", str(tp))
 
 
 def _convert(text: str, tp) -> Any:
@@ -329,6 +329,6 @@ def _fits(value: Any, tp) -> bool:
         return value is None
     if tp is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is int:  # counts, sizes and seeds: non-negative and within 64 bits
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
     return isinstance(value, tp)
