@@ -260,7 +260,9 @@ def parse_options(family: Family, given: Mapping[str, Any] | None = None, *,
             raise fail(f"--option {item}", str(exc)) from None
     for name, value in values.items():
         if not _fits(value, hints[name]):
-            raise fail(f"option {name}={value!r}", f"must be {_type_name(hints[name])}")
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            raise fail(f"option {name}={value!r}",
+                       f"must be {_type_name(hints[name])}{'; an int is 0 to 2**63 - 1' if whole else ''}")
     try:
         return family.options(**values)
     except (TypeError, ValueError) as exc:
@@ -276,7 +278,7 @@ def _type_name(tp) -> str:
         return "one of " + ", ".join(map(str, typing.get_args(tp)))
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         return " or ".join(_type_name(t) for t in typing.get_args(tp))
-    return "int (0 to 2**63 - 1)" if tp is int else getattr(tp, "__name__", str(tp))
+    return getattr(tp, "__name__", str(tp))
 
 
 def _convert(text: str, tp) -> Any:
