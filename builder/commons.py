@@ -13,10 +13,13 @@ templates of the file page): see :func:`license_problem` (an allow-list, :mod:`.
 and are kept as plain text (:func:`plain_text`).
 
 Downloads (:func:`download`) follow redirects only within the same scheme and host, stop reading after
-``max_bytes`` and are retried through :func:`cultureboard.http.with_retries`; every other failure is a
-:class:`Rejected` with a one-line reason. API failures (unreachable, HTTP errors after the retries, an
-answer that is not API JSON, an API ``error``) are a :class:`~cultureboard.errors.CultureboardError`:
-without the API nothing can be listed, so the whole command stops.
+``max_bytes`` or :data:`FILE_SECONDS` (all attempts together, however slowly the server sends) and are retried
+through :func:`cultureboard.http.with_retries`; every other failure is a :class:`Rejected` with a one-line reason.
+API failures (unreachable, HTTP errors after the retries, an answer slower than :data:`API_SECONDS`, an answer
+that is not API JSON or has another shape than the API gives, an API ``error``, a continuation that repeats) are a
+:class:`~cultureboard.errors.CultureboardError`: without the API nothing can be listed, so the whole command
+stops and the dataset keeps its references. Strings of an answer lose lone surrogates, and only http(s) URLs are
+kept.
 """
 
 from __future__ import annotations
