@@ -9,8 +9,8 @@ Two queries, both ``action=query&format=json&formatversion=2``:
   that Commons also names a thumbnail that fits a ``side`` x ``side`` box.
 
 A file's licence is judged from its ``extmetadata`` (Extension:CommonsMetadata, filled from the licence
-templates of the file page): see :func:`license_problem` (an allow-list, :mod:`.licences`). Author, credit and attribution arrive as HTML
-and are kept as plain text (:func:`plain_text`).
+templates of the file page): see :func:`license_problem` (an allow-list, :mod:`.licences`). Author, credit
+and attribution arrive as HTML and are kept as plain text (:func:`plain_text`).
 
 Downloads (:func:`download`) follow redirects only within the same scheme and host, stop reading after
 ``max_bytes`` or :data:`FILE_SECONDS` (all attempts together, however slowly the server sends) and are retried
@@ -217,7 +217,8 @@ class CommonsAPI:
             raise self._error("did not answer with MediaWiki API JSON")
         if "error" in answer:
             err = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise self._error(f"refused a query ({_text(str(err.get('code', '?')))}: {_text(str(err.get('info', '')))})")
+            code, info = _text(str(err.get("code", "?"))), _text(str(err.get("info", "")))
+            raise self._error(f"refused a query ({code}: {info})")
         return answer
 
     def _error(self, problem: str) -> CultureboardError:
@@ -312,9 +313,8 @@ def _imageinfo_shaped(query: dict) -> bool:
     title, ``imageinfo`` a list of mappings when present) and renames as lists of {from, to} strings."""
     pages = query.get("pages")
     return (isinstance(pages, list)
-            and all(isinstance(p, dict) and isinstance(p.get("title"), str)
-                    and isinstance(p.get("imageinfo", []), list) and all(isinstance(i, dict) for i in p.get("imageinfo", []))
-                    for p in pages)
+            and all(isinstance(p, dict) and isinstance(p.get("title"), str) and isinstance(p.get("imageinfo", []), list)
+                    and all(isinstance(i, dict) for i in p.get("imageinfo", [])) for p in pages)
             and all(isinstance(query.get(key, []), list)
                     and all(isinstance(n, dict) and isinstance(n.get("from"), str) and isinstance(n.get("to"), str)
                             for n in query.get(key, []))
@@ -341,7 +341,8 @@ class Downloaded:
 
 
 def download(url: str, *, user_agent: str, max_bytes: int, timeout: float = 30.0, retries: int = 3,
-             backoff: float = 1.0, sleep: Callable[[float], None] = time.sleep, deadline: float | None = None) -> Downloaded:
+             backoff: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+             deadline: float | None = None) -> Downloaded:
     """The bytes at ``url`` (at most ``max_bytes``), or :class:`Rejected` with the reason. Every attempt together
     ends within :data:`FILE_SECONDS` (and by ``deadline``, a ``time.monotonic()`` value: the run's limit), plus
     one socket timeout, however slowly the server sends."""

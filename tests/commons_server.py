@@ -191,7 +191,7 @@ class CommonsServer:
                   "LicenseShortName": f.license, "License": f.license_code, "LicenseUrl": f.license_url,
                   "Artist": f.artist, "Credit": f.credit, "Attribution": f.attribution,
                   "UsageTerms": f.usage_terms,
-                  "NonFree": f.non_free if isinstance(f.non_free, str) else "true" if f.non_free else None, "Copyrighted": "True"}
+                  "NonFree": f.non_free if isinstance(f.non_free, str) else ("true" if f.non_free else None), "Copyrighted": "True"}
         return {k: {"value": v, "source": "commons-desc-page", "hidden": ""} for k, v in fields.items() if v is not None}
 
 

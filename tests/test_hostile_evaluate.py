@@ -225,7 +225,8 @@ def summary(**provenance) -> dict:
 # (id, the new run's summary, or its raw text): compare-results exits 1 naming what differs (settings: never
 # "the provenance matches"), or 2 with one error line for a file that is not a summary
 COMPARE = [
-    ("another-seed", summary(settings={"seed": 1, "n_boot": 1000, "ci_level": 0.95}), "settings: settings.seed: 0 -> 1"),
+    ("another-seed", summary(settings={"seed": 1, "n_boot": 1000, "ci_level": 0.95}),
+     "settings: settings.seed: 0 -> 1"),
     ("fewer-resamples", summary(settings={"seed": 0, "n_boot": 10, "ci_level": 0.95}), "settings.n_boot: 1000 -> 10"),
     ("another-option", summary(options={"repetitions": 6}), "options.repetitions: 5 -> 6"),
     ("an-option-only-there", summary(options={"repetitions": 5, "judge": "x"}), "options.judge: 'not given' -> 'x'"),

@@ -19,7 +19,8 @@ GOOD_CSV = "".join(f"r1,lab__m,images/{k}.png,{k + 1}\n" for k in range(3))
 
 
 def jsonl(**last) -> str:
-    rows = [{"rater": "r1", "submission": "lab__m", "file_name": f"images/{k}.png", "gt_faith": k + 1} for k in range(3)]
+    rows = [{"rater": "r1", "submission": "lab__m", "file_name": f"images/{k}.png", "gt_faith": k + 1}
+            for k in range(3)]
     return "".join(json.dumps(r) + "\n" for r in rows) + json.dumps(
         {"rater": "r1", "submission": "lab__m", "file_name": "images/3.png", "gt_faith": 4, **last}) + "\n"
 

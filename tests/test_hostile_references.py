@@ -6,9 +6,9 @@ Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 83 case
 accepted by design. Rejected: 52 non-free or unclear licence spellings (NOT_FREE: the image left out, its reason in
 references-missing), 15 API answers of the wrong shape (WRONG_SHAPES: one error line, exit 1, the dataset's
 existing references kept), a continuation repeating over three titles (stopped at the first repeat), a file and
-an API answer dripping a byte at a time (past their time limit), and a rename cycle (the title left out with the reason, the run ends). Accepted by design: 10 free spellings
-(FREE: kept) and 2 odd but usable answers (lone surrogates in the metadata, kept as U+FFFD; a javascript: page
-URL, kept without it).
+an API answer dripping a byte at a time (past their time limit), and a rename cycle (the title left out with the
+reason, the run ends). Accepted by design: 10 free spellings (FREE: kept) and 2 odd but usable answers (lone
+surrogates in the metadata, kept as U+FFFD; a javascript: page URL, kept without it).
 """
 
 from __future__ import annotations
@@ -111,6 +111,11 @@ def fetch(capsys, folder, server) -> tuple[int, str]:
     return code, err
 
 
+def kept_files(folder) -> dict:
+    """Every file of the dataset folder with its bytes (the download staging folder left out)."""
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and ".references-download" not in p.parts}
+
+
 def finishes(call, seconds: float = 60.0):
     """``call()``'s value, run on a thread: a hang (the defect these tests guard against) fails instead of waiting."""
     box = {}
@@ -195,12 +200,11 @@ def test_an_answer_of_the_wrong_shape_stops_the_run_and_keeps_the_references(cap
     folder = make_dataset(tmp_path / "dataset", [{**rows(["Bread.jpg"])[0], "commons_category": "Bread"}])
     with CommonsServer(files, {"Bread": ["Bread.jpg"]}) as server:
         assert fetch(capsys, folder, server)[0] == 0
-        before = {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and ".references-download" not in p.parts}
+        before = kept_files(folder)
         server.reshape = reshape
         code, err = finishes(lambda: fetch(capsys, folder, server))
     assert code == 1 and err.count("\n") == 1 and err.startswith(f"error: --commons-api {server.api}: "), err
-    after = {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and ".references-download" not in p.parts}
-    assert after == before
+    assert kept_files(folder) == before
 
 
 def test_a_repeating_continuation_stops_at_its_first_repeat(capsys, tmp_path):

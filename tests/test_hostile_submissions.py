@@ -881,7 +881,8 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
     landscape = Image.open(folder / rows[0]["file_name"]).convert("RGB")
     data = encode(landscape.transpose(Image.Transpose.ROTATE_90), "JPEG", exif=EXIF_ROTATED)
     (folder / rows[0]["file_name"]).unlink()
-    rows[0].update(file_name=rows[0]["file_name"].removesuffix(".png") + ".jpg", sha256=hashlib.sha256(data).hexdigest())
+    rows[0].update(file_name=rows[0]["file_name"].removesuffix(".png") + ".jpg",
+                   sha256=hashlib.sha256(data).hexdigest())
     (folder / rows[0]["file_name"]).write_bytes(data)  # declared in metadata.jsonl: the site publishes only those bytes
     (folder / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     rc, text = build(capsys, scored, paths, reuse=False)

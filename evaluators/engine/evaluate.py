@@ -139,8 +139,8 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
         with atomic_dir(target, kind="shard") as tmp:
             pq.write_table(table, tmp / "scores.parquet")
             digest = hashlib.sha256((tmp / "scores.parquet").read_bytes()).hexdigest()
-            (tmp / "shard.json").write_text(json.dumps({"provenance": provenance, "shard": list(shard), "rows":
-                                                        table.num_rows, "rows_sha256": digest}, indent=2, sort_keys=True))
+            record = {"provenance": provenance, "shard": list(shard), "rows": table.num_rows, "rows_sha256": digest}
+            (tmp / "shard.json").write_text(json.dumps(record, indent=2, sort_keys=True))
         return target
     return _write_results(target, table, provenance, family, pspec, prompts)
 

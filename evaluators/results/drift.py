@@ -112,7 +112,8 @@ def compare_results(baseline_dir: str | Path, new_dir: str | Path, tolerance: fl
         drifts.append(_record("dataset_revision", f"the dataset revision changed ({old_rev} -> {new_rev})",
                               baseline=old_rev, new=new_rev))
     for part in ("settings", "options"):
-        was, now = _flat(_get(old, f"provenance.{part}") or {}, part), _flat(_get(new, f"provenance.{part}") or {}, part)
+        was = _flat(_get(old, f"provenance.{part}") or {}, part)
+        now = _flat(_get(new, f"provenance.{part}") or {}, part)
         for key in sorted(set(was) | set(now)):
             if key not in now or key not in was or was[key] != now[key] or type(was[key]) is not type(now[key]):
                 a, b = was.get(key, "not given"), now.get(key, "not given")
