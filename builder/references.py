@@ -21,11 +21,11 @@ with none is a row of ``references-missing`` with the reasons, one line.
 Downloads run on ``connections`` threads (a politeness limit: at most 4), the API is queried one request at a time,
 every read is bounded in time overall (an API answer, a file, the run's downloads: a server sending a byte a second
 cannot hold the run), an API answer of another shape than the MediaWiki API gives stops the run before anything is
-written (as an unreachable API does), and every request names the project and the operator's contact in its User-
-Agent, as Wikimedia's policy asks. Verified downloads are kept in ``DATASET/.references-download/`` (one file per
-(URL, Commons SHA-1)) until the dataset is rewritten; a run first unpacks the images already in the ``references``
-config there (where their sha256 holds), so an interrupted or repeated run downloads only what it lacks. Images stay
-on disk, not in memory: the config is written shard by shard from there.
+written (as an unreachable API does), and every request names the project and the operator's contact in its
+User-Agent, as Wikimedia's policy asks. Verified downloads are kept in ``DATASET/.references-download/`` (one file
+per (URL, Commons SHA-1)) until the dataset is rewritten; a run first unpacks the images already in the
+``references`` config there (where their sha256 holds), so an interrupted or repeated run downloads only what it
+lacks. Images stay on disk, not in memory: the config is written shard by shard from there.
 
 The dataset folder is rewritten as a whole (unchanged files are hard links): the two configs, the card
 (its YAML ``configs`` and a "Reference images" section with the licences and the attribution of every
