@@ -40,6 +40,13 @@ def _csv(value: str | None) -> list[str] | None:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _seed(value: int) -> int:
+    """``--seed``, refused in one line unless it is 0 to 2**63 - 1 (what every random generator takes)."""
+    if not 0 <= value < 2**63:
+        raise CultureboardError(f"--seed {value}", "is out of range", "give a seed from 0 to 2**63 - 1", exit_code=2)
+    return value
+
+
 def _plain(value):
     """JSON for what the Python functions return besides JSON values: paths, numpy scalars, sets."""
     if hasattr(value, "item"):
@@ -199,6 +206,9 @@ def build_site(results, dataset, submissions, out, ratings, order, as_json):
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
+    for entry in info["unverified"]:
+        click.echo(f"warning: {entry['submission']}: image {entry['file']} {entry['problem']} (fix: run `cultureboard "
+                   f"validate` on the submission and fix what it reports); it is not published", err=True)
     _emit(as_json, info, f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
                          f"open {Path(out) / 'index.html'}")
 
@@ -465,7 +475,8 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 @device_option
 @dtype_option
 @click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of any random groups a family draws.")
+@click.option("--seed", default=0, show_default=True, callback=lambda ctx, param, value: _seed(value),
+              help="Seed of the bootstrap and of any random groups a family draws (0 to 2**63 - 1).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard list-metrics`).")
 @json_option

@@ -66,10 +66,11 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     diagnostic on a slice is greyed there and never ranks it. ``built``: the build date shown in every footer
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
     the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
-    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. Thumbnails of an earlier build in ``out`` are reused; ``out`` is replaced atomically. A
-    result that cannot be shown is left out, named in every page's footer and in ``skipped``. Returns {out,
-    pages, largest_page, largest_page_bytes, thumbnails, missing_images, skipped, seconds, phases: {load, images,
-    pages, replace} seconds}.
+    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. Thumbnails of an earlier
+    build in ``out`` are reused; ``out`` is replaced atomically. A result that cannot be shown is left out, named in
+    every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
+    and is listed in ``unverified``. Returns {out, pages, largest_page, largest_page_bytes, thumbnails,
+    missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}.
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
@@ -83,7 +84,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
                           "trust_page": bool(board.trust), "galleries": {}})
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
-        media, keep_media = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
+        media, keep_media, unverified = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
         media_at = time.perf_counter()
         site.env.globals["galleries"] = gallery.gallery_pages(site, board, media, page_size)
         leaderboards.overview(site, board)
@@ -106,7 +107,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     statuses = [m["status"] for m in media.values()]
     return {"out": str(out), "pages": len(site.sizes), "largest_page": largest,
             "largest_page_bytes": site.sizes[largest], "thumbnails": statuses.count("ok"),
-            "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped,
+            "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped, "unverified": unverified,
             "seconds": round(time.perf_counter() - start, 3),
             "phases": {"load": round(loaded_at - start, 3), "images": round(media_at - loaded_at, 3),
                        "pages": round(pages_at - media_at, 3), "replace": round(time.perf_counter() - pages_at, 3)}}

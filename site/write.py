@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,8 +143,13 @@ _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\*?")
 
 
 def _csv_cell(value):
-    """Text that a spreadsheet would run as a formula (starting with = + - @, a tab or a carriage return) gets a
-    leading apostrophe (CSV injection); a plain signed number such as a paper's printed "-0.1078" is left as it is."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") and not _NUMBER.fullmatch(value):
+    """Text that a spreadsheet would run as a formula gets a leading apostrophe (CSV injection): text that starts
+    with a tab, a carriage return or a line feed, or whose first character after any leading whitespace, in its
+    NFKC form (full-width ＝ ＋ － ＠ are = + - @), is = + - or @. A plain signed number such as a paper's printed
+    "-0.1078" is left as it is."""
+    if not isinstance(value, str):
+        return value
+    head = unicodedata.normalize("NFKC", value).lstrip()
+    if value[:1] in ("\t", "\r", "\n") or (head[:1] in ("=", "+", "-", "@") and not _NUMBER.fullmatch(value)):
         return "'" + value
     return value
