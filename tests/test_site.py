@@ -178,10 +178,12 @@ def slug(text: str) -> str:
 def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     site = world["site"]
     folders = {"country": "country", "region_group": "region", "continent": "region", "era": "era", "category": "category"}
-    expected = {"index.html", "slices.html", "metrics.html", "trust.html"}
+    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "submissions.html"}
     prompt_sets, families = set(), set()
     for sid, summary in summaries(world).items():
         expected |= {f"model/{sid}.html", f"model/{sid}/images-1.html"}
+        if "__control__" not in sid and not sid.startswith("control__"):  # one overview page per model
+            expected.add("models/{}__{}.html".format(*sid.split("__")[:2]))
         expected |= {f"metric/{card['name']}.html" for card in summary["metrics_info"]}
         prompt_sets.add(summary["provenance"]["prompt_set"])
         families.add(summary["provenance"]["family"])
@@ -480,7 +482,9 @@ def test_leaderboards_show_the_headline_and_a_few_readable_metrics(world):
         for m in metrics:
             assert heads[m]["text"].startswith(family.card(m).title), (m, heads[m]["text"])
             assert not re.search(r"\d\.\d+\s*[,_]\s*\d\.\d+", heads[m]["text"]), heads[m]["text"]
-            assert heads[m]["attrs"].get("data-better") == {"higher": "higher", "lower": "lower"}.get(family.card(m).direction)
+            # a target metric sorts by its distance to the target: lower is better
+            assert heads[m]["attrs"].get("data-better") == {"higher": "higher", "lower": "lower",
+                                                           "target": "lower"}.get(family.card(m).direction)
         assert heads["rank"]["attrs"]["data-better"] == "lower"
         for m in set(spec.metrics) - set(metrics):
             assert (world["site"] / "metric" / f"{m}.html").is_file() or not any(
@@ -766,6 +770,7 @@ def test_gallery_per_prompt_shows_every_submission_side_by_side(world):
 def test_downloads_match_the_tables(world):
     site = world["site"]
     checked = 0
+    targets = {c.name: c.target for f in load_families().values() for c in f.metrics if c.direction == "target"}
     for page in pages(site):
         links = [a["href"] for t, a in page.tags if t == "a" and a.get("href", "").endswith((".csv", ".json"))]
         for table_id in page.tables:
@@ -789,6 +794,8 @@ def test_downloads_match_the_tables(world):
                         assert cell["text"] == ("—" if not best else best if best == worst else f"{best}–{worst}")
                     elif key in ("image", "notes"):
                         continue
+                    elif "data-sort" in cell["attrs"] and key in targets:  # sorted by the distance to the target
+                        assert float(cell["attrs"]["data-sort"]) == pytest.approx(abs(float(row[key]) - targets[key]))
                     elif "data-sort" in cell["attrs"]:
                         assert cell["attrs"]["data-sort"] == row[key], (page.path, key)
                     elif cell["text"] and not [t for t, a in cell["tags"] if t == "span"]:
