@@ -9,14 +9,17 @@ Two queries, both ``action=query&format=json&formatversion=2``:
   that Commons also names a thumbnail that fits a ``side`` x ``side`` box.
 
 A file's licence is judged from its ``extmetadata`` (Extension:CommonsMetadata, filled from the licence
-templates of the file page): see :func:`license_problem`. Author, credit and attribution arrive as HTML
-and are kept as plain text (:func:`plain_text`).
+templates of the file page): see :func:`license_problem` (an allow-list, :mod:`.licences`). Author, credit
+and attribution arrive as HTML and are kept as plain text (:func:`plain_text`).
 
 Downloads (:func:`download`) follow redirects only within the same scheme and host, stop reading after
-``max_bytes`` and are retried through :func:`cultureboard.http.with_retries`; every other failure is a
-:class:`Rejected` with a one-line reason. API failures (unreachable, HTTP errors after the retries, an
-answer that is not API JSON, an API ``error``) are a :class:`~cultureboard.errors.CultureboardError`:
-without the API nothing can be listed, so the whole command stops.
+``max_bytes`` or :data:`FILE_SECONDS` (all attempts together, however slowly the server sends) and are retried
+through :func:`cultureboard.http.with_retries`; every other failure is a :class:`Rejected` with a one-line reason.
+API failures (unreachable, HTTP errors after the retries, an answer slower than :data:`API_SECONDS`, an answer
+that is not API JSON or has another shape than the API gives, an API ``error``, a continuation that repeats) are a
+:class:`~cultureboard.errors.CultureboardError`: without the API nothing can be listed, so the whole command
+stops and the dataset keeps its references. Strings of an answer lose lone surrogates, and only http(s) URLs are
+kept.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from cultureboard.errors import CultureboardError
-from cultureboard.http import is_transient, with_retries
+from cultureboard.http import DeadlinePassed, is_transient, read_body, with_retries
+
+from .licences import licence_problem
 
 COMMONS_API = "https://commons.wikimedia.org/w/api.php"
 #: Titles per imageinfo query: the API's limit for clients without the apihighlimits right.
@@ -44,15 +49,12 @@ EXTMETADATA = ("LicenseShortName", "LicenseUrl", "License", "Artist", "Credit", 
                "UsageTerms")
 #: MIME types kept: the formats a reference image may have (as submissions: PNG, JPEG, WebP).
 IMAGE_MIMES = frozenset({"image/jpeg", "image/png", "image/webp"})
-
-# Licences that forbid commercial use or derivatives, or are not free at all (checked first).
-_NOT_FREE = re.compile(r"(^|[^a-z])(nc|nd)([^a-z]|$)|non-?commercial|no-?deriv|fair[ -]use|non-?free|"
-                       r"all rights reserved", re.IGNORECASE)
-# The Commons licence templates that allow redistribution and modification (short name or licence code).
-_FREE = re.compile(r"^\s*(cc0|cc[ -]zero|cc[ -]by(-sa)?([^a-z]|$)|public domain|pd([^a-z]|$)|pdm([^a-z]|$)|gfdl|"
-                   r"gnu free documentation|fal([^a-z]|$)|free art licen[cs]e|licence art libre|lal([^a-z]|$)|l?gpl|"
-                   r"ogl([^a-z]|$)|open government licen[cs]e|attribution([^a-z-]|$)|copyrighted free use)", re.IGNORECASE)
-
+#: Overall time limits in seconds, whatever the server's pace: one API answer, one file download (all its attempts).
+API_SECONDS, FILE_SECONDS = 120.0, 300.0
+#: The largest API answer read.
+API_MAX_BYTES = 64 * 2**20
+#: Renames (``normalized`` / ``redirects``) followed from one title before the chain counts as a cycle.
+MAX_RENAMES = 10
 
 @dataclass(frozen=True)
 class CommonsFile:
@@ -76,7 +78,8 @@ class CommonsFile:
     author: str | None  # Artist, as plain text
     credit: str | None  # Credit (the source), as plain text
     attribution: str | None  # Attribution: a credit line the licensor asks for, as plain text
-    non_free: bool  # NonFree: Commons marks the file as not free
+    non_free: bool  # NonFree: Commons marks the file as not free (any value but false / 0 / no)
+    usage_terms: str | None = None  # UsageTerms, e.g. "Creative Commons Attribution-Share Alike 4.0", as plain text
 
 
 class Rejected(Exception):
@@ -84,22 +87,11 @@ class Rejected(Exception):
 
 
 def license_problem(f: CommonsFile) -> str | None:
-    """Why ``f``'s licence does not allow redistribution (None when it does).
-
-    Free: CC0, public domain (marks and templates), CC BY and CC BY-SA (any version, ported or not), GFDL,
-    Free Art Licence, GPL / LGPL, the UK Open Government Licence, Attribution and Copyrighted free use.
-    Not free: anything NonFree, NC (non-commercial) or ND (no derivatives), fair use, and a licence that is
-    missing or not on that list."""
-    names = [n for n in (f.license, f.license_code) if n]
-    if f.non_free:
-        return f"non-free (Commons marks it NonFree{': ' + names[0] if names else ''})"
-    if not names:
-        return "no licence in its Commons metadata"
-    if any(_NOT_FREE.search(n) for n in names):
-        return f"non-free licence ({names[0]})"
-    if not any(_FREE.match(n) for n in names):
-        return f"licence not known to be free ({names[0]})"
-    return None
+    """Why ``f``'s licence does not allow redistribution (None when it does): decided from every structured
+    licence field Commons gives (short name, licence code, usage terms, the NonFree mark) by
+    :func:`cultureboard.builder.licences.licence_problem` (an allow-list of free licences)."""
+    return licence_problem({"LicenseShortName": f.license, "License": f.license_code, "UsageTerms": f.usage_terms},
+                           f.non_free)
 
 
 class _Text(HTMLParser):
@@ -122,23 +114,52 @@ def plain_text(value) -> str | None:
     return text or None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value) -> str | None:
+    """A string of an API answer with any lone surrogate (which JSON can carry and UTF-8 cannot) replaced by U+FFFD;
+    None for anything but a non-empty string."""
+    return _SURROGATE.sub("\ufffd", value) if isinstance(value, str) and value else None
+
+
+def _http_url(value) -> str | None:
+    """``value`` when it is an http(s) URL (after :func:`_text`), else None: no other scheme reaches the card."""
+    url = _text(value)
+    return url if url and urllib.parse.urlsplit(url).scheme in ("http", "https") and " " not in url else None
+
+
 def _meta(ext: dict, key: str) -> str | None:
     item = ext.get(key)
     value = item.get("value") if isinstance(item, dict) else None
-    return None if value is None or value == "" else str(value)
+    return None if value is None or value == "" else _text(str(value))
+
+
+def _size(value) -> int:
+    """A count of the answer (pixels, bytes): a non-negative int, not a bool, a float or a string."""
+    if type(value) is not int or value < 0:
+        raise ValueError(value)
+    return value
 
 
 def _file(page: dict, info: dict) -> CommonsFile:
     ext = info.get("extmetadata") or {}
+    if not isinstance(ext, dict) or not isinstance(info.get("sha1"), str):
+        raise ValueError("extmetadata or sha1")
+    thumb, url = _http_url(info.get("thumburl")), _http_url(info["url"])
+    if url is None:
+        raise ValueError("url")
     return CommonsFile(
-        title=page["title"], url=info["url"], file_page=info.get("descriptionurl") or "",
-        width=int(info["width"]), height=int(info["height"]), size=int(info["size"]), sha1=str(info["sha1"]).lower(),
-        mime=str(info.get("mime") or ""), timestamp=str(info.get("timestamp") or ""),
-        thumb_url=info.get("thumburl"), thumb_width=info.get("thumbwidth"), thumb_height=info.get("thumbheight"),
+        title=_text(page["title"]), url=url, file_page=_http_url(info.get("descriptionurl")) or "",
+        width=_size(info["width"]), height=_size(info["height"]), size=_size(info["size"]), sha1=info["sha1"].lower(),
+        mime=_text(info.get("mime")) or "", timestamp=_text(info.get("timestamp")) or "",
+        thumb_url=thumb, thumb_width=_size(info["thumbwidth"]) if thumb else None,
+        thumb_height=_size(info["thumbheight"]) if thumb else None,
         license=plain_text(_meta(ext, "LicenseShortName")), license_code=_meta(ext, "License"),
-        license_url=_meta(ext, "LicenseUrl"), author=plain_text(_meta(ext, "Artist")),
+        license_url=_http_url(_meta(ext, "LicenseUrl")), author=plain_text(_meta(ext, "Artist")),
         credit=plain_text(_meta(ext, "Credit")), attribution=plain_text(_meta(ext, "Attribution")),
-        non_free=str(_meta(ext, "NonFree") or "").strip().lower() in ("true", "1", "yes"),
+        non_free=str(_meta(ext, "NonFree") or "").strip().lower() not in ("", "false", "0", "no"),
+        usage_terms=plain_text(_meta(ext, "UsageTerms")),
     )
 
 
@@ -173,39 +194,55 @@ class CommonsAPI:
         query = urllib.parse.urlencode({**params, "format": "json", "formatversion": "2"})
         request = urllib.request.Request(f"{self.url}?{query}", headers={"User-Agent": self.user_agent,
                                                                           "Accept": "application/json"})
+        deadline = time.monotonic() + API_SECONDS
 
         def attempt() -> bytes:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response.read()
+                return read_body(response, max_bytes=API_MAX_BYTES, deadline=deadline)
 
-        fix = f"check --commons-api (it must be a MediaWiki API endpoint such as {COMMONS_API}) and the network"
         try:
             body = with_retries(attempt, retries=self.retries, backoff=self.backoff, sleep=self.sleep)
         except urllib.error.HTTPError as exc:
-            raise CultureboardError(f"--commons-api {self.url}", f"answered HTTP {exc.code} ({exc.reason})", fix) from None
+            raise self._error(f"answered HTTP {exc.code} ({exc.reason})") from None
+        except DeadlinePassed as exc:
+            raise self._error(f"answered a query too slowly: {exc}, the limit is {API_SECONDS:.0f} s") from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
-            raise CultureboardError(f"--commons-api {self.url}", f"is unreachable ({getattr(exc, 'reason', exc)})",
-                                    fix) from None
+            raise self._error(f"is unreachable ({getattr(exc, 'reason', exc)})") from None
         self.queries += 1
         try:
-            answer = json.loads(body)
-        except ValueError:
+            answer = json.loads(body) if len(body) <= API_MAX_BYTES else None
+        except (ValueError, RecursionError):
             answer = None
         if not isinstance(answer, dict):
-            raise CultureboardError(f"--commons-api {self.url}", "did not answer with MediaWiki API JSON", fix)
+            raise self._error("did not answer with MediaWiki API JSON")
         if "error" in answer:
             err = answer["error"] if isinstance(answer["error"], dict) else {}
-            raise CultureboardError(f"--commons-api {self.url}",
-                                    f"refused a query ({err.get('code', '?')}: {err.get('info', '')})", fix)
+            code, info = _text(str(err.get("code", "?"))), _text(str(err.get("info", "")))
+            raise self._error(f"refused a query ({code}: {info})")
         return answer
+
+    def _error(self, problem: str) -> CultureboardError:
+        """The one-line error that stops the run: nothing is written, the dataset keeps what it has."""
+        return CultureboardError(f"--commons-api {self.url}", problem,
+                                 f"check --commons-api (it must be a MediaWiki API endpoint such as {COMMONS_API}) "
+                                 "and the network, then run again")
+
+    def _shape(self, what: str, ok: bool) -> None:
+        """A :meth:`_error` unless ``ok``: an answer of another shape is not "no files"."""
+        if not ok:
+            raise self._error(f"answered a {what} query in a shape the MediaWiki API never gives")
 
     def category_files(self, category: str, limit: int) -> list[str]:
         """Titles of the first ``limit`` files of ``category`` (at most 500), in the category's order;
-        an empty list when the category has none or does not exist."""
+        an empty list when the category has none or does not exist. An answer without a list of members
+        (each a mapping with a string title) stops the run."""
         answer = self._get({"action": "query", "list": "categorymembers", "cmtitle": category_title(category),
                             "cmtype": "file", "cmlimit": str(max(1, min(limit, 500)))})
-        members = (answer.get("query") or {}).get("categorymembers") or []
-        return [m["title"] for m in members if isinstance(m, dict) and m.get("ns") == 6 and m.get("title")][:limit]
+        query = answer.get("query")
+        members = query.get("categorymembers") if isinstance(query, dict) else None
+        self._shape("categorymembers", isinstance(members, list) and all(
+            isinstance(m, dict) and isinstance(m.get("title"), str) for m in members))
+        return [_text(m["title"]) for m in members if m.get("ns") == 6 and m["title"]][:limit]
 
     def files(self, titles: list[str], side: int) -> dict[str, CommonsFile | str]:
         """For each requested title, its :class:`CommonsFile` or the reason there is none (missing,
@@ -217,6 +254,8 @@ class CommonsAPI:
         return out
 
     def _files_batch(self, titles: list[str], side: int) -> dict[str, CommonsFile | str]:
+        """One imageinfo query, continued while the API says ``continue`` (each continuation must be new: one
+        that repeats, or more continuations than titles, stops the run, as does an answer of another shape)."""
         params = {"action": "query", "prop": "imageinfo", "titles": "|".join(titles),
                   "iiprop": "url|size|sha1|mime|timestamp|extmetadata", "iiurlwidth": str(side),
                   "iiurlheight": str(side), "iiextmetadatafilter": "|".join(EXTMETADATA),
@@ -224,41 +263,62 @@ class CommonsAPI:
         pages: dict[str, dict] = {}
         renamed: dict[str, str] = {}
         cont: dict = {}
-        for _ in range(len(titles) + 1):  # each continuation completes at least one file
+        seen: list[dict] = []
+        while True:
             answer = self._get({**params, **cont})
-            query = answer.get("query") or {}
+            query = answer.get("query")
+            self._shape("imageinfo", isinstance(query, dict) and _imageinfo_shaped(query)
+                        and isinstance(answer.get("continue", {}), dict))
             for key in ("normalized", "redirects"):
                 for n in query.get(key) or []:
                     renamed[n["from"]] = n["to"]
-            for page in query.get("pages") or []:
-                merged = pages.setdefault(page.get("title"), {})
+            for page in query["pages"]:
+                merged = pages.setdefault(page["title"], {})
                 infos = merged.get("imageinfo", []) + (page.get("imageinfo") or [])
                 merged.update(page)
                 if infos:
                     merged["imageinfo"] = infos
-            cont = {k: v for k, v in (answer.get("continue") or {}).items()}
+            cont = {k: str(v) for k, v in (answer.get("continue") or {}).items()}
             if not cont:
                 break
-        out: dict[str, CommonsFile | str] = {}
-        for title in titles:
-            final = title
-            while final in renamed and renamed[final] != final:
-                final = renamed[final]
-            page = pages.get(final)
-            if page is None:
-                out[title] = "no answer from Commons for this title"
-            elif page.get("invalid"):
-                out[title] = f"not a valid file name ({page.get('invalidreason', 'invalid title')})"
-            elif page.get("missing") and not page.get("imageinfo"):
-                out[title] = "not on Commons (no such file)"
-            elif not page.get("imageinfo"):
-                out[title] = "Commons has no image information for it"
-            else:
-                try:
-                    out[title] = _file(page, page["imageinfo"][0])
-                except (KeyError, TypeError, ValueError):
-                    out[title] = "Commons answered incomplete image information"
-        return out
+            self._shape("continued imageinfo", cont not in seen and len(seen) < len(titles))
+            seen.append(cont)
+        return {title: self._describe(title, renamed, pages) for title in titles}
+
+    def _describe(self, title: str, renamed: dict[str, str], pages: dict[str, dict]) -> CommonsFile | str:
+        final = title
+        for _ in range(MAX_RENAMES):
+            if renamed.get(final, final) == final:
+                break
+            final = renamed[final]
+        else:
+            return f"its renames on Commons form a cycle or a chain of more than {MAX_RENAMES}"
+        page = pages.get(final)
+        if page is None:
+            return "no answer from Commons for this title"
+        if page.get("invalid"):
+            return f"not a valid file name ({_text(str(page.get('invalidreason'))) or 'invalid title'})"
+        if page.get("missing") and not page.get("imageinfo"):
+            return "not on Commons (no such file)"
+        if not page.get("imageinfo"):
+            return "Commons has no image information for it"
+        try:
+            return _file(page, page["imageinfo"][0])
+        except (KeyError, TypeError, ValueError):
+            return "Commons answered incomplete image information"
+
+
+def _imageinfo_shaped(query: dict) -> bool:
+    """Whether an imageinfo answer's ``query`` has the shape the API gives: a list of pages (mappings with a string
+    title, ``imageinfo`` a list of mappings when present) and renames as lists of {from, to} strings."""
+    pages = query.get("pages")
+    return (isinstance(pages, list)
+            and all(isinstance(p, dict) and isinstance(p.get("title"), str) and isinstance(p.get("imageinfo", []), list)
+                    and all(isinstance(i, dict) for i in p.get("imageinfo", [])) for p in pages)
+            and all(isinstance(query.get(key, []), list)
+                    and all(isinstance(n, dict) and isinstance(n.get("from"), str) and isinstance(n.get("to"), str)
+                            for n in query.get(key, []))
+                    for key in ("normalized", "redirects")))
 
 
 class _SameHostOnly(urllib.request.HTTPRedirectHandler):
@@ -281,18 +341,22 @@ class Downloaded:
 
 
 def download(url: str, *, user_agent: str, max_bytes: int, timeout: float = 30.0, retries: int = 3,
-             backoff: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> Downloaded:
-    """The bytes at ``url`` (at most ``max_bytes``), or :class:`Rejected` with the reason."""
+             backoff: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+             deadline: float | None = None) -> Downloaded:
+    """The bytes at ``url`` (at most ``max_bytes``), or :class:`Rejected` with the reason. Every attempt together
+    ends within :data:`FILE_SECONDS` (and by ``deadline``, a ``time.monotonic()`` value: the run's limit), plus
+    one socket timeout, however slowly the server sends."""
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise Rejected(f"download failed (not an http(s) URL: {url})")
     request = urllib.request.Request(url, headers={"User-Agent": user_agent})
+    ends = min(time.monotonic() + FILE_SECONDS, deadline if deadline is not None else float("inf"))
 
     def attempt() -> Downloaded:
         with _OPENER.open(request, timeout=timeout) as response:
             declared = response.headers.get("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
                 raise Rejected(f"too large ({int(declared):,} bytes; the limit is {max_bytes:,})")
-            data = response.read(max_bytes + 1)
+            data = read_body(response, max_bytes=max_bytes, deadline=ends)
             if len(data) > max_bytes:
                 raise Rejected(f"too large (more than {max_bytes:,} bytes)")
             return Downloaded(data, response.headers.get("Content-Type") or "")
@@ -302,6 +366,8 @@ def download(url: str, *, user_agent: str, max_bytes: int, timeout: float = 30.0
                             transient=lambda exc: not isinstance(exc, Rejected) and is_transient(exc))
     except Rejected:
         raise
+    except DeadlinePassed as exc:
+        raise Rejected(f"download failed (the server was {exc})") from None
     except urllib.error.HTTPError as exc:
         tries = f" after {retries + 1} attempts" if is_transient(exc) else ""
         raise Rejected(f"download failed (HTTP {exc.code}{tries})") from None

@@ -23,19 +23,26 @@ artifacts, whichever attributes the prompt names); P(c) rows have no country. ``
 CuRe axis (architecture, art, celebrations, fashion, food, people) or, for knowledge-base artifacts,
 the CUBE concept; ``subcategory`` is c.
 
-Images per prompt: 4 for the artifact levels (seeds 0..3: CuRe's setting for FLUX.1 [dev], SD 3.5
-Large, Ideogram 2.0 and DALL-E 3; it used 20 for SDXL and SD 1.5) and 80 for P(c) (seeds 0..79).
+Images per prompt: 4 for the artifact levels (CuRe's setting for FLUX.1 [dev], SD 3.5 Large, Ideogram 2.0
+and DALL-E 3; it used 20 for SDXL and SD 1.5) and 80 for P(c).
+
+Seeds (``SEED_SCHEME``): every prompt has its own seed stream, seeds[k] = the first 31 bits of
+sha256("<prompt_id>#<k>"). With one shared list (0, 1, 2, ...) image k of P(n), of P(n,c) and of P(c) would start
+from the same initial noise, so phi_PS = sim(I(n), I(c)) and phi_DIV would partly measure that shared noise
+instead of what the prompts ask for.
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from cultureboard.countries import CountryTable
 
-from .prompt_common import consecutive_seeds, country_fields, indefinite_article, make_prompt_id
+from .prompt_common import country_fields, indefinite_article, make_prompt_id
 from .prompt_sets import PromptSet
 
 PROMPT_SET = "cure-ladder"
-SEED_SCHEME = "consecutive"
+SEED_SCHEME = "per-prompt: seeds[k] = int(sha256('<prompt_id>#<k>')[:8], 16) >> 1"
 _NO_COUNTRY = dict.fromkeys(("country", "country_name", "continent", "region_group"))  # prompts naming no country
 
 #: level -> Table 5 template. P(c) fills {c} with the category and its article.
@@ -90,6 +97,11 @@ def render(level: str, n: str | None = None, c: str | None = None, r: str | None
     return LADDER[level].format(n=n, c=c, r=r)
 
 
+def prompt_seeds(prompt_id: str, n: int) -> list[int]:
+    """The ``n`` seeds of one prompt (``SEED_SCHEME``): a stream of its own, in [0, 2^31), stable across rebuilds."""
+    return [int(hashlib.sha256(f"{prompt_id}#{k}".encode()).hexdigest()[:8], 16) >> 1 for k in range(n)]
+
+
 def _row(prompt_id, text, template, level, images, *, artifact=None, country=None, category, subcategory):
     return {
         "prompt_id": prompt_id, "prompt_set": PROMPT_SET, "text": text, "negative_prompt": "",
@@ -98,7 +110,7 @@ def _row(prompt_id, text, template, level, images, *, artifact=None, country=Non
         **(country_fields(country) if country else _NO_COUNTRY),
         "category": category, "subcategory": subcategory, "era": artifact.get("era") if artifact else None,
         "level": level, "kind": "t2i", "template": template,
-        "images_per_prompt": images, "seeds": consecutive_seeds(0, images), "seed_scheme": SEED_SCHEME,
+        "images_per_prompt": images, "seeds": prompt_seeds(prompt_id, images), "seed_scheme": SEED_SCHEME,
     }
 
 
@@ -124,7 +136,7 @@ def build_ladder(
             CATEGORY_TEMPLATE, CATEGORY_LEVEL, category_images, category=category, subcategory=c,
         ))
     return PromptSet(
-        name=PROMPT_SET, version="1.0", family="cure",
+        name=PROMPT_SET, version="1.1", family="cure",  # 1.1: a seed stream per prompt
         description=(
             "CuRe (Rege et al., arXiv 2506.08071): the attribute ladder P(n), P(n,c), P(n,r), P(n,c,r) per "
             "artifact and P(c) per category, for marginal information attribution (PS, ITA, DIV)."
@@ -138,9 +150,11 @@ def build_ladder(
             "c for knowledge-base artifacts is the Wikidata class the traversal reached them through "
             "(parent_name), falling back to the art sub-type or to 'dish' / 'landmark'; CuRe's own categories "
             "are hand-picked Wikimedia Commons categories.",
-            f"{images_per_prompt} images per artifact prompt (seeds 0..{images_per_prompt - 1}; CuRe used 4 for "
-            f"FLUX.1 [dev], SD 3.5 Large, Ideogram 2.0 and DALL-E 3 and 20 for SDXL and SD 1.5) and "
-            f"{category_images} per P(c) (seeds 0..{category_images - 1}).",
+            f"{images_per_prompt} images per artifact prompt (CuRe used 4 for FLUX.1 [dev], SD 3.5 Large, Ideogram "
+            f"2.0 and DALL-E 3 and 20 for SDXL and SD 1.5) and {category_images} per P(c).",
+            "Every prompt has its own seed stream (seed_scheme): image k of P(n), P(n,c), ... and P(c) never "
+            "share initial noise, which would make the images of different prompts alike for a reason the "
+            "prompts do not give. CuRe says only that it used random seeds (appendix B.1).",
             "P(r) ('An image from {r}') is in Table 5 but unused in CuRe's experiments and is not built.",
         ],
     )

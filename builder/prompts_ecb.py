@@ -9,6 +9,10 @@ Rows (columns of ``cultureboard.records.PROMPT_SCHEMA``), per country:
 - the attribute-addition chain: a mannequin base (kind ``t2i``, the same text for every country) and 5
   cumulative edits (background, text, food, clothing, accessory). 36 in all.
 
+and once, with no country (country, country_name, continent, region_group null): the 78 country-agnostic
+text-to-image prompts of ECB's distribution analysis (``level`` ``agnostic``, wildlife ``agnostic:national``;
+"Traditional wedding, photorealistic."), which start no chain.
+
 Encoding of ECB's ``variant`` column:
 
 - ``era`` holds traditional / modern / general (era-agnostic) for the era categories and is null for
@@ -20,7 +24,7 @@ Encoding of ECB's ``variant`` column:
 
 Prompt ids: ``ecb/{iso2}/{category}/{sub}[/{variant}][/edit/{k}]``, e.g. ``ecb/kr/food/main-dish/modern``
 and ``ecb/kr/food/main-dish/modern/edit/3``; attribute addition: ``ecb/kr/attribute-addition/base`` and
-``ecb/kr/attribute-addition/food/edit/3``.
+``ecb/kr/attribute-addition/food/edit/3``; country-agnostic: ``ecb/agnostic/food/main-dish/modern``.
 """
 
 from __future__ import annotations
@@ -50,11 +54,13 @@ def load_schema() -> dict[str, Any]:
     return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
-def render(template: str, country: dict[str, str], sub: str = "") -> str:
-    """Fill one template for one country (an entry of the schema's ``countries``) and subcategory slug."""
+def render(template: str, country: Mapping[str, str] | None, sub: str = "") -> str:
+    """Fill one template for one country (an entry of the schema's ``countries``; None for a country-agnostic
+    template, which names none) and subcategory slug."""
     words = sub.replace("_", " ")
+    names = {key: (country or {}).get(key) for key in ("written", "possessive", "adjective")}
     return template.format(
-        country=country["written"], possessive=country["possessive"], adjective=country["adjective"],
+        country=names["written"], possessive=names["possessive"], adjective=names["adjective"],
         sub=words, Sub=words[:1].upper() + words[1:], Article="An" if words[:1] in tuple("aeiou") else "A",
     )
 
@@ -66,6 +72,19 @@ def slots(schema: dict[str, Any]) -> Iterator[tuple[str, str, str, bool, dict[st
         for sub in spec["subcategories"]:
             for variant, templates in grammar["variants"].items():
                 yield category, sub, variant, grammar["era"], {**templates, **grammar.get("overrides", {}).get(sub, {})}
+
+
+def agnostic_template(t2i: str, schema: dict[str, Any]) -> str:
+    """A t2i template without its country (the schema's ``agnostic.remove``); every t2i template names one."""
+    remove = schema["agnostic"]["remove"]
+    if remove not in t2i:
+        raise ValueError(f"t2i template {t2i!r} has no {remove!r} to remove for the country-agnostic prompt")
+    return t2i.replace(remove, "")
+
+
+def is_agnostic(prompt: Mapping) -> bool:
+    """A country-agnostic prompt (no country named; level ``agnostic`` or ``agnostic:<variant>``)."""
+    return str(prompt.get("level") or "").split(":")[0] == "agnostic"
 
 
 def _as_released(text: str, schema: dict, kind: str, category: str, sub: str, variant: str) -> str:
@@ -88,19 +107,24 @@ def _row(prompt_id, text, template, fields, category, sub, level, kind, *, era=N
 
 def checked_subset(subset: Any) -> dict:
     """A slice of the set (build option ``ecb_subset``), checked: ``{"countries": [ISO codes of ECB's], "subcategories":
-    [ECB slugs], "steps": 1..5}``, each key optional; a bad one is a one-line error."""
+    [ECB slugs], "steps": 1..5, "agnostic": true | false}``, each key optional (the country-agnostic prompts are
+    kept unless ``agnostic: false``); a bad one is a one-line error."""
     schema = load_schema()
     slugs = {s for spec in schema["categories"].values() for s in spec["subcategories"]}
-    fix = ("give {countries: [KR, ...], subcategories: [main_dish, ...], steps: N}, with ECB's countries "
+    fix = ("give {countries: [KR, ...], subcategories: [main_dish, ...], steps: N, agnostic: true}, with ECB's countries "
            f"{', '.join(schema['countries'])} and 1 <= N <= {schema['multi_loop']['steps']}")
-    if not isinstance(subset, Mapping) or set(subset) - {"countries", "subcategories", "steps"}:
-        raise CultureboardError("ecb_subset", f"{subset!r} is not a mapping of countries, subcategories, steps", fix)
+    if not isinstance(subset, Mapping) or set(subset) - {"countries", "subcategories", "steps", "agnostic"}:
+        raise CultureboardError("ecb_subset", f"{subset!r} is not a mapping of countries, subcategories, steps, agnostic",
+                                fix)
     codes, subs = [str(c).upper() for c in subset.get("countries") or []], list(subset.get("subcategories") or [])
     steps = subset.get("steps", schema["multi_loop"]["steps"])
     unknown = [c for c in codes if c not in schema["countries"]] + [s for s in subs if s not in slugs]
     if unknown or isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= schema["multi_loop"]["steps"]:
         raise CultureboardError("ecb_subset", f"names {unknown or steps!r}, outside ECB's grammar", fix)
-    return {"countries": codes, "subcategories": subs, "steps": steps}
+    agnostic = subset.get("agnostic", True)
+    if not isinstance(agnostic, bool):
+        raise CultureboardError("ecb_subset", f"agnostic is {agnostic!r}, not true or false", fix)
+    return {"countries": codes, "subcategories": subs, "steps": steps, "agnostic": agnostic}
 
 
 def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bool = False,
@@ -147,6 +171,8 @@ def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bo
             rows.append(_row(step_id, render(template, written), template, fields, attr["category"],
                              step["subcategory"], "attribute", "i2i", step=k, source=source))
             source = step_id
+    if not subset or subset["agnostic"]:
+        rows += _agnostic_rows(schema, subset)
     return PromptSet(
         name=PROMPT_SET, version="1.0", family="ecb",
         description=(
@@ -158,6 +184,21 @@ def build_ecb(artifacts: list[dict], countries: CountryTable, *, as_released: bo
             f"A SLICE of the set for demos and smoke tests (ecb_subset {subset}): not comparable with the full set."]
             if subset else []),
     )
+
+
+def _agnostic_rows(schema: dict, subset: dict | None) -> list[dict]:
+    """The country-agnostic t2i prompts (no country fields), one per slot of the grammar."""
+    rows = []
+    none = {"country": None, "country_name": None, "continent": None, "region_group": None}
+    for category, sub, variant, is_era, templates in slots(schema):
+        if subset and subset["subcategories"] and sub not in subset["subcategories"]:
+            continue
+        template = agnostic_template(templates["t2i"], schema)
+        level = "agnostic" + (f":{variant}" if variant and not is_era else "")
+        prompt_id = make_prompt_id(PROMPT_SET, schema["agnostic"]["id"], category, sub, variant or None)
+        rows.append(_row(prompt_id, render(template, None, sub), template, none, category, sub, level, "t2i",
+                         era=variant if is_era else None))
+    return rows
 
 
 def _notes(schema: dict, as_released: bool) -> list[str]:
@@ -185,6 +226,9 @@ def _notes(schema: dict, as_released: bool) -> list[str]:
         "image) so that each chain is self-contained and every row carries its country.",
         "One image per prompt with seed 0 (seed_scheme 'consecutive', base 0): ECB generates one image per "
         "prompt and states no seeds. Every edit step uses seed 0 as well.",
-        "Not included: the country-agnostic prompts of ECB's T2I distribution analysis, the occupational audit "
-        "and the cross-country restyle study (none of them is in the released prompt data).",
+        "Country-agnostic prompts (ECB section 4.1, not in the released prompt data; the wording is ours): every "
+        f"text-to-image template without {schema['agnostic']['remove']!r} ('Traditional wedding, photorealistic.'), "
+        "level 'agnostic', no country; text-to-image only, the reference group of the T2I analyses.",
+        "Not included: the occupational audit and the cross-country restyle study (neither is in the released "
+        "prompt data).",
     ]

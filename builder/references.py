@@ -18,12 +18,14 @@ and their files taken in turn, one from each, so the images span them). Commons 
 until ``per_artifact`` images are kept; ``rank`` numbers them from 1 in candidate order. An artifact
 with none is a row of ``references-missing`` with the reasons, one line.
 
-Downloads run on ``connections`` threads (a politeness limit: at most 4), the API is queried one request
-at a time, and every request names the project and the operator's contact in its User-Agent, as
-Wikimedia's policy asks. Verified downloads are kept in ``DATASET/.references-download/`` (one file per
-(URL, Commons SHA-1)) until the dataset is rewritten; a run first unpacks the images already in the
-``references`` config there (where their sha256 holds), so an interrupted or repeated run downloads only
-what it lacks. Images stay on disk, not in memory: the config is written shard by shard from there.
+Downloads run on ``connections`` threads (a politeness limit: at most 4), the API is queried one request at a time,
+every read is bounded in time overall (an API answer, a file, the run's downloads: a server sending a byte a second
+cannot hold the run), an API answer of another shape than the MediaWiki API gives stops the run before anything is
+written (as an unreachable API does), and every request names the project and the operator's contact in its
+User-Agent, as Wikimedia's policy asks. Verified downloads are kept in ``DATASET/.references-download/`` (one file
+per (URL, Commons SHA-1)) until the dataset is rewritten; a run first unpacks the images already in the
+``references`` config there (where their sha256 holds), so an interrupted or repeated run downloads only what it
+lacks. Images stay on disk, not in memory: the config is written shard by shard from there.
 
 The dataset folder is rewritten as a whole (unchanged files are hard links): the two configs, the card
 (its YAML ``configs`` and a "Reference images" section with the licences and the attribution of every
@@ -40,6 +42,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +75,8 @@ MAX_CONNECTIONS = 4
 CATEGORY_FILES_PER_IMAGE = 5
 #: Image bytes per parquet shard.
 SHARD_BYTES = 256 * 2**20
+#: Overall limit, in seconds, on the downloads of one run: a file still downloading then is left out with the reason.
+RUN_SECONDS = 6 * 3600.0
 #: Reasons listed per artifact in ``references-missing`` before "and N more".
 REASONS_SHOWN = 5
 _START, _END = "<!-- cultureboard:references -->", "<!-- /cultureboard:references -->"
@@ -369,9 +374,10 @@ def _run(folder: Path, artifacts: list[Artifact], has_category: bool, *, contact
         raise CultureboardError(staging, f"cannot be created ({exc.strerror})", "run on a dataset folder you can write to") from None
     _unpack_previous(folder, staging)
     limits = ImageLimits(max_file_bytes=max_bytes, max_side=max_side, max_pixels=max_side * max_side)
+    run_ends = time.monotonic() + RUN_SECONDS
     fetcher = _Fetcher(staging, limits,
                        lambda url: download(url, user_agent=user_agent, max_bytes=max_bytes, timeout=timeout,
-                                            retries=retries, backoff=backoff))
+                                            retries=retries, backoff=backoff, deadline=run_ends))
 
     def work(a: Artifact) -> Outcome:
         return _collect([(label, source, described[t]) for label, source, t in listed[a.qid]], fetcher,

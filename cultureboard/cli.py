@@ -40,6 +40,13 @@ def _csv(value: str | None) -> list[str] | None:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _seed(value: int) -> int:
+    """``--seed``, refused in one line unless it is 0 to 2**63 - 1 (what every random generator takes)."""
+    if not 0 <= value < 2**63:
+        raise CultureboardError(f"--seed {value}", "is out of range", "give a seed from 0 to 2**63 - 1", exit_code=2)
+    return value
+
+
 def _plain(value):
     """JSON for what the Python functions return besides JSON values: paths, numpy scalars, sets."""
     if hasattr(value, "item"):
@@ -187,15 +194,21 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @click.option("--ratings", multiple=True, type=click.Path(),
               help="A ratings folder (output of `cultureboard import ratings`), for metric validity; repeat it for "
                    "several studies.")
+@click.option("--order", type=click.Choice(["value", "lcb"]), default="value", show_default=True,
+              help="Order ranked submissions by the point value, or by the pessimistic end of the 95% CI (lcb: the "
+                   "lower bound where higher is better, the upper where lower is). Rank ranges are the same.")
 @json_option
-def build_site(results, dataset, submissions, out, ratings, as_json):
+def build_site(results, dataset, submissions, out, ratings, order, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=list(ratings))
+    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order)
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
+    for entry in info["unverified"]:
+        click.echo(f"warning: {entry['submission']}: image {entry['file']} {entry['problem']} (fix: run `cultureboard "
+                   f"validate` on the submission and fix what it reports); it is not published", err=True)
     _emit(as_json, info, f"site written to {out}: {info['pages']} pages, largest {info['largest_page_bytes'] / 1024:.0f} KB; "
                          f"open {Path(out) / 'index.html'}")
 
@@ -462,7 +475,8 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 @device_option
 @dtype_option
 @click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap and of any random groups a family draws.")
+@click.option("--seed", default=0, show_default=True, callback=lambda ctx, param, value: _seed(value),
+              help="Seed of the bootstrap and of any random groups a family draws (0 to 2**63 - 1).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard list-metrics`).")
 @json_option
@@ -496,10 +510,12 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
 @cli.command(name="list-metrics")
 @json_option
 def list_metrics(as_json):
-    """List every benchmark family, its prompt sets, options and metric cards (with versions)."""
+    """List every benchmark family, its prompt sets, options and metric cards (with versions, direction and the
+    paper's evidence for it)."""
     import dataclasses
 
     from cultureboard.evaluators.engine.registry import load_families
+    from cultureboard.site.names import direction_text
 
     families = load_families()
     listing = [{"family": f.name, "title": f.title, "papers": dict(f.papers),
@@ -517,8 +533,9 @@ def list_metrics(as_json):
         for s in fam["prompt_sets"]:
             click.echo(f"  prompt set {s['name']} (headline {s['primary']})")
         for m in fam["metrics"]:
-            direction = "descriptive" if m["direction"] == "none" else f"{m['direction']} is better"
-            click.echo(f"    {m['name']:<28} v{m['version']}  {direction:<16}  unit {m['unit']:<6} {m['title']}")
+            cluster = f", bootstrap clusters: {m['cluster']}" if m["cluster"] else ""
+            click.echo(f"    {m['name']:<28} v{m['version']}  {direction_text(m):<32}  unit {m['unit']:<6} {m['title']}"
+                       f"{cluster}")
 
 
 @cli.command(name="merge-shards")

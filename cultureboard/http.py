@@ -3,6 +3,9 @@
 A call is retried when it failed in a way another attempt may fix (a timeout, a refused or dropped
 connection, HTTP 429 or 5xx); the wait doubles from ``backoff`` seconds, is capped at ``max_wait``,
 and a server's ``Retry-After`` (seconds) is honoured up to that cap. Anything else is raised at once.
+
+A socket timeout bounds one read only: a server that sends a byte a second never trips it. A body is
+therefore read with :func:`read_body`, which also bounds the whole read by a deadline on the monotonic clock.
 """
 
 from __future__ import annotations
@@ -18,8 +21,14 @@ T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
+class DeadlinePassed(TimeoutError):
+    """A read that went on past its overall deadline (``str()`` says which)."""
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is a failure that a later attempt may not repeat."""
+    """Whether ``exc`` is a failure that a later attempt may not repeat (an overall deadline that passed is not)."""
+    if isinstance(exc, DeadlinePassed):
+        return False
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code in RETRYABLE_STATUS
     return isinstance(exc, (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException))
@@ -32,6 +41,23 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:  # an HTTP date: fall back to the exponential wait
         return None
+
+
+def read_body(response, *, max_bytes: int, deadline: float, chunk: int = 65536) -> bytes:
+    """At most ``max_bytes + 1`` bytes of ``response`` (a caller compares the length with ``max_bytes``), read
+    in pieces of at most ``chunk`` bytes until the end or :class:`DeadlinePassed` once ``time.monotonic()`` is past
+    ``deadline``: each piece waits at most the socket timeout, so the whole read ends by ``deadline`` plus one
+    timeout whatever the server's pace."""
+    parts, n = [], 0
+    while n <= max_bytes:
+        if time.monotonic() > deadline:
+            raise DeadlinePassed(f"still sending after its time limit ({n:,} bytes so far)")
+        piece = response.read1(min(chunk, max_bytes + 1 - n))
+        if not piece:
+            break
+        parts.append(piece)
+        n += len(piece)
+    return b"".join(parts)
 
 
 def with_retries(call: Callable[[], T], *, retries: int = 3, backoff: float = 1.0, max_wait: float = 30.0,

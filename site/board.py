@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
-from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, worse_side
-from cultureboard.evaluators.results.stats import rank_ties
+from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
+from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
 
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
@@ -32,6 +32,10 @@ from .trust import evidence
 
 #: Metrics a leaderboard shows beside the headline (the rest are on the metric and model pages).
 SHOWN_BESIDE = 3
+#: How a ranked slice is ordered (``build site --order``): by the point value, or by the pessimistic end of the
+#: CI (the lower bound where higher is better, the upper where lower is, the far end of the distance to a
+#: target). Rank ranges (ties where CIs overlap) are the same either way.
+ORDERS = {"value": "value", "lcb": "bound"}
 
 
 @dataclass
@@ -63,8 +67,11 @@ class Board:
     results: dict[str, Result]
     prompts: dict[str, dict]
     trust_rows: list[dict] = field(default_factory=list)
+    order_by: str = "value"  # a key of ORDERS
 
     def __post_init__(self):
+        if self.order_by not in ORDERS:
+            raise CultureboardError("build site --order", f"is {self.order_by!r}", f"use one of {', '.join(ORDERS)}")
         self.cards: dict[str, dict] = {}
         for r in self.results.values():
             for card in r.summary["metrics_info"]:
@@ -94,19 +101,21 @@ class Board:
 
     def ranks(self, group: Group, metric: str, slice_type: str, slice_: str) -> dict[str, dict]:
         """sid -> {rank, best, worst} on ``metric`` in the slice, among the group's ranked results that have a
-        value from at least :data:`MIN_PROMPTS` prompts (fewer give CIs too unreliable to order by); nothing for a
-        descriptive metric (direction "none") or where the metric is only a diagnostic (:meth:`diagnostic`)."""
+        value and CI from at least :data:`MIN_PROMPTS` prompts (fewer give CIs too unreliable to order by), in the
+        card's direction (``target``: by the distance to the target, :func:`~.stats.oriented`) and the board's
+        order (:data:`ORDERS`); nothing for a descriptive metric (direction "none") or where the metric is only a
+        diagnostic (:meth:`diagnostic`)."""
         key = (group.name, metric, slice_type, slice_)
         if key not in self._ranks:
             card = self.cards[metric]
             ranked = [r for r in group.results
                       if (e := r.entries.get((metric, slice_type, slice_))) and e["value"] is not None
-                      and e["n_prompts"] >= MIN_PROMPTS]
+                      and e["ci_low"] is not None and e["n_prompts"] >= MIN_PROMPTS]
             out = {}
             if ranked and card["direction"] != "none" and not self.diagnostic(metric, slice_type, slice_):
                 e = [r.entries[(metric, slice_type, slice_)] for r in ranked]
-                rr = rank_ties([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
-                               higher_is_better=card["direction"] == "higher")
+                rr = rank_ties(*oriented([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
+                                         card["direction"], card.get("target")), by=ORDERS[self.order_by])
                 out = {r.sid: {"rank": int(k), "best": int(b), "worst": int(w)}
                        for r, k, b, w in zip(ranked, rr.rank, rr.best, rr.worst)}
             self._ranks[key] = out
@@ -136,14 +145,13 @@ class Board:
         card = self.cards[metric]
         if card["direction"] == "none":
             return None
-        sign = 1 if card["direction"] == "higher" else -1
         ranked = [(r, r.entries.get((metric, "overall", "all"))) for r in group.results]
         ranked = [(r, e["value"]) for r, e in ranked if e and e["value"] is not None]
         for control in group.controls:
             e = control.entries.get((metric, "overall", "all"))
             if control.control != "text-only" or not e or e["value"] is None or not ranked:
                 continue
-            beaten = [r for r, v in ranked if sign * e["value"] >= sign * v]
+            beaten = [r for r, v in ranked if _good(card, e["value"]) >= _good(card, v)]
             if beaten:
                 return (f"a picture of the prompt's words ({control.display}) scores {e['value']:.3f}, as well as "
                         f"{len(beaten)} of {len(ranked)} ranked submission(s): this metric rewards text in the image, "
@@ -178,8 +186,7 @@ class Board:
         """sid -> 1 + the number of the group's ranked results with a strictly better overall value of ``metric``."""
         key = (group.name, metric)
         if key not in self._value_ranks_of:
-            sign = 1 if self.cards[metric]["direction"] == "higher" else -1
-            values = {r.sid: sign * e["value"] for r in group.results
+            values = {r.sid: _good(self.cards[metric], e["value"]) for r in group.results
                       if (e := r.entries.get((metric, "overall", "all"))) and e["value"] is not None
                       and e["n_prompts"] >= MIN_PROMPTS}
             self._value_ranks_of[key] = {sid: 1 + sum(o > v for o in values.values()) for sid, v in values.items()}
@@ -195,11 +202,12 @@ class Board:
         return self._gaps[key]
 
     def under_represented(self, result: Result, metric: str) -> list[str]:
-        """The countries whose gap on ``metric`` in ``result`` has its whole CI on the worse side of zero: below it
-        where higher is better, above it where lower is better (an untested gap, NaN CI, never is)."""
+        """The countries the model serves significantly worse than its own average on ``metric``
+        (:func:`~cultureboard.evaluators.results.disparity.under_represented`: Benjamini-Hochberg q < 0.05 and
+        the gap on the worse side; never for a descriptive or a target metric, nor an untested gap)."""
         direction = self.cards[metric]["direction"]
         return [g.name for g in self.gaps(result, metric) or ()
-                if g.kind == "country" and worse_side(g.low, g.high, direction)]
+                if under_represented(g.kind, g.value, g.p_adjusted, direction)]
 
     def region_gap(self, result: Result, metric: str):
         found = self.gaps(result, metric)
@@ -216,6 +224,11 @@ class Board:
             if shared:
                 found.append({"scorer": scorer, "corpora": shared})
         return found
+
+
+def _good(card: dict, value: float) -> float:
+    """``value`` of a ranked ``card``'s metric as "higher is better" (:func:`~.stats.goodness`)."""
+    return float(goodness([value], card["direction"], card.get("target"))[0])
 
 
 def _groups(results: list[Result], cards: dict[str, dict]) -> dict[str, list[Group]]:

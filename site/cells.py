@@ -4,8 +4,9 @@ alone has a row per image), and one function call per cell is several times fast
 Every value that reaches the HTML is escaped (text and attributes alike: ``& < > " '`` become entities, exactly
 as Jinja's autoescaping does); the result is :class:`markupsafe.Markup` for the templates. Cells:
 
-* ``score``: value [CI], n = images / prompts with their title, the caveat badge and any cell badges;
-  ``data-sort`` = the value (empty without one);
+* ``score``: value [CI] (a value without a CI, from one prompt, shows its ``ci_note``, "no CI: 1 prompt"),
+  n = images / prompts with their title, the caveat badge and any cell badges;
+  ``data-sort`` = the value (empty without one), or its distance to the column's target;
 * ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a rank spread with its best and worst
   ranks and the variants that gave them;
 * ``link``, ``num`` (integers as they are, others to 3 decimals), ``pct``, ``text``;
@@ -71,10 +72,13 @@ def cell(c, v, marks, root: str) -> str:
         note = caveat(v)
         value = v["value"]
         shown = ('<span class="v">—</span>' if value is None else
-                 f'<span class="v">{num(value)}</span> <span class="ci">[{num(v["ci_low"])}, {num(v["ci_high"])}]</span>')
+                 f'<span class="v">{num(value)}</span> <span class="ci">[{num(v["ci_low"])}, {num(v["ci_high"])}]</span>'
+                 if v["ci_low"] is not None else
+                 f'<span class="v">{num(value)}</span> <span class="ci">({escape(v.get("ci_note") or "no CI")})</span>')
         title = f'{escape(v["n_images"])} images, {escape(v["n_prompts"])} prompts, coverage {pct(v.get("coverage"))}'
         badge = f' <span class="badge" title="{escape(note["title"])}">{escape(note["label"])}</span>' if note else ""
-        return (f'<td class="score{muted}" data-sort="{"" if value is None else escape(value)}">{shown} '
+        key = "" if value is None else escape(value if c.target is None else abs(value - c.target))
+        return (f'<td class="score{muted}" data-sort="{key}">{shown} '
                 f'<span class="n" title="{title}">n={escape(v["n_images"])}/{escape(v["n_prompts"])}</span>'
                 f"{badge}{_badges(marks)}</td>")
     if kind == "rank":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from cultureboard.evaluators.results.disparity import SIGNIFICANT
 from cultureboard.evaluators.results.reported import load_reported, load_validity
 from cultureboard.evaluators.submission.format import FIELDS, get, model_key
 
@@ -20,7 +21,7 @@ from .board import Board
 from .figures import map_page
 from .leaderboards import leaderboard, prompt_set_page
 from .models import model_page
-from .names import is_cross, is_ordered, slice_name, slice_order, slice_path, type_label, type_order
+from .names import direction_text, is_cross, is_ordered, slice_name, slice_order, slice_path, sort_rule, type_label, type_order
 from .write import Column, Site
 
 #: submission.yaml fields never published (a person's address).
@@ -44,8 +45,8 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
     columns = [Column("slice_type", "Slice type", "text"), Column("slice", "Slice", "link"),
                Column("rank", "Rank", "rank", f"Rank range on {board.cards[headline]['title']} among the comparable "
                       "submissions", better="lower")]
-    columns += [Column(m, board.cards[m]["title"], "score", f"{m}: {board.cards[m]['direction']} is better",
-                       better=board.cards[m]["direction"] if board.cards[m]["direction"] != "none" else None)
+    columns += [Column(m, board.cards[m]["title"], "score", f"{m}: {direction_text(board.cards[m])}",
+                       **sort_rule(board.cards[m]))
                 for m in group.shown]
     rows = [{"slice_type": type_label(st),
              "slice": {"text": slice_name(st, s), "href": slice_path(st, s) or prompt_set_page(group.prompt_set)},
@@ -73,7 +74,7 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
 def _gap_rows(board: Board, r, metrics: list[str]) -> list[dict]:
     """The disparity table's rows: per metric, each country gap and the GN - GS gap (:meth:`Board.gaps`; an
     untested gap's NaN CI and p-values as None), an under-represented country badged
-    (:meth:`Board.under_represented`)."""
+    (:meth:`Board.under_represented`: q < 0.05 on the worse side)."""
     def known(x):
         return None if math.isnan(x) else x
 
@@ -86,9 +87,10 @@ def _gap_rows(board: Board, r, metrics: list[str]) -> list[dict]:
                    "ci_high": known(g.high), "n_images": 0, "n_prompts": g.n_prompts, "coverage": None,
                    "complete": True}, "p": known(g.p), "q": known(g.p_adjusted)}
             if g.name in worse:
-                row["_marks"] = {"gap": [{"label": "under-represented", "title": f"The whole 95% CI of the gap lies on "
-                                           f"the worse side of zero ({card['direction']} is better): the model serves "
-                                           "this country worse than its own average."}]}
+                row["_marks"] = {"gap": [{"label": "under-represented", "title": f"The gap lies on the worse side of "
+                                           f"zero ({direction_text(card)}) with a Benjamini-Hochberg q below "
+                                           f"{SIGNIFICANT} over this model's gaps: the model serves this country "
+                                           "worse than its own average."}]}
             rows.append(row)
     return rows
 
@@ -115,7 +117,7 @@ def _all_metrics(site: Site, board: Board, page: str, r, group) -> object:
     columns = [Column("metric", "Metric", "link"), Column("value", "Over all prompts", "score", better=None),
                Column("direction", "Direction", "text"), Column("rank", "Rank", "rank", better="lower")]
     rows = [{"metric": {"text": board.cards[m]["title"], "href": f"metric/{m}.html"},
-             "value": r.entries.get((m, "overall", "all")), "direction": board.cards[m]["direction"],
+             "value": r.entries.get((m, "overall", "all")), "direction": direction_text(board.cards[m]),
              "rank": None if r.control else board.ranks(group, m, "overall", "all").get(r.sid)}
             for m in group.metrics if (m, "overall", "all") in r.entries]
     return site.table(page, "metrics", columns, rows)
@@ -204,7 +206,7 @@ def metric_pages(site: Site, board: Board) -> None:
         listing.append({"metric": {"text": card["title"], "href": page}, "name": name,
                         "family": {"text": family.title if family else card["family"], "href": family_page(card["family"])}
                         if family else None,
-                        "direction": "descriptive" if card["direction"] == "none" else f"{card['direction']} is better",
+                        "direction": direction_text(card),
                         "scorer": ", ".join(card["scorers"]) or "none", "unit": card["unit"],
                         "results": sum(len(g.everyone) for g in groups)})
     columns = [Column("metric", "Metric", "link"), Column("name", "Name", "text"), Column("family", "Family", "link"),

@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import math
 
+from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented
 from cultureboard.evaluators.results.stats import rank_ties
 
 from . import plots, worldmap
 from .board import Board, Group
-from .names import country_name, is_cross, is_ordered, slice_name, slice_order, type_label, type_order
+from .names import country_name, is_cross, is_ordered, slice_name, slice_order, sort_rule, type_label, type_order
 from .write import Column, Site, Table
 
 #: Curves drawn per plot (the best ranked first); the download holds every submission.
 MAX_CURVES = 8
-SIGNIFICANT = 0.05  # Benjamini-Hochberg q below which a gap is called significant
 #: The badge of a gap the bootstrap cannot test (``disparity`` module docstring: too few or equal prompts).
 UNTESTED = {"label": "too few prompts", "title": "Too few prompts, or prompts with equal values, in a country or "
             "region for a bootstrap test: no CI, no p, not ranked"}
@@ -57,24 +57,28 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
     if eras:
         out.append({"src": site.plot(page, f"{group.name}-eras", plots.era_bars_svg(eras, f"{title} by era")),
                     "alt": f"Bars of {title} per era, with 95% CIs"})
-    for slice_type in _family_types(ranked, metric):
-        values = {s for r in ranked for (m, t, s) in r.entries if m == metric and t == slice_type}
+    # the family's own slices (an edit step) of the headline, or else of the group's first metric that has them
+    # (ECB's headline is one value per chain; its per-step accuracy shows what each edit does)
+    sliced = next((m for m in group.metrics if _family_types(ranked, m)), metric)
+    sliced_title = title if sliced == metric else title.replace(board.cards[metric]["title"], board.cards[sliced]["title"], 1)
+    for slice_type in _family_types(ranked, sliced):
+        values = {s for r in ranked for (m, t, s) in r.entries if m == sliced and t == slice_type}
         label = type_label(slice_type)
         if is_ordered(values):
             curves = [{"model": r.label, "x": int(s), "value": e["value"], "low": e["ci_low"], "high": e["ci_high"]}
-                      for r in ranked[:MAX_CURVES] for (m, t, s), e in r.entries.items() if m == metric and t == slice_type]
+                      for r in ranked[:MAX_CURVES] for (m, t, s), e in r.entries.items() if m == sliced and t == slice_type]
             more = f" (the first {MAX_CURVES} of {len(ranked)} by rank)" if len(ranked) > MAX_CURVES else ""
-            svg = plots.curve_svg(curves, f"{title} by {label.lower()}{more}", x_label=label)
+            svg = plots.curve_svg(curves, f"{sliced_title} by {label.lower()}{more}", x_label=label)
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
-                        "alt": f"{title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
+                        "alt": f"{sliced_title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
         elif is_cross(slice_type):
             cells = [{"model": r.label, "country": slice_name(slice_type, s), "value": e["value"]}
                      for r in ranked for (m, t, s), e in sorted(r.entries.items(), key=lambda kv: slice_order(*kv[0][1:]))
-                     if m == metric and t == slice_type]
-            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}",
-                                    desc=f"Heatmap of {title}: submissions (rows) by {label.lower()} (columns).")
+                     if m == sliced and t == slice_type]
+            svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}",
+                                    desc=f"Heatmap of {sliced_title}: submissions (rows) by {label.lower()} (columns).")
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
-                        "alt": f"Heatmap of {title}, submissions by {label.lower()}"})
+                        "alt": f"Heatmap of {sliced_title}, submissions by {label.lower()}"})
     if frontier := _frontier(board, group, metric, title):
         out.append({"src": site.plot(page, f"{group.name}-frontier", frontier),
                     "alt": f"Level versus Global North - South gap of {title}: the frontier joins the submissions no "
@@ -130,10 +134,12 @@ def disparity_rows(board: Board, group: Group) -> list[dict]:
     """Per ranked submission with a GN - GS gap of the headline: the gap, its q, the country served worst, and
     the ranks by level and by the gap's size (ties where the |gap| intervals overlap). A submission whose gap
     is untested (NaN p: too few prompts) has rank None and comes after the ranked ones; untested country gaps
-    never count as served worse."""
+    never count as served worse. Only for a headline where higher or lower is better: for a descriptive one
+    nothing is ranked, and for one ranked by its distance to a target a signed gap does not say which side is
+    served worse."""
     metric = group.metrics[0]
     card = board.cards[metric]
-    if card["direction"] == "none":
+    if card["direction"] not in ("higher", "lower"):
         return []
     rows = []
     for r in group.results:
@@ -142,7 +148,7 @@ def disparity_rows(board: Board, group: Group) -> list[dict]:
         if region is None:
             continue
         worse = -1 if card["direction"] == "higher" else 1  # the sign of a gap that means "served worse"
-        countries = [g for g in found if g.kind == "country" and worse * g.value > 0 and g.p_adjusted < SIGNIFICANT]
+        countries = [g for g in found if under_represented(g.kind, g.value, g.p_adjusted, card["direction"])]
         worst = max(countries, key=lambda g: worse * g.value, default=None)
         rows.append({"result": r, "gap": region, "worst": worst, "n_worse": len(countries)})
     tested = [x for x in rows if not math.isnan(x["gap"].p)]
@@ -168,7 +174,7 @@ def disparity_table(site: Site, board: Board, page: str, group: Group) -> Table 
                       "better); entries whose intervals of |gap| overlap are tied", better="lower"),
                Column("submission", "Submission", "link"),
                Column("level_rank", "Rank (level)", "rank", f"Rank on {main['title']} over all prompts", better="lower"),
-               Column("level", main["title"], "score", f"{metric} over all prompts", better=main["direction"]),
+               Column("level", main["title"], "score", f"{metric} over all prompts", **sort_rule(main)),
                Column("gap", "Gap (GN - GS)", "score", "Global North minus Global South: the mean over the prompts of "
                       "Global North countries minus that of Global South ones; 95% CI from a paired bootstrap over "
                       "prompts within countries"),

@@ -14,7 +14,7 @@ from cultureboard.errors import CultureboardError
 
 from . import figures, gaming
 from .board import Board, Group
-from .names import slice_name, slice_path, type_label
+from .names import direction_text, slice_name, slice_path, sort_rule, type_label
 from .write import Column, Site, Table
 
 #: Rows of a prompt set's leaderboard shown on the overview (the full table is on the prompt set's page).
@@ -37,9 +37,8 @@ def score_column(board: Board, group: Group, metric: str, slice_type: str, slice
     if row := board.diagnostic(metric, slice_type, slice_):
         badges.append({"label": "diagnostic here", "title": f"Only a diagnostic on this slice, never the headline: "
                        f"{row['reason']} (correlation with {row['human']} in {row['source']})."})
-    direction = "descriptive, never ranked" if card["direction"] == "none" else f"{card['direction']} is better"
-    return Column(metric, card["title"], "score", f"{metric}: {direction}; value [95% CI], n = images / prompts",
-                  better=card["direction"] if card["direction"] != "none" else None, badges=badges,
+    return Column(metric, card["title"], "score", f"{metric}: {direction_text(card)}; value [95% CI], n = images / "
+                  "prompts", **sort_rule(card), badges=badges,
                   muted=any(b["label"] == "diagnostic here" for b in badges))
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+from cultureboard.evaluators.engine.registry import DIRECTIONS as _DIRECTIONS
 from cultureboard.evaluators.submission.format import (
     MAX_SUBMISSION_ID,
     METADATA,
@@ -130,8 +131,12 @@ def _load_one(folder: Path, sub: Path) -> Result:
         raise CultureboardError(folder / "scores.parquet", f"lacks the columns {sorted(missing)}", _FIX)
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
     control = get(spec, "control")
-    return Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
-                  control=control if isinstance(control, str) else None)
+    result = Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
+                    control=control if isinstance(control, str) else None)
+    versions = {c["name"]: c["version"] for c in summary["metrics_info"]} | summary["provenance"]["metrics"]
+    for e in summary["metrics"]:  # what the downloads carry with each score
+        e["standin"], e["metric_version"] = result.standin, versions.get(e["metric"])
+    return result
 
 
 #: What the pages read from an evaluator summary: dotted path -> kind (a type, a tuple of types, None for
@@ -145,13 +150,12 @@ SUMMARY_SHAPE = {
     "provenance.options": dict, "provenance.scorers": list, "metrics": list, "metrics_info": list,
 }
 #: ... of each scorer of the provenance, each metric entry and each metric card. A value and its CI are null
-#: together (every row of the slice flagged).
+#: together (every row of the slice flagged), except that a value from one prompt has no CI (both ends null).
 _SCORER_SHAPE = {"name": str, "model_id": str, "revision": str}
 _ENTRY_SHAPE = {"metric": str, "slice_type": str, "slice": str, "value": (float, None), "ci_low": (float, None),
                 "ci_high": (float, None), "n_images": int, "n_prompts": int, "coverage": (float, None)}
 _CARD_SHAPE = {"name": str, "title": str, "direction": str, "family": str, "unit": str, "formula": str, "range": str,
                "source": str, "scorers": list, "version": int, "validity": list, "chance": object, "proxy_for": object}
-_DIRECTIONS = ("higher", "lower", "none")
 _ABSENT = object()
 
 
@@ -196,13 +200,16 @@ def shape_problem(summary) -> str | None:
             if wrong:
                 return f"{key}[{i}] lacks a well-formed {', '.join(wrong)}"
             if key == "metrics":
-                ends = (item["value"], item["ci_low"], item["ci_high"])
-                if (None in ends) != (ends == (None, None, None)):
-                    return f"metrics[{i}] has a value or CI end without the others"
+                value, ends = item["value"], (item["ci_low"], item["ci_high"])
+                if (None in ends) != (ends == (None, None)) or (value is None and ends != (None, None)):
+                    return f"metrics[{i}] has a CI end without the other, or a CI without a value"
                 if item["ci_low"] is not None and item["ci_low"] > item["ci_high"]:
                     return f"metrics[{i}] has a CI whose low end is above its high end"
-            if key == "metrics_info" and item["direction"] not in _DIRECTIONS:
-                return f"metrics_info[{i}] has the direction {item['direction']!r}, not one of {', '.join(_DIRECTIONS)}"
+            if key == "metrics_info" and (item["direction"] not in _DIRECTIONS or (item["direction"] == "target") != (
+                    isinstance(item.get("target"), (int, float)) and math.isfinite(item["target"]))):
+                return (f"metrics_info[{i}] has the direction {item['direction']!r} with the target "
+                        f"{item.get('target')!r}: the direction is one of {', '.join(_DIRECTIONS)}, and a finite "
+                        "target is given exactly with 'target'")
     return None
 
 

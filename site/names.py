@@ -94,6 +94,26 @@ def display_name(spec: dict, sid: str) -> str:
     return f"{org} / {model}" + (f" ({tag})" if isinstance(tag, str) and tag else "")
 
 
+def direction_text(card: dict) -> str:
+    """What a metric card ranks by, in words: "higher is better", "lower is better", "closer to 0 is better", or
+    "descriptive: shown, never ranked"."""
+    if card["direction"] == "none":
+        return "descriptive: shown, never ranked"
+    if card["direction"] == "target":
+        return f"closer to {card['target']:g} is better"
+    return f"{card['direction']} is better"
+
+
+def sort_rule(card: dict) -> dict:
+    """A score column's sorting (:class:`~.write.Column` fields): none for a descriptive metric; a target metric
+    sorts by the distance to its target, smallest (best) first."""
+    if card["direction"] == "none":
+        return {"better": None}
+    if card["direction"] == "target":
+        return {"better": "lower", "target": card["target"]}
+    return {"better": card["direction"]}
+
+
 def num(x) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
@@ -105,7 +125,7 @@ def pct(x) -> str:
 def caveat(entry: dict) -> dict | None:
     """The "too little data" badge of a summary entry: {label, title}, or None when it has enough.
 
-    Labels: ``few prompts`` (fewer than :data:`MIN_PROMPTS` units: not ranked), ``incomplete`` (not every unit
+    Labels: ``n prompt(s): not ranked`` (fewer than :data:`MIN_PROMPTS` units), ``incomplete`` (not every unit
     of the slice was scored), ``flagged`` (rows the family could not score, e.g. no reference photograph: left
     out of the value, counted here), ``refused`` (prompts the model declared it refused)."""
     labels, reasons = [], []
@@ -113,9 +133,10 @@ def caveat(entry: dict) -> dict | None:
         labels.append("no value")
         reasons.append("every row of this slice was flagged or missing, so there is no value")
     elif entry["n_prompts"] < MIN_PROMPTS:
-        labels.append("few prompts")
-        reasons.append(f"only {entry['n_prompts']} prompt(s) (fewer than {MIN_PROMPTS}): the CI is unreliable, "
-                       "so it is not ranked")
+        n = entry["n_prompts"]
+        labels.append(f"{n} prompt{'s' if n != 1 else ''}: not ranked")
+        reasons.append(f"only {n} prompt(s), fewer than the {MIN_PROMPTS} a slice needs before it is ranked: "
+                       + ("one prompt has no CI" if entry.get("ci_low") is None else "the CI is unreliable"))
     if not entry.get("complete"):
         labels.append("incomplete")
         reasons.append(f"coverage {pct(entry.get('coverage'))}: not every prompt of this slice was scored, "

@@ -16,6 +16,7 @@ served; no page requests anything from another site)::
     map/<group>/<metric>.html           a world map of a metric per country, a submission chosen by the reader
     metrics.html, metric/<name>.html    metric cards, validity (ours and reported), leaderboards
     trust.html                          where each metric tracks human judgement (from --ratings)
+    submissions.html                    every submission folder: invalid, not scored, stale or scored (and by what)
     agreement.html                      do the benchmarks agree: Kendall's tau between families' rankings of models
     data/<page>-<table>.csv|.json       every table of every page
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
@@ -46,6 +47,8 @@ from cultureboard.provenance import git_commit
 from . import agreement_page, details, figures, gallery, leaderboards, models
 from .board import Board
 from .load import load_results as _load_results
+from .names import MIN_PROMPTS
+from .submissions_page import submissions_page
 from .thumbs import make_media
 from .trust import load_trust
 from .write import CSP, HERE, Site
@@ -55,7 +58,7 @@ __all__ = ["CSP", "build_site"]
 
 def build_site(results: str | Path, dataset: str | Path, submissions: str | Path, out: str | Path, *,
                ratings=None, page_size: int = 48, thumb_px: int = 256, built: str | dt.date | None = None,
-               workers: int | None = None) -> dict:
+               workers: int | None = None, order: str = "value") -> dict:
     """Render the site from ``results`` (``<id>/summary.json`` and ``scores.parquet``), ``submissions``
     (``<id>/submission.yaml``, ``metadata.jsonl`` and images) and ``dataset`` (prompt texts) into ``out``.
 
@@ -63,10 +66,12 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     correlations with human judgements are shown on the metric pages and the trust page; a metric that is only a
     diagnostic on a slice is greyed there and never ranks it. ``built``: the build date shown in every footer
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
-    the CPU count). Thumbnails of an earlier build in ``out`` are reused; ``out`` is replaced atomically. A
-    result that cannot be shown is left out, named in every page's footer and in ``skipped``. Returns {out,
-    pages, largest_page, largest_page_bytes, thumbnails, missing_images, skipped, seconds, phases: {load, images,
-    pages, replace} seconds}.
+    the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
+    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. Thumbnails of an earlier
+    build in ``out`` are reused; ``out`` is replaced atomically. A result that cannot be shown is left out, named in
+    every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
+    and is listed in ``unverified``. Returns {out, pages, largest_page, largest_page_bytes, thumbnails,
+    missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}.
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
@@ -74,13 +79,13 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     loaded, skipped = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     given = [] if ratings is None else list(ratings) if isinstance(ratings, (list, tuple)) else [ratings]
-    board = Board({r.sid: r for r in loaded}, prompts, load_trust(given))
+    board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order)
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
                           "trust_page": bool(board.trust), "galleries": {}})
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
-        media, keep_media = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
+        media, keep_media, unverified = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
         media_at = time.perf_counter()
         site.env.globals["galleries"] = gallery.gallery_pages(site, board, media, page_size)
         leaderboards.overview(site, board)
@@ -96,6 +101,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         details.family_pages(site, board)
         figures.map_pages(site, board)
         details.trust_page(site, board)
+        submissions_page(site, Path(submissions), results, Path(dataset))
         agreement_page.agreement_page(site, board)
         pages_at = time.perf_counter()
         keep_media()  # last: the previous site's unchanged media folders move into the new one
@@ -103,7 +109,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     statuses = [m["status"] for m in media.values()]
     return {"out": str(out), "pages": len(site.sizes), "largest_page": largest,
             "largest_page_bytes": site.sizes[largest], "thumbnails": statuses.count("ok"),
-            "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped,
+            "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped, "unverified": unverified,
             "seconds": round(time.perf_counter() - start, 3),
             "phases": {"load": round(loaded_at - start, 3), "images": round(media_at - loaded_at, 3),
                        "pages": round(pages_at - media_at, 3), "replace": round(time.perf_counter() - pages_at, 3)}}
@@ -135,7 +141,10 @@ def _footer(board: Board, built) -> dict:
         datasets.add(p["dataset"]["revision"])
         devices.add(f"{p['device']} {p['dtype']}")
     return {"results": len(board.results), "code": sorted(code), "datasets": sorted(datasets), "devices": sorted(devices),
-            "built": _date(built), "site_code": _code()}
+            "built": _date(built), "site_code": _code(), "min_prompts": MIN_PROMPTS,
+            "order": "the point value" if board.order_by == "value" else
+                     "the pessimistic end of the 95% CI (its lower bound where higher is better, its upper bound where "
+                     "lower is better, the far end of the distance to a target)"}
 
 
 def _banner(board: Board) -> dict | None:

@@ -3,7 +3,9 @@
 * ``thumbs/<submission>/<sha256>.webp``: longer side at most ``px``, pixels read as the scorers read them
   (:func:`~cultureboard.images.open_rgb`: EXIF orientation applied);
 * ``images/<submission>/<sha256><suffix>``: a copy of the submitted file, for the gallery's "full size" links
-  (never a hard link: the validator refuses a submission file with more than one link).
+  (never a hard link: the validator refuses a submission file with more than one link). Only verified bytes are
+  published (:func:`_publish`: one link, validate's image checks, the declared sha256); any other image is left
+  out, with status "unverified" and a problem naming the submission, and its thumbnail is made from the copy.
 
 A submission whose images are unchanged since the previous build keeps that build's folders whole (moved in
 at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
@@ -25,10 +27,11 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cultureboard.images import IMAGE_SUFFIXES
+from cultureboard.errors import CultureboardError
 
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
 #: Below this many new thumbnails the pool is threads (no process start-up).
@@ -38,7 +41,8 @@ PROCESS_THRESHOLD = 200
 def make_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None):
     """Thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result` objects) into
     ``new``, reusing those of the site ``previous``: returns ((sid, sha256) -> {status: "ok" | "missing" |
-    "unreadable", full: site path of the full-size file or None}, finish).
+    "unreadable" | "unverified", full: site path of the full-size file or None}, finish, problems: [{submission,
+    file, problem}] of the images left out because their bytes are not the declared, valid ones).
 
     A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
     ``thumbs/<id>/manifest.json`` says so, with the same thumbnail settings) keeps its folders whole: ``finish()``
@@ -50,6 +54,7 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
     params = {**THUMB, "max_side": px}
     out: dict[tuple[str, str], dict] = {}
     todo: list[tuple[tuple[str, str], str, str]] = []
+    problems: list[dict] = []
     moves: list[tuple[Path, Path]] = []
     fresh: dict[str, tuple[str, dict]] = {}
     reusable = _old_params(previous) == params
@@ -72,21 +77,22 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
             if key in out:
                 continue
             name = os.path.normpath(im["file_name"])
-            inside = name in files
-            suffix = Path(name).suffix.lower()
-            full = f"images/{r.sid}/{sha}{suffix}" if inside and suffix in IMAGE_SUFFIXES else None
-            if full:  # a copy: a hard link would make the validator refuse the submission ("has 2 hard links")
-                (new / full).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(r.folder / name, new / full, follow_symlinks=False)
+            if name not in files:
+                out[key] = {"status": "missing", "full": None}
+                continue
+            full = f"images/{r.sid}/{sha}{Path(name).suffix.lower()}"
+            problem = _publish(r.folder / name, name, sha, new / full)
+            if problem is not None:
+                out[key] = {"status": "unverified", "full": None}
+                problems.append({"submission": r.sid, "file": name, "problem": problem})
+                continue
             target, earlier = new / "thumbs" / r.sid / f"{sha}.webp", previous / "thumbs" / r.sid / f"{sha}.webp"
             if reusable and _real_dir(previous / "thumbs" / r.sid) and _regular(earlier):
                 _link_or_copy(earlier, target)
                 out[key] = {"status": "ok", "full": full}
-            elif not inside:
-                out[key] = {"status": "missing", "full": None}
-            else:
+            else:  # the thumbnail is made from the published copy: the bytes just verified
                 out[key] = {"status": None, "full": full}
-                todo.append((key, str(r.folder / name), str(target)))
+                todo.append((key, str(new / full), str(target)))
         fresh[r.sid] = (fingerprint, params)
     for (key, _, _), status in zip(todo, _run([(s, t) for _, s, t in todo], px, workers)):
         out[key]["status"] = status
@@ -103,7 +109,38 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, target)
 
-    return out, finish
+    return out, finish, problems
+
+
+def _publish(source: Path, name: str, sha256: str, target: Path) -> str | None:
+    """Copy the submission file ``source`` (``name`` in its metadata) to the site's ``target`` when it is what a
+    site may publish: a file with one link (a hard link may share bytes with a file outside the submission), that
+    passes the checks ``validate`` applies (:func:`~cultureboard.images.inspect_image` with validate's limits: format,
+    header size before decoding, structure) and whose bytes hash to the declared ``sha256``. The copy is what is
+    checked (what a writer changes afterwards never reaches the site); otherwise the problem, and no copy."""
+    from cultureboard.evaluators.submission.validate import Limits
+    from cultureboard.images import inspect_image
+
+    limits = Limits().image
+    try:
+        st = os.lstat(source)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if st.st_nlink > 1:
+        return f"has {st.st_nlink} hard links (it may be a file outside the submission)"
+    if st.st_size > limits.max_file_bytes:
+        return f"is {st.st_size:,} bytes; the limit is {limits.max_file_bytes:,}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copyfile(source, target, follow_symlinks=False)
+    except (OSError, shutil.SpecialFileError) as exc:
+        return f"cannot be copied ({getattr(exc, 'strerror', None) or exc})"
+    info = inspect_image(target, name=name, limits=limits)
+    problem = ("; ".join(p.message for p in info.problems) or
+               (None if info.sha256 == sha256 else "differs from the sha256 metadata.jsonl declares"))
+    if problem is not None:
+        target.unlink()
+    return problem
 
 
 MANIFEST = "manifest.json"
@@ -183,43 +220,62 @@ def _old_params(previous: Path):
 
 
 def thumbnail(source: str, target: str, px: int) -> str:
-    """Write one thumbnail; "ok", or "unreadable" when the decoder rejects the file."""
+    """Write one thumbnail; "ok", or "unreadable" when the decoder rejects the file. A failing write (a full disk,
+    a file size limit) is raised: it is not the image's fault, and ends the build."""
     from cultureboard.images import open_rgb
 
     try:
         img = open_rgb(Path(source))
         img.thumbnail((px, px))
-        img.save(target, **THUMB)
     except Exception:  # noqa: BLE001 - a decoder's reaction to hostile bytes can be any exception
         return "unreadable"
+    img.save(target, **THUMB)
     return "ok"
 
 
+#: The command of a thumbnail worker process (:func:`main`).
+WORKER = [sys.executable, "-m", "cultureboard.site.thumbs"]
+_FIX = "check the free space, the file size limit (ulimit -f) and the memory of this machine, then build again"
+
+
 def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]:
+    """The status of each job. A write that fails, or a worker process that dies (killed, out of memory, a write
+    refused), ends the build with one error: the parent never waits on a dead worker nor redoes its part."""
     workers = max(1, workers or os.cpu_count() or 1)
     if len(jobs) < PROCESS_THRESHOLD or workers == 1:
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(lambda job: thumbnail(*job, px), jobs))
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                return list(pool.map(lambda job: thumbnail(*job, px), jobs))
+        except OSError as exc:
+            raise CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})",
+                                    _FIX) from None
     parts = [jobs[k::workers] for k in range(workers)]
-    procs = [subprocess.Popen([sys.executable, "-m", "cultureboard.site.thumbs"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) for _ in parts]
+    errors = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker's long traceback never blocks it
+    procs = [subprocess.Popen(WORKER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err) for err in errors]
     try:
         for proc, part in zip(procs, parts):  # each job list is written whole before reading: no pipe deadlock
-            proc.stdin.write(json.dumps({"px": px, "jobs": part}).encode())
-            proc.stdin.close()
+            try:
+                proc.stdin.write(json.dumps({"px": px, "jobs": part}).encode())
+                proc.stdin.close()
+            except BrokenPipeError:  # it died already: its exit status says why
+                pass
         answers = []
-        for proc, part in zip(procs, parts):
-            text = proc.stdout.read()
+        for proc, part, err in zip(procs, parts, errors):
+            text = proc.stdout.read()  # ends when the worker exits, however it exits
             code = proc.wait()
             done = json.loads(text) if code == 0 and text else None
-            if not isinstance(done, list) or len(done) != len(part):  # a worker died: redo its part here
-                done = [thumbnail(*job, px) for job in part]
+            if not isinstance(done, list) or len(done) != len(part):
+                err.seek(0)
+                last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
+                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
             answers.append(done)
     finally:
-        for proc in procs:
+        for proc, err in zip(procs, errors):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+            err.close()
     statuses = [""] * len(jobs)
     for k, done in enumerate(answers):
         statuses[k::workers] = done
@@ -259,7 +315,11 @@ def _json_or_none(path: Path):
 def main() -> None:
     """Worker: {px, jobs: [[source, target], ...]} on stdin -> the statuses as a JSON list on stdout."""
     task = json.load(sys.stdin)
-    json.dump([thumbnail(source, target, task["px"]) for source, target in task["jobs"]], sys.stdout)
+    try:
+        statuses = [thumbnail(source, target, task["px"]) for source, target in task["jobs"]]
+    except OSError as exc:  # one line for the parent's error, not a traceback
+        sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
+    json.dump(statuses, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,14 @@ import csv
 import io
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 
 from . import cells
-from .names import caveat, link, num, pct
+from .names import caveat, direction_text, link, num, pct
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; "
@@ -32,6 +33,7 @@ class Column:
     kind: str  # text | link | rank | score | range | num | pct | notes (explanations) | thumb (not downloaded)
     title: str = ""
     better: str | None = None  # "higher" or "lower": the first click on the header puts the best first
+    target: float | None = None  # a score column of a target metric: sorted by |value - target| (better "lower")
     badges: list[dict] = field(default_factory=list)  # [{label, title}] shown in the header (a flagged metric)
     muted: bool = False  # the column's metric is only a diagnostic here: greyed
     hidden: bool = False  # in the downloads only (e.g. an image's sha256 in the image browser)
@@ -58,7 +60,7 @@ class Site:
     def __post_init__(self):
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                       undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-        self.env.filters.update(num=num, pct=pct)
+        self.env.filters.update(num=num, pct=pct, direction=direction_text)
         self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
                                 **self.globals)
         self.sizes: dict[str, int] = {}
@@ -71,9 +73,10 @@ class Site:
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
         """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
-        controls = any(row.get("_control") for row in rows)
-        flat = [_flatten(columns, row, controls) for row in rows]
-        keys = list(flat[0]) if flat else [c.key for c in columns if c.kind != "thumb"]
+        standin = bool(self.globals.get("banner"))
+        flat = [_flatten(columns, row) | _provenance(columns, row, standin) for row in rows]
+        keys = (list(flat[0]) if flat else
+                [c.key for c in columns if c.kind != "thumb"] + list(_provenance([], {}, standin)))
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(keys)
@@ -94,9 +97,9 @@ class Site:
         target.write_text(text, encoding="utf-8", newline="\n")
 
 
-def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
+def _flatten(columns: list[Column], row: dict) -> dict:
     """A table row as plain values: a score becomes value, CI, n, coverage, caveat and badge columns; a rank its
-    range; a rank spread its width, ends and badges; a control row says which control it is."""
+    range; a rank spread its width, ends and badges."""
     flat: dict = {}
     marks = row.get("_marks") or {}
     for c in columns:
@@ -120,17 +123,33 @@ def _flatten(columns: list[Column], row: dict, controls: bool) -> dict:
             flat[c.key] = json.dumps(v, ensure_ascii=False, sort_keys=True) if v else None
         elif c.kind != "thumb":
             flat[c.key] = v
-    if controls:
-        flat["control"] = row.get("_control")
     return flat
+
+
+def _provenance(columns: list[Column], row: dict, site_standin: bool) -> dict:
+    """What every downloaded row carries so that it cannot be taken for real scores out of context:
+    ``stand_in`` (its scores come from tiny random stand-in scorers; a row without a score cell says whether any
+    result of the build does), ``control`` (the control's kind, or empty), ``badges`` (every mark's label on the
+    row) and ``metric_version`` (``metric=version`` of each score cell, as its provenance recorded it)."""
+    scores = [row[c.key] for c in columns if c.kind == "score" and row[c.key]]
+    versions = sorted({f"{e['metric']}={e['metric_version']}" for e in scores if "metric_version" in e})
+    marks = [m["label"] for key in sorted(row.get("_marks") or {}) for m in row["_marks"][key]]
+    return {"stand_in": any(e.get("standin") for e in scores) if scores else site_standin,
+            "control": row.get("_control") or "", "badges": "; ".join(dict.fromkeys(marks)),
+            "metric_version": "; ".join(versions)}
 
 
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\*?")
 
 
 def _csv_cell(value):
-    """Text that a spreadsheet would run as a formula (starting with = + - @, a tab or a carriage return) gets a
-    leading apostrophe (CSV injection); a plain signed number such as a paper's printed "-0.1078" is left as it is."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") and not _NUMBER.fullmatch(value):
+    """Text that a spreadsheet would run as a formula gets a leading apostrophe (CSV injection): text that starts
+    with a tab, a carriage return or a line feed, or whose first character after any leading whitespace, in its
+    NFKC form (full-width ＝ ＋ － ＠ are = + - @), is = + - or @. A plain signed number such as a paper's printed
+    "-0.1078" is left as it is."""
+    if not isinstance(value, str):
+        return value
+    head = unicodedata.normalize("NFKC", value).lstrip()
+    if value[:1] in ("\t", "\r", "\n") or (head[:1] in ("=", "+", "-", "@") and not _NUMBER.fullmatch(value)):
         return "'" + value
     return value

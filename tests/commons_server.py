@@ -17,7 +17,11 @@ builder makes, and the file server behind them.
 ``GET /files/NAME`` serves a file as its ``behaviour`` says: ``ok``; ``404``; ``html`` (an HTML page, as
 a captive portal sends); ``redirect-offsite`` (302 to another host); ``redirect-same`` (302 to
 ``/files/moved/NAME`` on this server, then the file); ``503-once`` and ``slow-once`` (the first request
-answered 503, or only after ``slow_seconds``; the next one served). ``GET /thumb/NAME`` serves ``thumb``.
+answered 503, or only after ``slow_seconds``; the next one served); ``drip`` (the right headers, then one byte
+every ``drip_seconds``, as a stalled or hostile server does). ``GET /thumb/NAME`` serves ``thumb``.
+
+Hostile answers: ``reshape`` (params, answer) -> another JSON value, or bytes sent as they are, replaces every API
+answer; ``api_drip`` sends the API's answers a byte every ``drip_seconds``.
 ``requests`` records every path requested, ``user_agents`` every User-Agent.
 """
 
@@ -44,7 +48,8 @@ class FakeFile:
     artist: str | None = '<a href="//commons.wikimedia.org/wiki/User:Ann" title="User:Ann">Ann &amp; Bo</a>'
     credit: str | None = '<span class="int-own-work" lang="en">Own work</span>'
     attribution: str | None = None
-    non_free: bool = False
+    usage_terms: str | None = "Creative Commons Attribution-Share Alike 4.0"
+    non_free: bool | str = False  # a string: NonFree's value as it is
     mime: str = "image/jpeg"
     behaviour: str = "ok"
     size: tuple[int, int] | None = None  # what Commons says; default: the real size of ``data``
@@ -76,6 +81,9 @@ class CommonsServer:
         self.categories = categories or {}  # category name (without "Category:") -> file names
         self.slow_seconds, self.imageinfo_page = slow_seconds, imageinfo_page
         self.api_status = 200  # another status breaks the API: it answers an HTML error page with it
+        self.reshape = None
+        self.api_drip = False
+        self.drip_seconds = 0.2
         self.requests: list[str] = []
         self.user_agents: list[str] = []
         self._seen: set[str] = set()
@@ -182,8 +190,8 @@ class CommonsServer:
         fields = {"DateTime": "2021-05-04 10:20:30", "ObjectName": f.name.rsplit(".", 1)[0],
                   "LicenseShortName": f.license, "License": f.license_code, "LicenseUrl": f.license_url,
                   "Artist": f.artist, "Credit": f.credit, "Attribution": f.attribution,
-                  "UsageTerms": f"Creative Commons {f.license}" if f.license else None,
-                  "NonFree": "true" if f.non_free else None, "Copyrighted": "True"}
+                  "UsageTerms": f.usage_terms,
+                  "NonFree": f.non_free if isinstance(f.non_free, str) else ("true" if f.non_free else None), "Copyrighted": "True"}
         return {k: {"value": v, "source": "commons-desc-page", "hidden": ""} for k, v in fields.items() if v is not None}
 
 
@@ -192,7 +200,8 @@ def _handler(server: CommonsServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args) -> None:  # quiet
             pass
 
-        def send(self, status: int, body: bytes, content_type: str, headers: dict | None = None) -> None:
+        def send(self, status: int, body: bytes, content_type: str, headers: dict | None = None,
+                 drip: bool = False) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
@@ -200,7 +209,12 @@ def _handler(server: CommonsServer) -> type[BaseHTTPRequestHandler]:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                if not drip:
+                    return self.wfile.write(body)
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(server.drip_seconds)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
                 pass
 
@@ -213,7 +227,11 @@ def _handler(server: CommonsServer) -> type[BaseHTTPRequestHandler]:
                 if server.api_status != 200:
                     return self.send(server.api_status, b"<html>server error</html>", "text/html")
                 params = dict(urllib.parse.parse_qsl(url.query))
-                return self.send(200, json.dumps(server.api_answer(params)).encode(), "application/json; charset=utf-8")
+                answer = server.api_answer(params)
+                if server.reshape is not None:
+                    answer = server.reshape(params, answer)
+                body = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                return self.send(200, body, "application/json; charset=utf-8", drip=server.api_drip)
             prefix, _, quoted = url.path.rpartition("/")
             f = server.files.get(urllib.parse.unquote(quoted))
             if f is None or prefix not in ("/files", "/files/moved", "/thumb"):
@@ -233,6 +251,6 @@ def _handler(server: CommonsServer) -> type[BaseHTTPRequestHandler]:
                 return self.send(503, b"busy", "text/plain", {"Retry-After": "0"})
             if b == "slow-once" and server.first_time(url.path):
                 time.sleep(server.slow_seconds)
-            return self.send(200, f.data, f.mime)
+            return self.send(200, f.data, f.mime, drip=b == "drip")
 
     return Handler

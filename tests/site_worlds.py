@@ -190,7 +190,9 @@ def variant(results: Path, submissions: Path, source: str, model: str, shift: fl
                      coverage=1.0, complete=True)
         if e["value"] is not None:
             delta = shift + float(rng.normal(0, 0.01))
-            e.update(value=e["value"] + delta, ci_low=e["ci_low"] + delta, ci_high=e["ci_high"] + delta)
+            e.update(value=e["value"] + delta)
+            if e["ci_low"] is not None:  # one prompt: no CI
+                e.update(ci_low=e["ci_low"] + delta, ci_high=e["ci_high"] + delta)
     summary["provenance"]["submission"]["id"] = sid
     target = out_results / sid
     target.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,8 @@ import json
 import pandas as pd
 import pytest
 from cultureboard.evaluators.engine.registry import IMAGE_UNIT
-from cultureboard.evaluators.results.aggregate import summarize
-from cultureboard.evaluators.results.stats import bootstrap_ci
+from cultureboard.evaluators.results.aggregate import NO_CI, summarize
+from cultureboard.evaluators.results.stats import bootstrap_ci, cluster_bootstrap_ci
 
 NAN = float("nan")
 
@@ -52,7 +52,8 @@ def test_values_are_means_of_unit_means_without_flagged_rows(entries):
     assert italy["value"] == pytest.approx(3.0) and (italy["n_images"], italy["n_flagged"]) == (3, 1)
     assert italy["complete"] and italy["n_refused"] == 0
     nigeria = by_key["m", "country", "NG"]
-    assert (nigeria["value"], nigeria["ci_low"], nigeria["ci_high"]) == (10.0, 10.0, 10.0)
+    assert (nigeria["value"], nigeria["ci_low"], nigeria["ci_high"]) == (10.0, None, None)  # one prompt: no CI
+    assert nigeria["ci_note"] == NO_CI and italy["ci_note"] is None and italy["ci_low"] < italy["ci_high"]
     assert nigeria["coverage"] == 0.5 and nigeria["n_refused"] == 1 and nigeria["flags"] == {}
 
 
@@ -79,3 +80,47 @@ def test_entries_are_ordered_and_rows_without_a_slice_value_are_in_none(entries)
         ("d", "overall", "all"), ("d", "country", "IT"), ("d", "country", "NG"),
         ("m", "overall", "all"), ("m", "country", "IT"), ("m", "country", "NG")]
     assert sum(e["n_images"] for e in out if e["metric"] == "m" and e["slice_type"] == "country") == 4  # u4's image
+
+
+def _clustered(n_per_cluster: int = 30):
+    """Two clusters of units (think: CuRe categories sharing their P(c) images) whose values differ a lot."""
+    rows, expected = [], {}
+    for k, (cluster, centre) in enumerate((("food", 0.0), ("art", 10.0))):
+        for i in range(n_per_cluster):
+            uid = f"{cluster}{i}"
+            expected[uid] = {"category": cluster}
+            rows.append({"metric": "m", "unit_id": uid, "sample_idx": 0, "file_name": f"{uid}.png",
+                         "value": centre + i / 60, "detail": None, "flag": None, "category": cluster,
+                         "country": "AB"[i % 2]})
+    return pd.DataFrame(rows), {IMAGE_UNIT: expected}
+
+
+def test_a_clustered_metric_gets_the_two_stage_interval_and_the_same_value():
+    rows, expected = _clustered()
+    clusters = {"m": {uid: fields["category"] for uid, fields in expected[IMAGE_UNIT].items()}}
+    naive = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall",), seed=1, n_boot=400)[0]
+    two = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall",), seed=1, n_boot=400, clusters=clusters)[0]
+    assert two["value"] == pytest.approx(naive["value"]) and naive["value"] == pytest.approx(5 + 29 / 120)
+    # with two clusters, a quarter of the replicates draw "food" twice (mean about 0.25), a quarter "art" twice:
+    # the 95% interval reaches nearly both cluster means; the naive one stays near the middle
+    assert two["ci_low"] < 1.0 and two["ci_high"] > 9.5
+    assert naive["ci_high"] - naive["ci_low"] < 0.5 * (two["ci_high"] - two["ci_low"])
+    by_unit = [[v] for v in rows.sort_values("unit_id")["value"]]
+    labels = [uid.rstrip("0123456789") for uid in sorted(rows["unit_id"])]
+    ci = cluster_bootstrap_ci(by_unit, labels, n_boot=400, seed=1)
+    assert (two["ci_low"], two["ci_high"]) == (ci.low, ci.high)  # clusters handed over in unit-id order
+    per_slice = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall", "category"), seed=1, n_boot=400,
+                          clusters=clusters)
+    within = next(e for e in per_slice if e["slice"] == "art")  # one cluster: the units within it resampled
+    assert 10.0 <= within["ci_low"] < within["ci_high"] <= 10.5
+    # a slice whose units are every other unit of both clusters keeps each unit's own cluster
+    country = summarize(rows, {"m": IMAGE_UNIT}, expected, ("country",), seed=1, n_boot=400, clusters=clusters)
+    b = next(e for e in country if e["slice"] == "B")
+    assert b["ci_low"] < 1.0 and b["ci_high"] > 9.5
+
+
+def test_units_without_a_cluster_are_clusters_of_their_own():
+    rows, expected = _clustered()
+    plain = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall",), seed=2, n_boot=300)[0]
+    alone = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall",), seed=2, n_boot=300, clusters={"m": {}})[0]
+    assert (alone["ci_low"], alone["ci_high"]) == pytest.approx((plain["ci_low"], plain["ci_high"]), abs=1e-12)

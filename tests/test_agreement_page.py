@@ -74,7 +74,8 @@ def board(cube: dict[str, dict], cure: dict[str, dict], control: dict | None = N
 
 def blank_site(root: Path) -> Site:
     return Site(root, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 8, "code": [],
-                                                  "datasets": [], "devices": []},
+                                                  "datasets": [], "devices": [], "min_prompts": 5,
+                                                  "order": "the point value"},
                        "banner": None, "trust_page": False, "galleries": {}})
 
 

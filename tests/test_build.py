@@ -93,7 +93,7 @@ def test_card_and_provenance(built):
     assert recorded["source"]["dump"]["file"] == "sample_dump.json" and len(recorded["source"]["dump"]["sha256"]) == 64
     assert recorded["llm"] == {"skipped": True, "reason": "--llm none"}
     assert recorded["code"]["cultureboard"] and "pyarrow" in recorded["code"]["packages"]
-    assert recorded["prompt_sets"]["ecb"]["rows"] == 2844
+    assert recorded["prompt_sets"]["ecb"]["rows"] == 2844 + 78  # with the 78 country-agnostic prompts
 
 
 def test_rebuild_is_byte_identical(built, tmp_path):

@@ -33,6 +33,7 @@ from cultureboard.dataset_folder import local_revision, read_prompt_set
 from cultureboard.provenance import file_sha256
 
 SIDE = 64
+SEEDS, CATEGORY_IMAGES = 4, 5
 ARTIFACTS = [  # jiaozi has photographs, pierogi a recorded reason for none, the bridge is in neither config
     {"qid": "cure:food-jiaozi", "name": "jiaozi", "country": "CN", "concept": "food", "category": "food",
      "subcategory": "dumpling", "source": "cure", "era": None},
@@ -57,7 +58,8 @@ def png(seed: int, side: int = SIDE, label: str = "") -> bytes:
 
 
 def write_references(dataset: Path) -> dict[str, list[bytes]]:
-    photos = {"cure:food-jiaozi": [png(1001), png(1002, side=48)]}
+    """CuRe's count of photographs for jiaozi (4, of two sizes: taking 3 or 5, or dropping the wrong one, shows)."""
+    photos = {"cure:food-jiaozi": [png(1001), png(1002, side=48), png(1003), png(1004, side=40)]}
     rows = [{"qid": qid, "image": {"bytes": data, "path": None}, "name": "jiaozi", "countries": ["CN"],
              "concepts": ["food"], "rank": rank, "sha256": hashlib.sha256(data).hexdigest()}
             for qid, items in photos.items() for rank, data in enumerate(items, 1)]
@@ -71,7 +73,7 @@ def write_references(dataset: Path) -> dict[str, list[bytes]]:
 
 
 def make_submission(parent: Path, dataset: Path, model: str, refuse=lambda prompt, k: False) -> Path:
-    """Every image of the set, 64 px blocks seeded by prompt and sample; the bridge's eight images have the same
+    """Every image of the set, 64 px blocks seeded by prompt and sample; the bridge's sixteen images have the same
     pixels (distinct files); ``refuse(prompt, k)`` declares a refusal instead of an image."""
     spec = {
         "format_version": 1, "organization": "lab", "contact": "lab@example.org", "date": "2026-11-25",
@@ -103,7 +105,8 @@ def make_submission(parent: Path, dataset: Path, model: str, refuse=lambda promp
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, tiny_scorers):
     root = tmp_path_factory.mktemp("cure")
-    ladder = build_ladder(ARTIFACTS, load_countries(), images_per_prompt=2, category_images=3)
+    # the paper's 4 seeds per prompt (mean and median differ), and 5 category images (not the seed count)
+    ladder = build_ladder(ARTIFACTS, load_countries(), images_per_prompt=SEEDS, category_images=CATEGORY_IMAGES)
     dataset = write_dataset(root / "dataset", [prompt_config(ladder)], {})
     photos = write_references(dataset)
     submission = make_submission(root / "submissions", dataset, "complete")
@@ -137,7 +140,8 @@ def test_family_is_registered_with_the_contract_names():
                  "cure.ita.cr", "cure.div", "cure.div_delta", "cure.acceptance", "cure.ps.dinov2", "cure.gt.aimv2",
                  "cure.ita.cr.laion2b", "cure.ita.cr.wit", "cure.ita.cr.dfn5b", "cure.ita.cr.datacomp"):
         assert name in spec.metrics and cards[name].unit == "ladder", name
-    assert cards["cure.ps_delta.c"].direction == "lower" and cards["cure.ps"].direction == "higher"
+    assert (cards["cure.ps_delta.c"].direction, cards["cure.ps_delta.c"].target) == ("target", 0.0)
+    assert cards["cure.ps"].direction == "higher"
     assert cards["cure.ps.dinov2"].scorers == ("dinov2-large",) and cards["cure.ps"].scorers == ("siglip2-so400m",)
     assert cards["cure.ita.cr.wit"].scorers == ("openclip-l14-openai",)
     assert cards["cure.div"].scorers == ("lpips-alex",)
@@ -155,10 +159,12 @@ def test_similarity_metrics_recomputed_from_the_encoders(world):
         assert value(scores, f"cure.ps{suffix}", JIAOZI)["value"] == pytest.approx(phi["n"], abs=1e-5)
         assert value(scores, f"cure.ps_delta.c{suffix}", JIAOZI)["value"] == pytest.approx(phi["n,c"] - phi["n"], abs=1e-5)
         assert value(scores, f"cure.ps_delta.cr{suffix}", JIAOZI)["value"] == pytest.approx(phi["n,c,r"] - phi["n"], abs=1e-5)
+        delta = json.loads(value(scores, f"cure.ps_delta.c{suffix}", JIAOZI)["detail"])
+        assert (delta["images"], delta["category_images"]) == (2 * SEEDS, CATEGORY_IMAGES)
         g = scorer.embed_images([Image.open(io.BytesIO(b)) for b in world["photos"]["cure:food-jiaozi"]])
         row = value(scores, f"cure.gt{suffix}", JIAOZI)
         assert row["value"] == pytest.approx(float(np.mean(x["n"] @ g.T)), abs=1e-5)
-        assert json.loads(row["detail"])["references"] == 2
+        assert json.loads(row["detail"])["references"] == 4
 
 
 def test_missing_references_are_counted_never_scored(world):
@@ -200,13 +206,13 @@ def test_diversity_recomputed_with_lpips_and_zero_for_identical_images(world):
 
     pairs = list(itertools.combinations(range(len(pooled)), 2))
     d = lpips.compare(torch.stack([pixels[i] for i, _ in pairs]), torch.stack([pixels[j] for _, j in pairs]))
-    assert len(pairs) == 28
-    within = float(np.mean([dist for (i, j), dist in zip(pairs, d) if i < 2 and j < 2]))
+    assert len(pairs) == 120  # CuRe's 16 images of a ladder
+    within = float(np.mean([dist for (i, j), dist in zip(pairs, d) if i < SEEDS and j < SEEDS]))
     div = value(scores, "cure.div", JIAOZI)
     assert div["value"] == pytest.approx(float(np.mean(d)), abs=1e-6) and div["value"] > 0
     assert value(scores, "cure.div_delta", JIAOZI)["value"] == pytest.approx(float(np.mean(d)) - within, abs=1e-6)
-    assert json.loads(div["detail"])["pairs"] == 28
-    # the bridge's eight images are one image: no diversity at all
+    assert json.loads(div["detail"])["pairs"] == 120
+    # the bridge's sixteen images are one image: no diversity at all
     assert value(scores, "cure.div", BRIDGE)["value"] == 0.0
     assert value(scores, "cure.div_delta", BRIDGE)["value"] == 0.0
 
@@ -214,7 +220,7 @@ def test_diversity_recomputed_with_lpips_and_zero_for_identical_images(world):
 def test_acceptance_and_slices(world):
     scores, summary = world["scores"], world["summary"]
     row = value(scores, "cure.acceptance", JIAOZI)
-    assert row["value"] == 1.0 and json.loads(row["detail"]) == {"images": 8, "accepted": 8, "expected": 8, "refused": 0}
+    assert row["value"] == 1.0 and json.loads(row["detail"]) == {"images": 16, "accepted": 16, "expected": 16, "refused": 0}
     assert (row["country"], row["category"], row["subcategory"]) == ("CN", "food", "dumpling")
     assert pd.isna(row["level"])  # the ladder spans four levels
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
@@ -277,16 +283,16 @@ def test_a_refused_ladder_changes_acceptance_not_the_other_ladders(world):
                                              (ladder_id(p) == JIAOZI and p["level"] == "n,r" and k == 0))))
     pierogi = part[part["unit_id"] == PIEROGI].set_index("metric")
     assert pierogi.loc["cure.acceptance", "value"] == 0.0
-    assert json.loads(pierogi.loc["cure.acceptance", "detail"])["refused"] == 8
+    assert json.loads(pierogi.loc["cure.acceptance", "detail"])["refused"] == 16
     others = pierogi.drop(index="cure.acceptance")
     assert others["value"].isna().all()
     assert set(others["flag"]) == {"refused: every image of P(n) was refused",
                                    "fewer than 2 images in the ladder (0 accepted)",
                                    "fewer than 2 images of P(n) (0 accepted)"}
-    # one refused image of jiaozi's P(n,r): acceptance 7/8, and only the metrics that read P(n,r) change
+    # one refused image of jiaozi's P(n,r): acceptance 15/16, and only the metrics that read P(n,r) change
     jiaozi = part[part["unit_id"] == JIAOZI].set_index("metric")["value"]
     before = full[full["unit_id"] == JIAOZI].set_index("metric")["value"]
-    assert jiaozi["cure.acceptance"] == 7 / 8
+    assert jiaozi["cure.acceptance"] == 15 / 16
     changed = {m for m in before.index if not np.isclose(before[m], jiaozi[m])}
     assert changed == {"cure.acceptance", "cure.div", "cure.div_delta"}
     # the bridge's ladder (another category) is untouched, and so is the category image set of the dumplings
@@ -324,16 +330,16 @@ def test_declared_refusals_change_coverage_and_acceptance_not_the_other_scores(w
 
     submission = make_submission(world["root"] / "submissions", world["dataset"], "refusing", refuse)
     report = validate(submission, world["dataset"])
-    assert report.valid and report.checked["refused"] == 9, report.to_text()
+    assert report.valid and report.checked["refused"] == 17, report.to_text()
     out = evaluate(submission, world["dataset"], world["root"] / "results", scorers=world["scorers"], device="cpu",
                    cache=world["root"] / "cache", n_boot=100)
     scores = pq.read_table(out / "scores.parquet").to_pandas()
     summary = json.loads((out / "summary.json").read_text())
-    assert len(summary["provenance"]["refused"]) == 9
+    assert len(summary["provenance"]["refused"]) == 17
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
-    # acceptance: 8/8, 7/8 and 0/8 over the three ladders; food holds jiaozi and pierogi
-    assert entries[("cure.acceptance", "overall", "all")]["value"] == pytest.approx((1 + 7 / 8 + 0) / 3)
-    assert entries[("cure.acceptance", "category", "food")]["value"] == pytest.approx(7 / 16)
+    # acceptance: 16/16, 15/16 and 0/16 over the three ladders; food holds jiaozi and pierogi
+    assert entries[("cure.acceptance", "overall", "all")]["value"] == pytest.approx((1 + 15 / 16 + 0) / 3)
+    assert entries[("cure.acceptance", "category", "food")]["value"] == pytest.approx(15 / 32)
     # pierogi is flagged (counted, not scored), so coverage drops and nothing is averaged as zero
     ps = entries[("cure.ps", "overall", "all")]
     assert ps["coverage"] == pytest.approx(2 / 3) and ps["flags"] == {"refused: every image of P(n) was refused": 1}
@@ -359,9 +365,10 @@ def test_reference_photos_control_leaves_each_photograph_out_of_its_own_referenc
     for suffix, name in cure.IMAGE_ENCODERS.items():
         scorer = load_scorer(name, config=world["scorers"], device="cpu")
         x = scorer.embed_images([Image.open(Path(control["out"]) / f"images/{prompt['prompt_id']}/{k}.png")
-                                 for k in range(2)])
+                                 for k in range(SEEDS)])
         g = scorer.embed_images([Image.open(io.BytesIO(b)) for b in world["photos"]["cure:food-jiaozi"]])
-        leave_one_out = (float(x[0] @ g[1]) + float(x[1] @ g[0])) / 2  # image 0 is photograph 0: only photograph 1
+        # image k is photograph k: it is compared with the other three only
+        leave_one_out = float(np.mean([np.mean([x[k] @ g[j] for j in range(4) if j != k]) for k in range(SEEDS)]))
         row = value(scores, f"cure.gt{suffix}", JIAOZI)
         assert row["value"] == pytest.approx(leave_one_out, abs=1e-5)
         assert row["value"] < float(np.mean(x @ g.T)) - 1e-3 and row["value"] < 1  # the self-matches are gone
@@ -376,10 +383,33 @@ def test_leave_one_out_picks_the_photograph_of_the_sample_and_flags_a_lone_one(w
     photos = ctx.references()[0]["cure:food-jiaozi"]
     jiaozi = sorted((im for im in ctx.images if ladder_id(im.prompt) == JIAOZI and im.prompt["level"] == "n"),
                     key=lambda im: im.sample_idx)
-    assert [ctx.references_of(im) for im in jiaozi] == [[photos[1]], [photos[0]]]
+    assert [ctx.references_of(im) for im in jiaozi] == [photos[:k] + photos[k + 1:] for k in range(SEEDS)]
     assert _context(world).references_of(jiaozi[0]) == photos  # a model's image: every photograph
-    # one photograph: the control has sample 0 alone (as make_control refuses sample 1), which has no other one
-    ctx = _context(world, lambda p, k: k == 1, control="reference-photos")
+    # one photograph: the control has sample 0 alone (as make_control refuses the others), which has no other one
+    ctx = _context(world, lambda p, k: k > 0, control="reference-photos")
     ctx._references = ({"cure:food-jiaozi": photos[:1]}, {})
     rows = pd.DataFrame(score_ladder(ctx)).set_index(["unit_id", "metric"])
     assert rows.loc[(JIAOZI, "cure.gt"), "flag"] == "no reference photograph besides the image's own"
+
+
+def test_one_photograph_is_enough_for_a_models_images(world):
+    """Outside the control, an artifact with a single photograph scores every image against it."""
+    ctx = _context(world)
+    photos = ctx.references()[0]["cure:food-jiaozi"]
+    ctx._references = ({"cure:food-jiaozi": photos[:1]}, {})
+    rows = pd.DataFrame(score_ladder(ctx)).set_index(["unit_id", "metric"])
+    scorer = load_scorer("siglip2-so400m", config=world["scorers"], device="cpu")
+    x = scorer.embed_images(images_of(world, JIAOZI, "n"))
+    g = scorer.embed_images([Image.open(io.BytesIO(world["photos"]["cure:food-jiaozi"][0]))])
+    assert rows.loc[(JIAOZI, "cure.gt"), "value"] == pytest.approx(float(np.mean(x @ g[0])), abs=1e-5)
+
+
+def test_a_refused_level_flags_only_the_divergence_that_reads_it(world):
+    """Every image of jiaozi's P(n,c) refused: Delta(n,c) is flagged as refused (the refusals counted against that
+    level, not P(n)), Delta(n,c,r) and phi_PS keep their values."""
+    rows = pd.DataFrame(score_ladder(_context(world, lambda p, k: ladder_id(p) == JIAOZI and p["level"] == "n,c")))
+    jiaozi = rows[rows["unit_id"] == JIAOZI].set_index("metric")
+    for suffix in cure.IMAGE_ENCODERS:
+        assert jiaozi.loc[f"cure.ps_delta.c{suffix}", "flag"] == "refused: every image of P(n,c) was refused"
+        assert pd.isna(jiaozi.loc[f"cure.ps_delta.cr{suffix}", "flag"]) and pd.isna(jiaozi.loc[f"cure.ps{suffix}", "flag"])
+    assert jiaozi.loc["cure.acceptance", "value"] == 12 / 16

@@ -190,8 +190,8 @@ def test_trust_rows_judge_each_metric_against_the_gold_it_stands_for(world):
 
 @pytest.fixture(scope="module")
 def forty(tmp_path_factory):
-    """40 artifacts (20 GH, 20 PL), one rater each; cure.ps_delta.cr (lower is better) falls as phi*_PS rises,
-    with noise: Spearman about -0.6 as CuRe prints it."""
+    """40 artifacts (20 GH, 20 PL), one rater each; cure.ps_delta.cr (closer to zero is better) falls as phi*_PS
+    rises, with noise: Spearman about -0.6 as CuRe prints it."""
     root = tmp_path_factory.mktemp("cure-forty")
     names = [f"dish{i}" for i in range(40)]
     countries = ["GH", "PL"] * 20
@@ -206,14 +206,14 @@ def forty(tmp_path_factory):
         w = csv.writer(fh)
         w.writerow(["rater", "artifact", "ps", "submission"])
         w.writerows(["r1", f"cure:food-{n}", int(v), "lab__a"] for n, v in zip(names, ps))
-    delta = -ps + rng.normal(0, 1.2, 40)
+    delta = 3 - ps + rng.normal(0, 1.2, 40)  # both signs: the board ranks |delta| (closer to zero is better)
     rows = [{"metric": "cure.ps_delta.cr", "unit_id": f"cure-ladder/cure:food-{n}/{c}", "value": float(v), "flag": None}
             for n, c, v in zip(names, countries, delta)]
     write_result(root / "results" / "lab__a", rows, "lab/a")
     return {"root": root, "dataset": dataset, "ratings": ratings, "results": root / "results", "ps": ps, "delta": delta}
 
 
-def test_a_lower_is_better_metric_that_agrees_is_usable_on_the_site(forty):
+def test_a_target_metric_is_judged_by_its_distance_on_the_site(forty):
     out = forty["root"] / "out"
     import_cure_ratings(forty["ratings"], forty["dataset"], out, results=forty["results"], n_boot=300)
     [printed] = json.loads((out / "correlations.json").read_text())["correlations"]
@@ -224,7 +224,10 @@ def test_a_lower_is_better_metric_that_agrees_is_usable_on_the_site(forty):
     shown = {(r["slice_type"], r["slice"]): r for r in load_trust([out])}
     overall = shown["overall", "all"]
     assert (overall["metric"], overall["human"], overall["n"]) == ("cure.ps_delta.cr", "phi*_PS", 40)
-    assert overall["rho"] == pytest.approx(-raw.value) and overall["diagnostic"] is False
+    # the trust map judges what the board ranks, the distance from zero: |delta| against phi*_PS, negated
+    distance = spearman_ci(np.abs(forty["delta"][order]), forty["ps"][order], n_boot=300)
+    assert (forty["delta"] < 0).any() and distance.value != pytest.approx(raw.value)
+    assert overall["rho"] == pytest.approx(-distance.value) and overall["diagnostic"] is False
     assert {k for k in shown if k[0] == "country"} == {("country", "GH"), ("country", "PL")}
     assert shown["country", "GH"]["n"] == 20 and shown["region_group", "GS"]["n"] == 20
 

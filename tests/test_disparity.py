@@ -121,3 +121,29 @@ def test_worse_side_follows_the_direction_and_never_marks_an_untested_gap():
     assert worse_side(0.1, 0.3, "lower") and not worse_side(-0.1, 0.3, "lower")
     assert not worse_side(-0.3, -0.1, "lower") and not worse_side(0.1, 0.3, "higher")
     assert not worse_side(float("nan"), float("nan"), "higher") and not worse_side(-0.3, -0.1, "none")
+
+
+def test_badges_use_the_bh_q_not_the_marginal_ci():
+    """20 countries x 6 prompts, all drawn from one distribution (no country is served worse): the marginal 95% CIs
+    of two gaps lie below zero by chance, so CI-based badges would mark them; the Benjamini-Hochberg q over the
+    model's gaps marks none. A country made truly worse is marked either way; target and descriptive metrics never
+    are, and the better side never is."""
+    from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented, worse_side
+
+    rng = np.random.default_rng(7)
+    countries = [f"C{i:02d}" for i in range(20) for _ in range(6)]
+    means = rng.normal(0.5, 0.1, len(countries))
+    found = gaps(means, countries, n_boot=1000, seed=0)
+    marginal = [g.name for g in found if g.kind == "country" and worse_side(g.low, g.high, "higher")]
+    assert marginal == ["C03", "C16"]
+    assert not [g.name for g in found if under_represented(g.kind, g.value, g.p_adjusted, "higher")]
+    worse = np.where(np.array(countries) == "C05", means - 0.3, means)
+    found = by_name(gaps(worse, countries, n_boot=1000, seed=0))
+    c05 = found["C05"]
+    assert c05.p_adjusted < SIGNIFICANT and under_represented(c05.kind, c05.value, c05.p_adjusted, "higher")
+    assert under_represented(c05.kind, -c05.value, c05.p_adjusted, "lower")  # a distance pushed up: worse too
+    assert not under_represented(c05.kind, c05.value, c05.p_adjusted, "lower")  # below the mean of a distance
+    for direction in ("target", "none"):  # neither side of zero is "worse"
+        assert not any(under_represented(c05.kind, s * c05.value, c05.p_adjusted, direction) for s in (1, -1))
+    assert not under_represented("region_group", c05.value, c05.p_adjusted, "higher")
+    assert not under_represented("country", -1.0, float("nan"), "higher")  # untested

@@ -3,6 +3,7 @@ proximity, separability, leaning, permutation p-values; the aesthetic head on fi
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import torch
 from cultureboard.evaluators.engine.registry import load_families
 from cultureboard.evaluators.engine.scorers import load_scorer
-from cultureboard.evaluators.families.ecb import core
+from cultureboard.evaluators.families.ecb import core, final
 from cultureboard.evaluators.families.ecb.aesthetic import head_module, save_tiny_aesthetic
 
 load_families()  # every family's scorer backends, which the registry's entries name
@@ -36,6 +37,55 @@ def test_answers_from_yes_and_no_probabilities():
     assert core.classify_answers([0.6, 0.2, 0.1, 0.4, 0.3], [0.3, 0.7, 0.1, 0.4, 0.1], 0.5) == \
         ["yes", "no", "ambiguous", "ambiguous", "ambiguous"]  # mass 0.2 < 0.5; a tie; mass 0.4 < 0.5
     assert core.classify_answers([0.3], [0.1], 0.0) == ["yes"]
+
+
+def test_answer_mass_exactly_at_the_threshold_is_an_answer():
+    """The rule is P(yes) + P(no) < min_mass (strict): mass equal to the threshold answers (0.375 + 0.125 = 0.5
+    exactly in binary floating point)."""
+    assert core.classify_answers([0.375, 0.125], [0.125, 0.375], 0.5) == ["yes", "no"]
+    assert core.classify_answers([0.375, 0.125], [0.125, 0.375], 0.5 + 1e-9) == ["ambiguous", "ambiguous"]
+    assert core.classify_answers([0.25], [0.25], 0.5) == ["ambiguous"]  # at the threshold but a tie
+
+
+# ------------------------------------------------------------------------------- chain scores (final.py)
+
+
+def test_last_step_accuracy_and_its_change_from_the_base():
+    assert final.last_and_change({0: 0.75, 1: 0.5, 2: 0.25}) == (0.25, -0.5)
+    assert final.last_and_change({2: 1.0, 0: 0.25, 1: 0.0}) == (1.0, 0.75), "the last step by number, not order"
+    assert final.last_and_change({0: 0.5}) == (0.5, 0.0)
+    with pytest.raises(ValueError, match="base"):
+        final.last_and_change({1: 0.5, 2: 0.5})
+
+
+def _accuracy_row(chain, sample, step, value, country="KR", flag=None, metric="ecb.culture.accuracy"):
+    return {"metric": metric, "unit_id": chain, "sample_idx": sample, "value": value, "flag": flag,
+            "slices": {"country": country, "continent": "Asia", "region_group": "GN", "category": "food",
+                       "subcategory": "snack", "era": None, "edit_step": step, "text": "ignored"}}
+
+
+def test_chain_rows_from_the_per_step_accuracy_rows():
+    rows = [_accuracy_row("a", 0, step, v) for step, v in enumerate((0.75, 1.0, 0.5, 0.25))]
+    rows += [_accuracy_row("a", 1, step, v) for step, v in enumerate((0.25, 0.5))]  # a second sample, 2 steps
+    rows += [_accuracy_row("b", 0, step, v, country="NG") for step, v in enumerate((0.5, 0.75))]
+    rows += [_accuracy_row("a", 0, step, 0.0, metric=f"ecb.culture.{name}")  # other metrics are not read
+             for name in ("precision", "recall", "f1", "ambiguous") for step in range(4)]
+    rows += [{**_accuracy_row("c", None, None, None, country="US", flag="no questions"), "sample_idx": None}]
+    out = final.score_final(rows)
+    last, change = "ecb.culture.accuracy_last", "ecb.culture.accuracy_change"
+    assert [(r["metric"], r["unit_id"]) for r in out] == [(last, "c"), (change, "c"), (last, "a"), (change, "a"),
+                                                         (last, "a"), (change, "a"), (last, "b"), (change, "b")]
+    values = [r["value"] for r in out[2:]]
+    assert values == [0.25, -0.5, 0.5, 0.25, 0.75, 0.25]  # a/0: 0.75 -> 0.25; a/1: 0.25 -> 0.5; b: 0.5 -> 0.75
+    assert json.loads(out[2]["detail"]) == {"images": 4, "sample_idx": 0, "last_step": 3, "accuracy_base": 0.75,
+                                            "accuracy_last": 0.25}
+    assert json.loads(out[4]["detail"])["sample_idx"] == 1
+    assert out[2]["slices"] == {"country": "KR", "continent": "Asia", "region_group": "GN", "category": "food",
+                                "subcategory": "snack", "era": None}
+    assert out[6]["slices"]["country"] == "NG"
+    flagged = [r for r in out if r["unit_id"] == "c"]
+    assert all(r["value"] is None and r["flag"] == "no questions" for r in flagged)
+    assert flagged[0]["slices"]["country"] == "US"
 
 
 def test_qa_scores_by_hand():

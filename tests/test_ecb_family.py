@@ -36,7 +36,8 @@ from cultureboard.provenance import file_sha256
 load_families()  # the families' scorer backends and stand-ins (laion-aesthetic) are registered on import
 
 #: Three countries, two era subcategories (traditional / modern / era-agnostic each) and one people prompt per
-#: country, and Korea's attribute-addition chain: 21 multi-loop chains and one attribute chain, 132 images.
+#: country, and Korea's attribute-addition chain: 21 multi-loop chains and one attribute chain, 132 images; and
+#: the 7 country-agnostic prompts of the same subcategories (no chain): 139 images.
 COUNTRIES = ("KR", "NG", "US")
 CHAINS = ("food/main-dish/traditional", "food/main-dish/modern", "food/main-dish/general", "architecture/house/traditional",
           "architecture/house/modern", "architecture/house/general", "people/chef")
@@ -47,7 +48,8 @@ OPTIONS = {"min_answer_mass": 0.0, "context_chunks": 1, "clusters": 3, "pca_dims
 
 
 def ecb_rows() -> list[dict]:
-    wanted = {f"ecb/{c.lower()}/{chain}" for c in COUNTRIES for chain in CHAINS} | {"ecb/kr/attribute-addition"}
+    wanted = {f"ecb/{c.lower()}/{chain}" for c in (*COUNTRIES, "agnostic") for chain in CHAINS} | {
+        "ecb/kr/attribute-addition"}
     return [r for r in build_ecb([], load_countries()).rows if chain_id(r) in wanted]
 
 
@@ -58,14 +60,15 @@ def chunk_text(country: str, k: int) -> str:
 
 def question_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     """Two chunks per country and two questions (one expecting yes, one no) per multi-loop base prompt except the
-    houses' (their chains are flagged: no questions)."""
+    houses' (their chains are flagged: no questions); none for the country-agnostic prompts (no chain), as the
+    builder's ``question_prompts``."""
     chunks = [{"chunk_id": f"{c}/article/{k:04d}", "country": c, "title": f"Article {c}", "url": f"https://example.org/{c}",
                "licence": "CC-BY-SA-4.0", "article_revision": None, "source_file": f"{c}.txt", "section": "lead",
                "chunk_index": k, "word_start": 0, "word_end": 4, "text": chunk_text(c, k),
                "embedding": [0.0] * 4} for c in COUNTRIES for k in range(2)]
     questions = []
     for r in rows:
-        if r["kind"] == "t2i" and r["category"] not in ("attribute-addition", "architecture"):
+        if r["kind"] == "t2i" and r["category"] not in ("attribute-addition", "architecture") and r["country"]:
             for k, expected in enumerate(("yes", "no")):
                 questions.append({
                     "prompt_id": r["prompt_id"], "country": r["country"], "question_idx": k,
@@ -262,6 +265,27 @@ def test_positional_match_recomputed_from_the_f1_rows(ecb):
     assert by[("ecb.positional_match", "overall")]["value"] == pytest.approx(np.mean(shares))
 
 
+def test_headline_is_the_last_steps_accuracy_per_chain(ecb):
+    """ecb.culture.accuracy_last = accuracy at step 5, accuracy_change = step 5 - step 0, one row per chain; the
+    summary's value is their mean over chains (not the all-step mean of ecb.culture.accuracy)."""
+    scores = ecb["scores"]
+    acc = scores[(scores.metric == "ecb.culture.accuracy") & scores.flag.isna()]
+    steps = {chain: {int(k): v for k, v in zip(part.edit_step, part.value)} for chain, part in acc.groupby("unit_id")}
+    for metric, expected in (("ecb.culture.accuracy_last", {c: s[5] for c, s in steps.items()}),
+                             ("ecb.culture.accuracy_change", {c: s[5] - s[0] for c, s in steps.items()})):
+        rows = scores[scores.metric == metric]
+        assert len(rows) == 21 and rows.flag.notna().sum() == 9, "the chains without questions are flagged"
+        got = rows.dropna(subset=["value"]).set_index("unit_id")["value"]
+        assert got.to_dict() == pytest.approx(expected)
+        overall = next(e for e in ecb["summary"]["metrics"]
+                       if (e["metric"], e["slice_type"]) == (metric, "overall"))
+        assert overall["value"] == pytest.approx(np.mean(list(expected.values())))
+    # the tiny random judge answers alike at every step, so the values here do not separate the last step from
+    # the others; test_ecb_core.test_chain_rows_from_the_per_step_accuracy_rows does, on hand-made rows
+    country = scores[(scores.metric == "ecb.culture.accuracy_last") & (scores.unit_id == "ecb/us/people/chef")]
+    assert country.country.tolist() == ["US"] and country.era.isna().all()
+
+
 def test_culture_notes_and_cards(ecb):
     notes = ecb["summary"]["provenance"]["notes"]["ecb.culture.accuracy"]
     assert notes["question_sources"] == {"llm": 12} and notes["template_share"]["share"] == 0.0
@@ -272,9 +296,13 @@ def test_culture_notes_and_cards(ecb):
     family, _ = family_of("ecb")
     for name in ("accuracy", "precision", "recall", "f1"):
         card = family.card(f"ecb.culture.{name}")
-        assert card.version == 2 and card.chance and "Qwen2.5-VL" in card.description
+        assert card.version == 3 and card.chance and "Qwen2.5-VL" in card.description
+        assert not card.ranked and not card.primary, "all-step means are diagnostics"
     assert family.card("ecb.culture.accuracy").validity == family.card("ecb.culture.f1").validity
-    assert ecb["summary"]["provenance"]["metrics"]["ecb.culture.accuracy"] == 2
+    assert ecb["summary"]["provenance"]["metrics"]["ecb.culture.accuracy"] == 3
+    last = family.card("ecb.culture.accuracy_last")
+    assert last.primary and last.direction == "higher" and "Fig. 5" in last.direction_evidence
+    assert not family.card("ecb.culture.accuracy_change").ranked
 
 
 def test_t2i_separability_and_leaning_recomputed(ecb):
@@ -284,12 +312,14 @@ def test_t2i_separability_and_leaning_recomputed(ecb):
                       if p["kind"] == "t2i" and p["category"] != "attribute-addition"), key=lambda p: p["prompt_id"])
     meta = _images(sub)
     x = clip.embed_images([_open(sub, meta[p["prompt_id"]]) for p in prompts])
-    countries = [p["country"] for p in prompts]
+    countries = [p["country"] or "agnostic" for p in prompts]
+    assert countries.count("agnostic") == len(CHAINS)
     labels, info = core.cluster_labels(x, OPTIONS["clusters"], OPTIONS["pca_dims"], 0)
     names, p = core.cluster_proportions(labels, countries, info["clusters"])
+    p_props = p
     sep, nearest = core.separability(core.proximity_matrix(p))
     rows = scores[scores.metric == "ecb.separability"].set_index("unit_id")
-    assert list(rows.index) == names == list(COUNTRIES)
+    assert list(rows.index) == names == [*COUNTRIES, "agnostic"]
     np.testing.assert_allclose(rows.value.to_numpy(), sep, atol=1e-6)
     assert [json.loads(d)["nearest"] for d in rows.detail] == [names[i] for i in nearest]
     agnostic = [i for i, q in enumerate(prompts) if q["era"] == "general"]
@@ -300,15 +330,20 @@ def test_t2i_separability_and_leaning_recomputed(ecb):
         assert (json.loads(d)["null_mean"], json.loads(d)["p"]) == pytest.approx((null.mean[a], null.p[a]))
     means = core.group_means(s, [countries[i] for i in agnostic])
     lean = scores[scores.metric == "ecb.leaning"].set_index("unit_id")
-    np.testing.assert_allclose(lean.value.to_numpy(), [means[c][0] for c in COUNTRIES], atol=1e-6)
+    np.testing.assert_allclose(lean.value.to_numpy(), [means[c][0] for c in names], atol=1e-6)
     p, _ = core.permutation_pvalues(s, [countries[i] for i in agnostic],
                                     [prompts[i]["subcategory"] for i in agnostic], OPTIONS["permutations"], 0)
-    q = dict(zip(COUNTRIES, benjamini_hochberg([p[c] for c in COUNTRIES])))
+    q = dict(zip(names, benjamini_hochberg([p[c] for c in names])))  # BH over the countries and agnostic
     details = [json.loads(d) for d in lean.detail]
-    assert [(d["p"], d["q"]) for d in details] == [pytest.approx((p[c], q[c])) for c in COUNTRIES]
+    assert [(d["p"], d["q"]) for d in details] == [pytest.approx((p[c], q[c])) for c in names]
     assert all(d["images"] == 2 for d in details)
     notes = ecb["summary"]["provenance"]["notes"]
-    assert notes["ecb.separability"]["proximity"]["countries"] == list(COUNTRIES)
+    assert notes["ecb.separability"]["proximity"]["countries"] == names
+    h = core.proximity_matrix(p_props)
+    default = scores[scores.metric == "ecb.default_proximity"].set_index("unit_id")
+    assert list(default.index) == list(COUNTRIES), "one row per country, none for agnostic itself"
+    np.testing.assert_allclose(default.value.to_numpy(), h[:3, 3], atol=1e-6)
+    assert notes["ecb.default_proximity"]["default_country"]["country"] == COUNTRIES[int(np.argmax(h[:3, 3]))]
     assert 0 < notes["ecb.leaning"]["omnibus"]["p"] <= 1
 
 
@@ -319,15 +354,19 @@ def test_summary_slices_by_step_and_country_by_step(ecb):
     assert by[("ecb.dreamsim.base", "edit_step", "5")]["coverage"] == 1.0
     assert by[("ecb.clipscore.instruction", "country_x_edit_step", "KR x 3")]["n_prompts"] == 7
     assert by[("ecb.clipscore.instruction", "country_x_edit_step", "KR x 0")]["n_prompts"] == 7
-    assert by[("ecb.leaning", "overall", "all")]["n_prompts"] == 3
+    assert by[("ecb.leaning", "overall", "all")]["n_prompts"] == 4  # 3 countries and agnostic
+    assert ("ecb.leaning", "country", "None") not in by and by[("ecb.leaning", "country", "KR")]["n_prompts"] == 1
     overall = by[("ecb.culture.accuracy", "overall", "all")]
     assert overall["n_prompts"] == 12 and overall["coverage"] == 12 / 21
     assert overall["flags"] == {"no questions for the chain's base prompt in ecb-questions": 9}
     assert by[("ecb.clipscore.prompt", "overall", "all")]["coverage"] == 1.0
     assert by[("ecb.attribute.aesthetic", "overall", "all")]["coverage"] == 1.0
-    assert by[("ecb.separability", "overall", "all")]["n_prompts"] == 3
+    assert by[("ecb.separability", "overall", "all")]["n_prompts"] == 4
+    assert by[("ecb.default_proximity", "overall", "all")]["n_prompts"] == 3
+    last = by[("ecb.culture.accuracy_last", "overall", "all")]
+    assert last["n_prompts"] == 12 and last["coverage"] == 12 / 21
     primary = [m for m in ecb["summary"]["metrics_info"] if m["primary"]]
-    assert [m["name"] for m in primary] == ["ecb.culture.accuracy"]
+    assert [m["name"] for m in primary] == ["ecb.culture.accuracy_last"]
 
 
 def test_dataset_without_questions_flags_every_chain(ecb, tmp_path):
@@ -354,12 +393,40 @@ def test_sharded_run_equals_the_unsharded_one(ecb, tmp_path):
 
 def test_family_is_registered_with_its_units():
     family, spec = family_of("ecb")
-    assert family.primary("ecb") == "ecb.culture.accuracy"
+    assert family.primary("ecb") == "ecb.culture.accuracy_last"
     assert spec.unit_of("chain", {"prompt_id": "ecb/kr/food/main-dish/edit/4", "category": "food", "kind": "i2i"}) \
         == "ecb/kr/food/main-dish"
     assert spec.unit_of("country", {"prompt_id": "ecb/kr/food/main-dish", "category": "food", "kind": "t2i",
                                     "country": "KR"}) == "KR"
-    assert family.card("ecb.dreamsim.base").direction == "lower"
+    assert spec.unit_of("country", {"prompt_id": "ecb/agnostic/food/main-dish", "category": "food", "kind": "t2i",
+                                    "level": "agnostic", "country": None}) == "agnostic"
+    assert spec.unit_of("chain", {"prompt_id": "ecb/agnostic/food/main-dish", "category": "food", "kind": "t2i",
+                                  "level": "agnostic", "country": None}) is None
+    for name in ("dreamsim.base", "dreamsim.prev", "attribute.dreamsim.base"):
+        assert family.card(f"ecb.{name}").direction == "none", "an edit magnitude: ranking it rewards doing nothing"
+    assert not family.card("ecb.separability").ranked and not family.card("ecb.default_proximity").ranked
+    for card in family.metrics:
+        assert bool(card.direction_evidence) == card.ranked, card.name
+
+
+def test_country_gaps_badge_the_worse_side_of_each_card():
+    """An under-represented (KR: lower values) and an over-represented (US: higher values) country planted among
+    chain values: a higher-is-better ECB card badges KR only, a lower-is-better one would badge US only, and a
+    descriptive card (DreamSim, the all-step means) badges none."""
+    from cultureboard.evaluators.results.disparity import gaps, worse_side
+
+    spread = np.linspace(-0.1, 0.1, 8)  # the same within-country spread, mean 0: KE and NG sit at the mean
+    countries = [c for c in ("KE", "KR", "NG", "US") for _ in spread]
+    shift = {"KE": 0.0, "KR": -0.3, "NG": 0.0, "US": 0.3}
+    values = [0.5 + shift[c] + d for c in ("KE", "KR", "NG", "US") for d in spread]
+    found = {g.name: g for g in gaps(values, countries, n_boot=400) if g.kind == "country"}
+    assert found["KR"].high < 0 < found["US"].low, "the planted gaps lie off zero"
+    family, _ = family_of("ecb")
+    expected = {"higher": {"KR"}, "lower": {"US"}, "none": set()}
+    for card in family.metrics:
+        assert {c for c, g in found.items() if worse_side(g.low, g.high, card.direction)} == expected[card.direction]
+    assert {c for c, g in found.items() if worse_side(g.low, g.high, "lower")} == {"US"}
+    assert {family.card(m).direction for m in ("ecb.culture.accuracy_last", "ecb.dreamsim.base")} == {"higher", "none"}
 
 
 def test_bad_option_is_one_line(ecb):
@@ -372,8 +439,9 @@ def test_ecb_subset_keeps_a_slice_of_the_set():
     subset = {"countries": ["kr", "NG"], "subcategories": ["main_dish", "chef"], "steps": 2}
     prompts = build_ecb([], load_countries(), subset=subset)
     rows = prompts.rows
-    assert len(rows) == 2 * (4 * 3 + 3), "per country: 4 chains of a base and 2 edits, an attribute chain of 3"
-    assert {r["country"] for r in rows} == {"KR", "NG"} and max(r["edit_step"] or 0 for r in rows) == 2
+    assert len(rows) == 2 * (4 * 3 + 3) + 4, "per country: 4 chains of a base and 2 edits, an attribute chain of 3; " \
+        "4 country-agnostic prompts"
+    assert {r["country"] for r in rows} == {"KR", "NG", None} and max(r["edit_step"] or 0 for r in rows) == 2
     assert {chain_id(r) for r in rows} >= {"ecb/kr/people/chef", "ecb/ng/attribute-addition"}
     assert "SLICE" in prompts.notes[-1]
     for bad, needle in (({"steps": 9}, "9"), ({"countries": ["XX"]}, "XX"), ({"flavour": 1}, "not a mapping")):

@@ -156,13 +156,15 @@ def test_metric_hqs_correlations_and_the_written_report(tmp_path):
     results = tmp_path / "results"
     scores = pd.concat([scores_frame({p: 3 * h + 1 for p, h in hqs.items()}, "ecb.aesthetic"),
                         scores_frame({p: -h for p, h in hqs.items()}, "ecb.dreamsim.base"),
+                        scores_frame({p: -h for p, h in hqs.items()}, "ecb.dreamsim.prev"),
                         scores_frame({p: h / 5 for p, h in hqs.items()}, "ecb.culture.f1")])
     write_results(results, "lab__sd35", scores, {"ecb.aesthetic": "higher", "ecb.dreamsim.base": "lower",
-                                                 "ecb.culture.f1": "higher"})
+                                                 "ecb.dreamsim.prev": "none", "ecb.culture.f1": "higher"})
     report = ecb.correlations(rows, results, n_boot=100)
     overall = {e["metric"]: e for e in report["correlations"] if e["slice_type"] == "overall"}
     assert overall["ecb.aesthetic"]["rho"] == pytest.approx(1.0) and overall["ecb.aesthetic"]["n"] == 24
     assert overall["ecb.dreamsim.base"]["rho"] == pytest.approx(1.0), "sign-normalised: lower is better"
+    assert overall["ecb.dreamsim.prev"]["rho"] == pytest.approx(-1.0), "descriptive: the raw sign"
     assert report["best_worst"] and report["hqs_by_step"]
     dataset = tmp_path / "dataset"
     from cultureboard.builder.dataset import prompt_config, write_dataset

@@ -21,6 +21,7 @@ from cultureboard.evaluators import evaluate, merge_shards
 from cultureboard.evaluators.engine.context import Context, score_row
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, register, unregister
 from cultureboard.evaluators.engine.scorers import load_scorer
+from cultureboard.evaluators.results.stats import bootstrap_ci, cluster_bootstrap_ci
 from cultureboard.site.render import build_site
 from results_factory import make_submission
 
@@ -50,9 +51,10 @@ def score_toy(ctx: Context) -> list[dict]:
     return rows
 
 
-def card(name, unit="image", primary=False, direction="higher", scorers=("qwen2.5-vl-7b",)):
+def card(name, unit="image", primary=False, direction="higher", scorers=("qwen2.5-vl-7b",), cluster=None):
     return MetricCard(name, "toy", name, "by hand", direction, "[0, 1]", scorers, SOURCE, version=1, unit=unit,
-                      primary=primary)
+                      primary=primary, direction_evidence="the tests say so" if direction != "none" else "",
+                      cluster=cluster)
 
 
 TOY = Family(
@@ -60,7 +62,7 @@ TOY = Family(
     prompt_sets=(PromptSetSpec("toy-set", score_toy, ("toy.yes", "toy.cosine", "toy.lpips"),
                                shard_unit=lambda p: p["prompt_id"], units={"pair": lambda p: p["prompt_id"]},
                                slice_fields=("template",), cross_slices=(("country", "template"),)),),
-    metrics=(card("toy.yes", primary=True), card("toy.cosine", scorers=("dinov2-base",)),
+    metrics=(card("toy.yes", primary=True), card("toy.cosine", scorers=("dinov2-base",), cluster="template"),
              card("toy.lpips", unit="pair", direction="lower", scorers=("lpips-alex",))),
     options=ToyOptions,
 )
@@ -117,9 +119,24 @@ def test_values_are_the_scorers_own(world, tmp_path):
     cross = entries[("toy.lpips", "country_x_template", "IT x t0")]  # prompts 0, 2 and 4
     assert cross["n_prompts"] == 3 and cross["coverage"] == 1.0 and ("toy.lpips", "country_x_template", "IT x t1") not in entries
     prov = summary["provenance"]
+    # toy.cosine's card names the cluster "template": its CI is the two-stage bootstrap over templates, then prompts
+    cosine = scores[scores.metric == "toy.cosine"].sort_values("unit_id")
+    seed, n_boot = prov["settings"]["seed"], prov["settings"]["n_boot"]
+    two = cluster_bootstrap_ci([[v] for v in cosine["value"]], list(cosine["template"]), n_boot=n_boot, seed=seed)
+    one = bootstrap_ci([[v] for v in cosine["value"]], n_boot=n_boot, seed=seed)
+    shown = entries[("toy.cosine", "overall", "all")]
+    assert (shown["value"], shown["ci_low"], shown["ci_high"]) == pytest.approx(tuple(two))
+    assert (shown["ci_low"], shown["ci_high"]) != pytest.approx((one.low, one.high))
+    yes = entries[("toy.yes", "overall", "all")]  # no cluster: the bootstrap over prompts
+    assert yes["ci_note"] is None and prov["settings"]["ci_method"] == 2
+    assert family_card(summary, "toy.cosine")["cluster"] == "template"
     assert prov["family"] == "toy" and prov["options"] == {"question": "Is this a photograph?", "shift": 0.0}
     assert {s["kind"] for s in prov["scorers"]} == {"embedding", "pairwise", "judge"}
     assert prov["notes"] == {"toy.yes": {"question": "Is this a photograph?"}}
+
+
+def family_card(summary, name):
+    return next(c for c in summary["metrics_info"] if c["name"] == name)
 
 
 def test_sharded_equals_unsharded(world, tmp_path):

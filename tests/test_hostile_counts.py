@@ -10,6 +10,8 @@ from pathlib import Path
 
 import test_hostile_builder
 import test_hostile_evaluate
+import test_hostile_ratings
+import test_hostile_references
 import test_hostile_submissions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,19 +40,35 @@ def collected(test_file: str) -> int:
 
 def test_the_evaluate_corpus_count():
     """test_hostile_evaluate's docstring (its corpus has no count test of its own)."""
-    cases = len(test_hostile_evaluate.MERGE_SHARDS) + len(test_hostile_evaluate.UNWRITABLE) + 1  # + the Hub images
+    cases = (len(test_hostile_evaluate.MERGE_SHARDS) + len(test_hostile_evaluate.BAD_IDS) + len(test_hostile_evaluate.COMPARE)
+             + len(test_hostile_evaluate.SHARD_ROWS) + len(test_hostile_evaluate.OUT_OF_RANGE)
+             + len(test_hostile_evaluate.UNWRITABLE) + 1)  # + the Hub images
     assert docstring_counts(test_hostile_evaluate) == (cases, cases, 0)
+
+
+def test_the_references_corpus_count():
+    """test_hostile_references's docstring: its lists, plus a repeating continuation, two drips and a rename cycle
+    rejected, two odd answers accepted."""
+    rejected = len(test_hostile_references.NOT_FREE) + len(test_hostile_references.WRONG_SHAPES) + 4
+    accepted = len(test_hostile_references.FREE) + 2
+    assert docstring_counts(test_hostile_references) == (rejected + accepted, rejected, accepted)
+
+
+def test_the_ratings_corpus_count():
+    assert docstring_counts(test_hostile_ratings) == (len(test_hostile_ratings.RATINGS),) * 2 + (0,)
 
 
 def test_the_readme_table_matches_the_tests():
     rows = readme_rows()
     for word, module in (("builder", test_hostile_builder), ("submissions", test_hostile_submissions),
-                         ("scoring", test_hostile_evaluate)):
+                         ("scoring", test_hostile_evaluate),
+                         ("references", test_hostile_references), ("ratings", test_hostile_ratings)):
         cases, rejected, accepted = docstring_counts(module)
         assert [int(re.match(r"\d+", cell)[0]) for cell in rows[word][:3]] == [cases, rejected, accepted], word
     for word, test_file in (("outputs", "test_outputs.py"), ("cache", "test_cache.py")):
         assert rows[word][0].startswith(f"{collected(test_file)} tests"), word
-    inputs = sum(docstring_counts(m)[0] for m in (test_hostile_builder, test_hostile_submissions, test_hostile_evaluate))
+    inputs = sum(docstring_counts(m)[0] for m in (test_hostile_builder, test_hostile_submissions, test_hostile_evaluate,
+                                                  test_hostile_references, test_hostile_ratings))
     faults = collected("test_outputs.py") + collected("test_cache.py")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(rf"\b{inputs}\s+hostile\s+inputs\s+and\s+{faults}\s+fault\s+tests", readme)

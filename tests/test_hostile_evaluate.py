@@ -1,10 +1,14 @@
-"""Hostile inputs against the scoring engine: ``merge-shards`` on damaged shards (through the real CLI), an
-``--out`` or ``--cache`` that cannot be written (refused before any scoring), Hub images whose bytes are not
-the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
+"""Hostile inputs against the scoring engine: ``merge-shards`` on damaged shards and unsafe ids (through the real
+CLI), ``compare-results`` on runs that differ in settings and on pathological JSON, an ``--out`` or ``--cache``
+that cannot be written and a seed or option out of range (refused before any scoring), Hub images whose bytes are
+not the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 17 cases, 17 rejected cleanly, 0
-accepted by design. Rejected: merge-shards 12 (MERGE_SHARDS), evaluate 5 (UNWRITABLE: an --out or --cache
-inside a file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 43 cases, 43 rejected cleanly, 0
+accepted by design. Rejected: merge-shards 26 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
+SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
+compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 9
+(OUT_OF_RANGE: a seed or an integer option below 0 or beyond 64 bits; UNWRITABLE: an --out or --cache inside a
+file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
 sound shards and the EXIF test are not counted.
 """
 
@@ -16,6 +20,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from cultureboard.progress import without_progress
@@ -108,6 +113,76 @@ def test_merge_shards_rejects(capsys, tmp_path, world, mutate):
     assert not (tmp_path / SID).exists() and sorted(p.name for p in shards.iterdir()) == ["0-of-2", "1-of-2"]
 
 
+# (id, submission id given to merge-shards): refused by the path rule (cultureboard.naming.path_component) before
+# anything is read or written, even where a shards folder sits at the place the id points to
+BAD_IDS = [
+    ("parent-folder", "../outside/" + SID),
+    ("a-sub-folder", f"outside/{SID}"),
+    ("backslash", f"outside\\{SID}"),
+    ("dot-dot", ".."),
+    ("hidden", f".{SID}"),
+    ("nul", f"{SID}\x00x"),
+    ("newline", f"{SID}\nx"),
+    ("bidi-override", f"{SID}\u202ex"),
+    ("empty", ""),
+]
+
+
+@pytest.mark.parametrize("sid", [pytest.param(c[1], id=c[0]) for c in BAD_IDS])
+def test_merge_shards_refuses_an_id_that_is_not_one_path_component(capsys, tmp_path, world, sid):
+    results, outside = tmp_path / "results", tmp_path / "outside"
+    results.mkdir()
+    shutil.copytree(world["shards"], outside / f"{SID}.shards")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    line = one_error(capsys, ["merge-shards", results, sid, "--dataset", world["dataset"]])
+    assert line.startswith(f"error: merge-shards {sid!r}: id "), line
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def rows_of(other: str | None, digest: bool = True):
+    """Shard 0 with the rows of shard ``other`` (None: no rows), its shard.json's digest and row count updated to
+    match when ``digest`` (a consistent forgery), left as they were otherwise (a swapped file)."""
+    def mutate(shard: Path) -> None:
+        scores = shard / "scores.parquet"
+        table = pq.read_table(shard.parent / other / "scores.parquet") if other else pq.read_table(scores).slice(0, 0)
+        pq.write_table(table, scores)
+        if digest:
+            shard_json(lambda info: {**info, "rows": table.num_rows,
+                                     "rows_sha256": hashlib.sha256(scores.read_bytes()).hexdigest()})(shard)
+    return mutate
+
+
+def other_values(shard: Path) -> None:
+    """Shard 0's own rows with other values: the row count holds, only the digest tells."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pq.read_table(shard / "scores.parquet")
+    column = table.schema.get_field_index("value")
+    pq.write_table(table.set_column(column, "value", pc.add(table.column("value"), pa.scalar(1.0))),
+                   shard / "scores.parquet")
+
+
+# (id, mutation of shard 0-of-2, problem): merge-shards exits 1 naming shard 0 and the problem, no result
+SHARD_ROWS = [
+    ("other-values", other_values, "holds other rows than it recorded"),
+    ("another-shards-rows", rows_of("1-of-2"), "holds rows of prompts that are not part 0 of 2"),
+    ("another-shards-file", rows_of("1-of-2", digest=False), "holds other rows than it recorded"),
+    ("no-rows", rows_of(None), "holds no rows"),
+    ("no-digest", shard_json(lambda info: {k: v for k, v in info.items() if k != "rows_sha256"}),
+     "is not a complete shard result"),
+]
+
+
+@pytest.mark.parametrize("mutate, problem", [pytest.param(*c[1:], id=c[0]) for c in SHARD_ROWS])
+def test_merge_shards_checks_each_shards_rows(capsys, tmp_path, world, mutate, problem):
+    shards = shutil.copytree(world["shards"], tmp_path / f"{SID}.shards")
+    mutate(shards / "0-of-2")
+    line = one_error(capsys, ["merge-shards", tmp_path, SID, "--dataset", world["dataset"]])
+    assert line.startswith(f"error: {shards / '0-of-2'}: {problem}"), line
+    assert not (tmp_path / SID).exists()
+
+
 def test_the_undamaged_shards_merge(capsys, tmp_path, world):
     """The corpus's starting point is sound: the same copy, unchanged, merges."""
     shutil.copytree(world["shards"], tmp_path / f"{SID}.shards")
@@ -136,6 +211,47 @@ def test_counts_notes_add_up_and_other_notes_must_agree(capsys, tmp_path, world)
     with_notes(shards, {"cube.quality": {"chance": 0.25, "counts": {"judge_failed": 1}}}, "1-of-2")
     line = one_error(capsys, ["merge-shards", tmp_path / "chance", SID, "--dataset", world["dataset"]])
     assert line.startswith(f"error: {shards / '1-of-2'}: disagrees with an earlier shard about cube.quality"), line
+
+
+# ------------------------------------------------------------------------------------ compare-results
+
+
+def summary(**provenance) -> dict:
+    base = {"submission": {"sha256": "a" * 64}, "dataset": {"revision": "r1"}, "scorers": [],
+            "settings": {"seed": 0, "n_boot": 1000, "ci_level": 0.95}, "options": {"repetitions": 5}}
+    return {"provenance": {**base, **provenance},
+            "metrics": [{"metric": "cube.awareness", "slice_type": "overall", "slice": "all", "value": 0.5}]}
+
+
+# (id, the new run's summary, or its raw text): compare-results exits 1 naming what differs (settings: never
+# "the provenance matches"), or 2 with one error line for a file that is not a summary
+COMPARE = [
+    ("another-seed", summary(settings={"seed": 1, "n_boot": 1000, "ci_level": 0.95}),
+     "settings: settings.seed: 0 -> 1"),
+    ("fewer-resamples", summary(settings={"seed": 0, "n_boot": 10, "ci_level": 0.95}), "settings.n_boot: 1000 -> 10"),
+    ("another-option", summary(options={"repetitions": 6}), "options.repetitions: 5 -> 6"),
+    ("an-option-only-there", summary(options={"repetitions": 5, "judge": "x"}), "options.judge: 'not given' -> 'x'"),
+    ("an-option-of-another-type", summary(options={"repetitions": 5.0}), "options.repetitions: 5 -> 5.0"),
+    ("deep-nesting", '{"metrics": [], "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "cannot be read as JSON"),
+    ("an-integer-of-5000-digits", '{"metrics": [], "x": 1' + "0" * 5000 + "}", "cannot be read as JSON"),
+    ("a-value-beyond-a-float", json.dumps(summary()).replace('"value": 0.5', '"value": 1' + "0" * 400),
+     "value: cube.awareness [overall=all]: 0.5 -> None"),
+]
+
+
+@pytest.mark.parametrize("new, words", [pytest.param(*c[1:], id=c[0]) for c in COMPARE])
+def test_compare_results_names_every_difference(capsys, tmp_path, new, words):
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    (tmp_path / "old" / "summary.json").write_text(json.dumps(summary()))
+    (tmp_path / "new" / "summary.json").write_text(new if isinstance(new, str) else json.dumps(new))
+    code = main(["compare-results", str(tmp_path / "old"), str(tmp_path / "new")])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "provenance matches" not in out
+    if "cannot be read" in words:
+        assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
+    else:
+        assert code == 1 and words in out, out
 
 
 # ------------------------------------------------------------------------------------ evaluate
@@ -171,6 +287,26 @@ def test_unwritable_out_or_cache_is_refused_before_any_scoring(capsys, request, 
     named = f"--cache {bad}" if option == "cache" else bad / SID
     assert line.startswith(f"error: {named}: {problem}"), line
     assert not (tmp_path / "results").exists() and not (tmp_path / "cache").exists() and not bad.exists()
+
+
+# (id, extra evaluate arguments, the option named): exit 2 with one line, before any scoring, nothing written
+OUT_OF_RANGE = [
+    ("negative-seed", ["--seed", "-1"], "--seed -1"),
+    ("seed-beyond-64-bits", ["--seed", str(2**64)], f"--seed {2**64}"),
+    ("negative-integer-option", ["--option", "repetitions=-1"], "option repetitions=-1"),
+    ("integer-option-beyond-64-bits", ["--option", f"repetitions={2**70}"], f"option repetitions={2**70}"),
+]
+
+
+@pytest.mark.parametrize("extra, named", [pytest.param(*c[1:], id=c[0]) for c in OUT_OF_RANGE])
+def test_evaluate_range_checks_the_seed_and_integer_options(capsys, tmp_path, world, monkeypatch, extra, named):
+    monkeypatch.setattr(engine, "_score", no_scoring)
+    code = main([str(a) for a in ["evaluate", world["submission"], "--dataset", world["dataset"], "--scorers",
+                                  world["scorers"], "--device", "cpu", "--out", tmp_path / "results", *extra]])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {named}: ") and "Traceback" not in err, err
+    assert not (tmp_path / "results").exists()
 
 
 def test_hub_images_that_differ_from_their_sha256_are_refused(tmp_path, world, monkeypatch):

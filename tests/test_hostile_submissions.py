@@ -1,14 +1,18 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 83 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 95 CLI cases, none ending in a traceback.
 
-* 67 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
-  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 16
+* 75 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 24
   (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
-  and a results folder with no usable entry, which is one error);
-* 16 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 3 (a raw
-  U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation).
+  a results folder with no usable entry, which is one error; and SITE_UNVERIFIED: an image whose bytes are not
+  the declared, valid ones is not published, with a warning naming the submission; WORKER_DEATHS: a thumbnail
+  worker killed, out of memory or refused a write ends the build in one error line);
+* 20 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 7 (a raw
+  U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation; and
+  CSV_FORMULAS: names a spreadsheet would run as a formula after whitespace, a line feed or in full-width forms,
+  published with a leading apostrophe in every CSV download).
 
 The inspect_image unit tests above the corpus are not counted.
 """
@@ -733,6 +737,106 @@ def test_site_leaves_a_bad_entry_out(capsys, tmp_path, scored, mutate, file, pro
     assert "Left out of this build (1)" in footer and (BAD in footer or "lab__bbbb" in footer)
 
 
+def first_image(change):
+    """A mutation of lab__bad's first image: ``change(path, tmp_path)`` rewrites the file at ``path``."""
+    def mutate(paths: dict) -> None:
+        folder = paths["submissions"] / BAD
+        change(folder / read_metadata(folder / "metadata.jsonl")[0]["file_name"], paths["out"].parent)
+    return mutate
+
+
+def hard_link_outside(path: Path, tmp: Path) -> None:
+    outside = tmp / "outside.png"
+    outside.write_bytes(path.read_bytes())  # the very bytes declared: only the link count gives it away
+    path.unlink()
+    path.hardlink_to(outside)
+
+
+def other_pixels(path: Path, tmp: Path) -> None:
+    with Image.open(path) as img:
+        path.write_bytes(encode(Image.fromarray(255 - np.asarray(img.convert("RGB")))))
+
+
+# (id, mutation of lab__bad's first image): exit 0, a warning naming lab__bad and the file, that image neither
+# copied nor thumbnailed (status "unverified"), the rest of the site built
+SITE_UNVERIFIED = [
+    ("an-html-file", first_image(lambda p, tmp: p.write_bytes(b"<!DOCTYPE html><script>alert(1)</script>"))),
+    ("a-decompression-bomb", first_image(lambda p, tmp: p.write_bytes(png_header_only(30000, 30000)))),
+    ("a-hard-link-to-a-file-outside", first_image(hard_link_outside)),
+    ("other-pixels-than-declared", first_image(other_pixels)),
+    ("truncated", first_image(lambda p, tmp: p.write_bytes(p.read_bytes()[:200]))),
+]
+
+
+@pytest.mark.parametrize("mutate", [pytest.param(c[1], id=c[0]) for c in SITE_UNVERIFIED])
+def test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, mutate):
+    paths = board(tmp_path, scored)
+    mutate(paths)
+    first = read_metadata(paths["submissions"] / BAD / "metadata.jsonl")[0]
+    rc, text = build(capsys, scored, paths)
+    assert rc == 0, text
+    [warning] = [line for line in text.splitlines() if line.startswith("warning: ")]
+    assert warning.startswith(f"warning: {BAD}: image {first['file_name']} ") and "it is not published" in warning
+    site = paths["out"]
+    assert not list((site / "images" / BAD).glob(f"{first['sha256']}.*"))
+    assert not (site / "thumbs" / BAD / f"{first['sha256']}.webp").exists()
+    assert (site / "images" / GOOD / f"{first['sha256']}.png").is_file()  # the same image of lab__good is published
+    assert (site / "model" / f"{BAD}.html").is_file()
+
+
+# (id, the code a thumbnail worker runs instead of its work): exit 1 with one line naming the worker, no site
+WORKER_DEATHS = [
+    ("killed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+    ("out-of-memory", "raise MemoryError"),
+    ("file-too-large", "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)); "
+                       "from cultureboard.site.thumbs import main; main()"),
+]
+
+
+@pytest.mark.parametrize("code", [pytest.param(c[1], id=c[0]) for c in WORKER_DEATHS])
+def test_a_dead_thumbnail_worker_ends_the_build_in_one_line(capsys, tmp_path, scored, monkeypatch, code):
+    import os
+    import sys
+
+    from cultureboard.site import thumbs
+
+    monkeypatch.setattr(thumbs, "WORKER", [sys.executable, "-c", code])
+    monkeypatch.setattr(thumbs, "PROCESS_THRESHOLD", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    paths = board(tmp_path, scored)
+    rc, text = build(capsys, scored, paths, reuse=False)
+    [line] = text.splitlines()
+    assert rc == 1 and line.startswith("error: a thumbnail worker process: ") and "(fix: " in line, text
+    assert not paths["out"].exists()
+
+
+# (id, lab__bad's organization): every CSV download cell holding it starts with an apostrophe, so no spreadsheet
+# runs it as a formula
+CSV_FORMULAS = [
+    ("after-spaces", "  =HYPERLINK(\"http://x.invalid\")"),
+    ("after-a-line-feed", "\n=1+1"),
+    ("full-width-equals", "\uff1dcmd|' /C calc'!A0"),
+    ("full-width-at-after-ideographic-space", "\u3000\uff20SUM(A1)"),
+]
+
+
+@pytest.mark.parametrize("organization", [pytest.param(c[1], id=c[0]) for c in CSV_FORMULAS])
+def test_site_csv_downloads_neutralise_formula_triggers(capsys, tmp_path, scored, organization):
+    import csv
+    import unicodedata
+
+    paths = board(tmp_path, scored)
+    spec = read_spec(paths["submissions"] / BAD)
+    spec["organization"] = organization
+    write_spec(paths["submissions"] / BAD, spec)
+    rc, text = build(capsys, scored, paths)
+    assert rc == 0, text
+    cells = [cell for path in sorted(paths["out"].rglob("*.csv")) for row in csv.reader(path.open(encoding="utf-8"))
+             for cell in row if organization.strip() in cell]
+    assert cells and all(cell.startswith("'") for cell in cells), cells[:5]
+    assert all(unicodedata.normalize("NFKC", cell).lstrip()[:1] not in "=+-@" for cell in cells)
+
+
 def test_site_with_no_usable_entry_is_one_error(capsys, tmp_path, scored):
     paths = board(tmp_path, scored, good=False)
     write("results/lab__bad/summary.json", "{")(paths)
@@ -776,8 +880,12 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
     folder = paths["submissions"] / GOOD
     rows = read_metadata(folder / "metadata.jsonl")
     landscape = Image.open(folder / rows[0]["file_name"]).convert("RGB")
-    (folder / rows[0]["file_name"]).write_bytes(encode(landscape.transpose(Image.Transpose.ROTATE_90), "JPEG",
-                                                       exif=EXIF_ROTATED))
+    data = encode(landscape.transpose(Image.Transpose.ROTATE_90), "JPEG", exif=EXIF_ROTATED)
+    (folder / rows[0]["file_name"]).unlink()
+    rows[0].update(file_name=rows[0]["file_name"].removesuffix(".png") + ".jpg",
+                   sha256=hashlib.sha256(data).hexdigest())
+    (folder / rows[0]["file_name"]).write_bytes(data)  # declared in metadata.jsonl: the site publishes only those bytes
+    (folder / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     rc, text = build(capsys, scored, paths, reuse=False)
     assert rc == 0, text
     with Image.open(paths["out"] / "thumbs" / GOOD / f"{rows[0]['sha256']}.webp") as img:
@@ -786,6 +894,7 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
 
 def test_corpus_count():
     """The figures of the module docstring."""
-    rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1
-    accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3
-    assert (rejected, accepted, rejected + accepted) == (67, 16, 83)
+    rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1 + len(SITE_UNVERIFIED)
+    rejected += len(WORKER_DEATHS)
+    accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3 + len(CSV_FORMULAS)
+    assert (rejected, accepted, rejected + accepted) == (75, 20, 95)

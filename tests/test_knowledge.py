@@ -215,7 +215,8 @@ def test_build_writes_knowledge_and_questions(corpus, tmp_path, monkeypatch):
         provenance = build(tmp_path / "ds", countries=["KR"], concepts=["cuisine"], prompt_sets=["ecb"],
                            llm="openai:scripted", knowledge=str(corpus),
                            ecb_subset={"subcategories": ["main_dish", "chef"], "steps": 1})
-    assert provenance["rows"]["ecb"] == 6 * (4 * 2 + 2), "per country: 4 chains and the attribute chain, 1 edit each"
+    assert provenance["rows"]["ecb"] == 6 * (4 * 2 + 2) + 4, "per country: 4 chains and the attribute chain, 1 edit " \
+        "each; 4 country-agnostic prompts (no questions)"
     assert provenance["rows"][kn.QUESTIONS_CONFIG] == 24 * 4 and provenance["rows"][kn.KNOWLEDGE_CONFIG] == 18
     assert provenance["knowledge"]["questions"]["fallback_rate"] == 0.0
     assert provenance["knowledge"]["corpus"]["folder"] == corpus.name

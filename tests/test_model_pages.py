@@ -88,7 +88,8 @@ def board() -> Board:
 @pytest.fixture
 def site(tmp_path, board) -> Site:
     site = Site(tmp_path, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 4, "code": [],
-                                                      "datasets": [], "devices": []},
+                                                      "datasets": [], "devices": [], "min_prompts": 5,
+                                                      "order": "the point value"},
                            "banner": None, "trust_page": False, "galleries": {}})
     overview_pages(site, board, {sid: f"model/{sid}/images-1.html" for sid in board.results})
     return site

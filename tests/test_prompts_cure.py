@@ -1,10 +1,11 @@
 """cure-ladder: CuRe Table 5 templates, the c and r slots, seeds, ids."""
 
+import hashlib
 import random
 
 import pytest
 
-from cultureboard.builder.prompts_cure import build_ladder, category_phrase, render, with_article
+from cultureboard.builder.prompts_cure import SEED_SCHEME, build_ladder, category_phrase, prompt_seeds, render, with_article
 from cultureboard.countries import load_countries
 from cultureboard.records import PROMPT_SCHEMA, table_from_rows
 
@@ -56,7 +57,7 @@ def test_ladder_rows(countries):
     assert (jiaozi["category"], jiaozi["subcategory"], jiaozi["level"]) == ("food", "dumpling", "n,c,r")
     assert (jiaozi["country"], jiaozi["country_name"], jiaozi["region_group"]) == ("CN", "China", "GS")
     assert jiaozi["template"] == "An image of {n}, a type of {c} from {r}"
-    assert jiaozi["seeds"] == [0, 1, 2, 3] and jiaozi["images_per_prompt"] == 4
+    assert jiaozi["seeds"] == prompt_seeds(jiaozi["prompt_id"], 4) and jiaozi["images_per_prompt"] == 4
     assert by_id["cure-ladder/q5449200/it/n-c"]["text"] == "An image of Filone, a type of bread"
     assert by_id["cure-ladder/q1/kr/n-c-r"]["text"] == "An image of Bibimbap, a type of dish from South Korea"
     assert by_id["cure-ladder/q2/jp/n-c"]["text"] == "An image of ukiyo-e, a type of painting"
@@ -66,7 +67,7 @@ def test_ladder_rows(countries):
     assert {r["text"] for r in category_rows} == {
         "An image of a dumpling", "An image of bread", "An image of a dish", "An image of a painting"}
     dumpling = by_id["cure-ladder/c/food/dumpling"]
-    assert dumpling["seeds"] == list(range(80)) and dumpling["images_per_prompt"] == 80
+    assert dumpling["seeds"] == prompt_seeds(dumpling["prompt_id"], 80) and dumpling["images_per_prompt"] == 80
     assert dumpling["country"] is None and dumpling["artifact_id"] is None
     assert {r["level"] for r in ps.rows} == {"n", "n,c", "n,r", "n,c,r", "c"}
 
@@ -84,3 +85,18 @@ def test_ids_are_unique_and_stable(countries):
 def test_rows_fit_the_prompt_schema(countries):
     table = table_from_rows(build_ladder(_artifacts(), countries).rows, PROMPT_SCHEMA)
     assert table.schema == PROMPT_SCHEMA and table.num_rows == 20
+
+
+def test_every_prompt_has_its_own_seed_stream(countries):
+    """Issue 22: image k of P(n), P(n,c), ... and P(c) must not share initial noise (with seeds 0..3 everywhere,
+    phi_PS and phi_DIV partly measured the shared noise)."""
+    ps = build_ladder(_artifacts(), countries)
+    assert ps.version == "1.1"
+    seeds = [s for r in ps.rows for s in r["seeds"]]
+    assert len(seeds) == 4 * 4 * 4 + 4 * 80 and len(set(seeds)) == len(seeds)  # no two images share a seed
+    assert all(0 <= s < 2**31 for s in seeds) and all(r["seed_scheme"] == SEED_SCHEME for r in ps.rows)
+    # the scheme's text is what the function computes, and a prompt's seeds do not depend on the others
+    row = ps.rows[0]
+    assert row["seeds"][2] == int(hashlib.sha256(f"{row['prompt_id']}#2".encode()).hexdigest()[:8], 16) >> 1
+    assert build_ladder(_artifacts()[:1], countries).rows[0]["seeds"] == row["seeds"]
+    assert prompt_seeds(row["prompt_id"], 6)[:4] == row["seeds"]  # more images extend the stream

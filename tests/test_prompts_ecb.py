@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from cultureboard.builder.prompts_ecb import build_ecb, load_schema
+from cultureboard.builder.prompts_ecb import build_ecb, is_agnostic, load_schema
 from cultureboard.countries import load_countries
 from cultureboard.records import PROMPT_SCHEMA, table_from_rows
 
@@ -26,7 +26,12 @@ def ps():
 
 @pytest.fixture(scope="module")
 def t2i(ps):
-    return [r for r in ps.rows if r["kind"] == "t2i" and r["level"] != "attribute"]
+    return [r for r in ps.rows if r["kind"] == "t2i" and r["level"] != "attribute" and not is_agnostic(r)]
+
+
+@pytest.fixture(scope="module")
+def agnostic(ps):
+    return [r for r in ps.rows if is_agnostic(r)]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +46,7 @@ def text_of(by_id, prompt_id):
 
 def test_set_metadata(ps):
     assert (ps.name, ps.version, ps.family, ps.license) == ("ecb", "1.0", "ecb", "CC0-1.0")
-    assert len(ps.rows) == 468 + 468 * 5 + 6 * 6
+    assert len(ps.rows) == 468 + 468 * 5 + 6 * 6 + 78
 
 
 def test_78_t2i_prompts_per_country(t2i):
@@ -119,6 +124,33 @@ def test_as_released_reproduces_the_released_texts(by_id):
     assert len(changed) == 6 + 6 * 3 * 5 + 6  # religious ritual, plant edits, attribute step 3
 
 
+def test_country_agnostic_prompts_mirror_one_country_without_it(agnostic, t2i, by_id):
+    """ECB section 4.1: "country-agnostic" prompts name no country; one per slot of a country's 78."""
+    assert len(agnostic) == 78
+    for r in agnostic:
+        assert r["kind"] == "t2i" and r["edit_step"] is None and r["source_prompt_id"] is None
+        assert all(r[f] is None for f in ("country", "country_name", "continent", "region_group")), r["prompt_id"]
+        twin = by_id[r["prompt_id"].replace("ecb/agnostic/", "ecb/kr/")]
+        assert r["text"] == twin["text"].replace(" in Korea", "")
+        assert (r["category"], r["subcategory"], r["era"]) == (twin["category"], twin["subcategory"], twin["era"])
+        assert r["level"] == twin["level"].replace("t2i", "agnostic")
+        assert not any(p["source_prompt_id"] == r["prompt_id"] for p in by_id.values())  # no chain starts here
+    assert text_of(by_id, "ecb/agnostic/event/wedding/traditional") == "Traditional wedding, photorealistic."
+    assert text_of(by_id, "ecb/agnostic/people/bride-and-groom") == "A bride and groom, photorealistic."
+    assert text_of(by_id, "ecb/agnostic/landscape/city") == "City landscape, photorealistic."
+    assert Counter(r["era"] for r in agnostic) == {"traditional": 19, "modern": 19, "general": 19, None: 21}
+
+
+def test_subset_keeps_or_drops_the_agnostic_prompts():
+    kept = build_ecb([], load_countries(), subset={"countries": ["KR"], "subcategories": ["wedding"], "steps": 1})
+    assert sorted(r["prompt_id"] for r in kept.rows if is_agnostic(r)) == [
+        f"ecb/agnostic/event/wedding/{era}" for era in ("general", "modern", "traditional")]
+    dropped = build_ecb([], load_countries(), subset={"countries": ["KR"], "agnostic": False})
+    assert not any(is_agnostic(r) for r in dropped.rows)
+    with pytest.raises(Exception, match="agnostic"):
+        build_ecb([], load_countries(), subset={"agnostic": "yes"})
+
+
 def test_multi_loop_chains(ps, by_id, t2i):
     edits = [r for r in ps.rows if r["level"].startswith("edit")]
     assert len(edits) == 468 * 5
@@ -188,4 +220,4 @@ def test_rows_fit_the_prompt_schema(ps):
     table = table_from_rows(ps.rows, PROMPT_SCHEMA)
     assert table.num_rows == len(ps.rows)
     assert table.schema == PROMPT_SCHEMA
-    assert table.column("country_name").null_count == 0 and table.column("region_group").null_count == 0
+    assert table.column("country_name").null_count == 78 and table.column("region_group").null_count == 78

@@ -22,6 +22,10 @@ SEED_TABLES = {
     ("cube", "Table 3"): ("cube.md", "Concept\tModel", 0, 2),
     ("cube", "Table 5"): ("cube.md", "CD\tIM", 0, 1),
     ("cure", "Table 8"): ("cure.md", "\tSigLIP 2\tDINOv2", 0, 1),
+    ("cure", "Table 1"): ("cure.md", "Encoder\tScorer\tFLUX.1 [dev]", 0, 2),
+    ("cure", "Table 2"): ("cure.md", "Scorer\tFLUX.1 [dev]", 0, 1),
+    ("cure", "Table 3"): ("cure.md", "Scorer\tFLUX.1 [dev]", 1, 1),
+    ("cure", "Table 15"): ("cure.md", "ITA Scorer\tLAION-2B", 0, 1),
     ("cultivate", "Table 1"): ("cultivate-ahead.md", "\t\tALIGN", 0, 2),
     ("ecb", "Table 5"): ("ecb-blindspots.md", "\tChange (%)", 0, 1),
     ("ecb", "Table 6"): ("ecb-blindspots.md", "\tChange (%)", 1, 1),
@@ -47,7 +51,8 @@ def test_every_file_loads(tables):
     assert sorted(p.name for p in DATA.glob("*.yaml")) == ["cube.yaml", "cultivate.yaml", "cure.yaml", "ecb.yaml",
                                                            "validity.yaml"]
     assert {k: len(t.rows) for k, t in tables.items()} == {
-        ("cube", "Table 3"): 96, ("cube", "Table 5"): 60, ("cure", "Table 8"): 42, ("cultivate", "Table 1"): 72,
+        ("cube", "Table 3"): 96, ("cube", "Table 5"): 60, ("cure", "Table 8"): 42, ("cure", "Table 1"): 117,
+        ("cure", "Table 2"): 126, ("cure", "Table 3"): 36, ("cure", "Table 15"): 50, ("cultivate", "Table 1"): 72,
         ("ecb", "Table 5"): 30, ("ecb", "Table 6"): 30}
     for t in tables.values():
         assert t.paper and t.caption and t.url.startswith("https://") and t.labels and t.numbers
@@ -161,6 +166,68 @@ def test_the_notes_independent_transcriptions_agree(tables):
         ours = tables["ecb", table].rows
         flat = [(row[0], *map(float, NUMBER.findall(c.replace("\u2212", "-")))) for row in notes for c in row[1:]]
         assert flat == [(r["country"], r["change_percent"], r["final"]) for r in ours]
+
+
+def _notes_cells(text: str) -> list[float | None]:
+    """A notes cell of one to three values ".25/−.36/–": floats with their leading zero, None for a dash."""
+    out = []
+    for part in text.replace("\u2212", "-").split("/"):
+        part = part.strip()
+        out.append(None if part in ("\u2013", "-", "\u2014") else float(re.sub(r"^(-?)\.", r"\g<1>0.", part)))
+    return out
+
+
+@needs_seeds
+def test_cure_correlation_tables_agree_with_the_notes(tables):
+    """CuRe Tables 1, 2, 3 and 15 against the notes' independent transcription (notes/001-cure.md, section 5.1),
+    row by row: the same numbers in the same order (the notes print VS(c) and qVS(c) as one row)."""
+    text = (SHARED / "notes" / "001-cure.md").read_text(encoding="utf-8")
+    sections = {"Table 1": "**Table 1, PS scorers", "Table 2": "**Table 2, ITA scorers", "Table 3": "**Table 3, DIV scorers",
+                "Table 15": "**Table 15, ITA"}
+    for table, heading in sections.items():
+        lines = text[text.index(heading):].splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+        notes = []
+        for line in lines[start + 2:]:
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            labels = 2 if table == "Table 1" else 1
+            values = [v for c in cells[labels:] for v in _notes_cells(c)]
+            notes += [values] * (2 if cells[0].startswith("VS(c) = qVS(c)") else 1)
+        width = len(notes[0])
+        ours = [r["rho"] for r in tables["cure", table].rows]
+        assert [ours[i:i + width] for i in range(0, len(ours), width)] == notes, table
+
+
+@needs_seeds
+def test_cure_correlation_labels_match_the_seed_text(tables):
+    lines = (SHARED / "seeds" / "cure.md").read_text(encoding="utf-8").splitlines()
+    for table in ("Table 1", "Table 2", "Table 3"):
+        name, prefix, occurrence, labels = SEED_TABLES["cure", table]
+        _, start = seed_line(name, prefix, occurrence)
+        models = [c for c in lines[start].split("\t")[labels:] if c]
+        golds = [c.replace("\u03d5_{", "phi*_").replace("}^*", "").strip() for c in lines[start + 1].split("\t") if c.strip()]
+        rows = tables["cure", table].rows
+        assert models == [r["model"] for r in rows[:9:3]] and golds == [r["gold"] for r in rows[:9]], table
+        body = [line.split("\t")[labels - 1] for line in lines[start + 2:start + 2 + len(rows) // 9]]
+        assert [_latex_free(c) for c in body] == [_latex_free(r["scorer"]) for r in rows[::9]], table
+    # Table 1's encoder blocks, and the scorers of the blocks as CuRe prints them
+    encoders = [r["encoder"] for r in tables["cure", "Table 1"].rows[::9]]
+    assert encoders == ["none"] + ["SigLIP 2"] * 4 + ["AIMV2"] * 4 + ["DINOv2"] * 4
+    assert [r["scorer"] for r in tables["cure", "Table 1"].rows[9:36:9]] == ["phi_GT(n)", "phi_PS(n)", "Delta phi_PS(n,c)"]
+    assert [r["scorer"] for r in tables["cure", "Table 3"].rows[::9]] == ["LPIPS(n)", "VS(c)", "qVS(c)", "phi_DIV(a)"]
+    assert [r["backbone"] for r in tables["cure", "Table 15"].rows[:5]] == ["LAION-2B", "WIT", "DFN-5B", "SigLIP 2", "DC-1B"]
+    _, start = seed_line("cure.md", "ITA Scorer\tLAION-2B")
+    assert lines[start].split("\t")[1:] == ["LAION-2B", "WIT", "DFN-5B", "SigLIP 2", "DC-1B"]
+    body = [line.split("\t")[0] for line in lines[start + 1:start + 11]]
+    assert [_latex_free(c) for c in body] == [_latex_free(r["scorer"]) for r in tables["cure", "Table 15"].rows[::5]]
+
+
+def _latex_free(label: str) -> str:
+    """A scorer label without LaTeX, citations, spaces or case: "$\\Delta\\phi_{PS}(n, c)$" -> "deltaphi_ps(n,c)"."""
+    label = re.sub(r"\s*\[\d+\]$", "", label.strip()).replace("\\text", "")
+    return re.sub(r"[$\\{}\s]", "", label).casefold()
 
 
 def test_numbers_follow_the_papers_prose(tables):

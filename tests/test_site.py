@@ -178,10 +178,12 @@ def slug(text: str) -> str:
 def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     site = world["site"]
     folders = {"country": "country", "region_group": "region", "continent": "region", "era": "era", "category": "category"}
-    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "agreement.html"}
+    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "submissions.html", "agreement.html"}
     prompt_sets, families = set(), set()
     for sid, summary in summaries(world).items():
         expected |= {f"model/{sid}.html", f"model/{sid}/images-1.html"}
+        if "__control__" not in sid and not sid.startswith("control__"):  # one overview page per model
+            expected.add("models/{}__{}.html".format(*sid.split("__")[:2]))
         expected |= {f"metric/{card['name']}.html" for card in summary["metrics_info"]}
         prompt_sets.add(summary["provenance"]["prompt_set"])
         families.add(summary["provenance"]["family"])
@@ -318,6 +320,50 @@ def test_overlapping_cis_are_tied_ranks_and_controls_are_not_ranked(world, tmp_p
     assert "text-only control scores high" in Page(site / "metric" / f"{MAIN}.html").plain()
 
 
+def _set_main(values, **card):
+    """An edit that gives the headline's overall entries ``values`` (sid -> value, low, high) and its card ``card``."""
+    def edit(sid, summary):
+        for c in summary["metrics_info"]:
+            if c["name"] == MAIN:
+                c.update(card)
+        for e in summary["metrics"]:
+            if (e["metric"], e["slice_type"]) == (MAIN, "overall") and sid in values:
+                e["value"], e["ci_low"], e["ci_high"] = values[sid]
+    return edit
+
+
+def test_a_target_metric_ranks_by_the_distance_to_its_target(world, tmp_path):
+    """Closer to 0.9 is better: the submission at 0.9 first, then 0.7 (0.2 away), then 1.2 (0.3 away), where
+    "higher" would put 1.2 first and "lower" 0.7; the column sorts by the distance and says what is better."""
+    values = {ALPHA: (1.2, 1.19, 1.21), BETA: (0.9, 0.89, 0.91), world["hostile"]: (0.7, 0.69, 0.71)}
+    site = rebuild(world, tmp_path, _set_main(values, direction="target", target=0.9))
+    page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
+    rows = page.table(f"{PROMPT_SET}-g1")
+    order = [r["submission"]["text"] for r in rows[:3]]
+    assert order[0].startswith("Other Lab / beta") and order[2].startswith("lab / alpha")
+    assert [r["rank"]["text"] for r in rows[:3]] == ["1", "2", "3"]
+    head = page.heads(f"{PROMPT_SET}-g1")[MAIN]
+    assert head["attrs"]["data-better"] == "lower" and "closer to 0.9 is better" in head["attrs"]["title"]
+    assert [float(r[MAIN]["attrs"]["data-sort"]) for r in rows[:3]] == pytest.approx([0.0, 0.2, 0.3])
+    assert "closer to 0.9 is better" in Page(site / "metric" / f"{MAIN}.html").plain()
+
+
+def test_order_lcb_puts_a_surely_good_submission_before_a_wide_one(world, tmp_path):
+    """By value alpha (0.90, CI down to 0.60) leads beta (0.85, CI 0.84-0.86); by the lower bound beta leads. The
+    rank range is the same tie either way, and the footer says which order the build uses."""
+    values = {ALPHA: (0.90, 0.60, 0.99), BETA: (0.85, 0.84, 0.86), world["hostile"]: (0.2, 0.15, 0.25),
+              CONTROL: (0.1, 0.05, 0.15)}
+    first = {}
+    for order in ("value", "lcb"):
+        site = rebuild(world, tmp_path / order, _set_main(values), order=order)
+        page = Page(site / "leaderboard" / f"{PROMPT_SET}.html")
+        rows = page.table(f"{PROMPT_SET}-g1")
+        first[order] = rows[0]["submission"]["text"]
+        assert [r["rank"]["text"] for r in rows[:2]] == ["1–2", "1–2"]
+        assert ("pessimistic end of the 95% CI" in page.plain()) == (order == "lcb")
+    assert first["value"].startswith("lab / alpha") and first["lcb"].startswith("Other Lab / beta")
+
+
 def test_a_text_only_control_below_every_model_flags_nothing(world, tmp_path):
     def edit(sid, summary):
         for e in summary["metrics"]:
@@ -372,10 +418,12 @@ def test_too_little_data_badge(world, tmp_path):
     era = Page(world["site"] / "era" / "ancient.html")  # one prompt of the dataset is of the ancient era
     rows = era.table(f"{PROMPT_SET}-g1")
     badges = [a for t, a in era.tags if t == "span" and a.get("class") == "badge" and "title" in a]
-    assert all("few prompts" in row[MAIN]["text"] for row in rows) and any("fewer than 5" in b["title"] for b in badges)
+    assert all("1 prompt: not ranked" in row[MAIN]["text"] for row in rows)
+    assert any("fewer than the 5" in b["title"] for b in badges)
+    assert all("(no CI: 1 prompt)" in row[MAIN]["text"] and "[" not in row[MAIN]["text"] for row in rows)
     assert {row["rank"]["text"] for row in rows} == {"—"}  # too few prompts to be ranked
     italy = Page(world["site"] / "country" / "IT.html").table(f"{PROMPT_SET}-g1")
-    assert all("few prompts" not in row[MAIN]["text"] and "incomplete" not in row[MAIN]["text"] for row in italy)
+    assert all("not ranked" not in row[MAIN]["text"] and "incomplete" not in row[MAIN]["text"] for row in italy)
 
     def edit(sid, summary):
         for e in summary["metrics"]:
@@ -434,7 +482,9 @@ def test_leaderboards_show_the_headline_and_a_few_readable_metrics(world):
         for m in metrics:
             assert heads[m]["text"].startswith(family.card(m).title), (m, heads[m]["text"])
             assert not re.search(r"\d\.\d+\s*[,_]\s*\d\.\d+", heads[m]["text"]), heads[m]["text"]
-            assert heads[m]["attrs"].get("data-better") == {"higher": "higher", "lower": "lower"}.get(family.card(m).direction)
+            # a target metric sorts by its distance to the target: lower is better
+            assert heads[m]["attrs"].get("data-better") == {"higher": "higher", "lower": "lower",
+                                                           "target": "lower"}.get(family.card(m).direction)
         assert heads["rank"]["attrs"]["data-better"] == "lower"
         for m in set(spec.metrics) - set(metrics):
             assert (world["site"] / "metric" / f"{m}.html").is_file() or not any(
@@ -526,12 +576,13 @@ def test_disparity_comes_from_results_disparity_and_is_ranked(world):
         assert shown[s][1] == (str(best) if best == worst else f"{best}–{worst}")
 
 
-def test_model_page_marks_under_represented_countries_as_cultdiff_does(world, tmp_path):
+def test_model_page_marks_under_represented_countries_by_the_bh_q(world, tmp_path):
     """CultDiff's model ranks countries by their gap to its own mean: the model page marks, for each metric it
-    shows, exactly the countries that cultdiff.leaderboard.underrepresented finds (whole CI on the worse side:
-    below zero for a similarity, above it for a distance). The six prompts are spread over three countries here,
-    Italy's made worse on every metric."""
+    shows, exactly the gaps of cultdiff.leaderboard.underrepresented's rows that disparity.under_represented
+    calls served worse (Benjamini-Hochberg q < 0.05 on the worse side: below zero for a similarity, above it for
+    a distance). The six prompts are spread over three countries here, Italy's made worse on every metric."""
     from cultureboard.evaluators.families.cultdiff.leaderboard import underrepresented
+    from cultureboard.evaluators.results.disparity import under_represented
 
     sid = world["base"]["ids"]["cultdiff"][0]
     summary = summaries(world)[sid]
@@ -556,7 +607,8 @@ def test_model_page_marks_under_represented_countries_as_cultdiff_does(world, tm
     shown = {titles[m] for m in directions if titles[m] in {r["metric"]["text"] for r in rows}}
     expected = {(titles[g["metric"]], g["name"]) for g in underrepresented(tmp_path / "results" / sid,
                                                                           n_boot=settings["n_boot"], seed=settings["seed"])
-                if g["under_represented"] and titles[g["metric"]] in shown}
+                if under_represented(g["kind"], g["value"], g["p_adjusted"], g["direction"])
+                and titles[g["metric"]] in shown}
     marked = {(r["metric"]["text"], re.search(r"\((\w\w)\)", r["kind"]["text"]).group(1)) for r in rows
               if "under-represented" in r["gap"]["text"]}
     assert marked == expected
@@ -718,6 +770,7 @@ def test_gallery_per_prompt_shows_every_submission_side_by_side(world):
 def test_downloads_match_the_tables(world):
     site = world["site"]
     checked = 0
+    targets = {c.name: c.target for f in load_families().values() for c in f.metrics if c.direction == "target"}
     for page in pages(site):
         links = [a["href"] for t, a in page.tags if t == "a" and a.get("href", "").endswith((".csv", ".json"))]
         for table_id in page.tables:
@@ -741,6 +794,8 @@ def test_downloads_match_the_tables(world):
                         assert cell["text"] == ("—" if not best else best if best == worst else f"{best}–{worst}")
                     elif key in ("image", "notes"):
                         continue
+                    elif "data-sort" in cell["attrs"] and key in targets:  # sorted by the distance to the target
+                        assert float(cell["attrs"]["data-sort"]) == pytest.approx(abs(float(row[key]) - targets[key]))
                     elif "data-sort" in cell["attrs"]:
                         assert cell["attrs"]["data-sort"] == row[key], (page.path, key)
                     elif cell["text"] and not [t for t, a in cell["tags"] if t == "span"]:

@@ -13,9 +13,11 @@ from cultureboard.evaluators.results.stats import (
     benjamini_hochberg,
     bootstrap_ci,
     bootstrap_p_value,
+    cluster_bootstrap_ci,
     correlations,
     fleiss_kappa,
     krippendorff_alpha,
+    oriented,
     percentile_interval,
     rank_ties,
     resample_indices,
@@ -379,3 +381,58 @@ def test_benjamini_hochberg_matches_scipy_and_keeps_nan():
     assert np.isnan(with_nan[1]) and with_nan[[0, 2]] == pytest.approx([0.02, 0.04])  # m = 2, not 3
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         benjamini_hochberg([0.5, 1.2])
+
+
+def test_cluster_bootstrap_with_singleton_clusters_is_the_unit_bootstrap():
+    units = [[1.0, 2.0], [3.0], [10.0], [4.0, 6.0], [7.0]]
+    assert cluster_bootstrap_ci(units, list("abcde"), n_boot=300, seed=4) == bootstrap_ci(units, n_boot=300, seed=4)
+
+
+def test_cluster_bootstrap_hand_checkable_properties():
+    units = [[0.0], [0.0], [1.0], [1.0]]
+    one = cluster_bootstrap_ci(units, ["x", "x", "y", "y"], n_boot=2000, seed=0)
+    assert one.value == 0.5  # the plain mean over units
+    # constant within each cluster, so a replicate is 0, 1/2 or 1 with probabilities 1/4, 1/2, 1/4
+    assert (one.low, one.high) == (0.0, 1.0)
+    same = cluster_bootstrap_ci([[2.0], [2.0], [2.0]], ["x", "y", "y"], n_boot=50, seed=0)
+    assert same == (2.0, 2.0, 2.0)
+    nested = cluster_bootstrap_ci([[0.0], [1.0], [0.0], [1.0]], ["x", "x", "y", "y"], n_boot=2000, seed=0)
+    assert nested.low < 0.5 < nested.high  # within-cluster spread is resampled too
+    with pytest.raises(ValueError, match="one cluster per unit"):
+        cluster_bootstrap_ci(units, ["x"], n_boot=10)
+    with pytest.raises(ValueError, match="no values"):
+        cluster_bootstrap_ci([[]], ["x"], n_boot=10)
+
+
+def test_oriented_values_for_each_direction():
+    v, lo, hi = [0.5, -0.2], [0.4, -0.5], [0.7, 0.1]
+    assert [a.tolist() for a in oriented(v, lo, hi, "higher")] == [v, lo, hi]
+    assert [a.tolist() for a in oriented(v, lo, hi, "lower")] == [[-0.5, 0.2], [-0.7, -0.1], [-0.4, 0.5]]
+    value, low, high = oriented(v, lo, hi, "target", 0.0)
+    assert value.tolist() == [-0.5, -0.2]
+    assert low.tolist() == pytest.approx([-0.7, -0.5]) and high.tolist() == pytest.approx([-0.4, 0.0])
+    value, low, high = oriented([3.0], [2.0], [5.0], "target", 1.0)
+    assert (value[0], low[0], high[0]) == (-2.0, -4.0, -1.0)
+    for direction, target in (("none", None), ("target", None), ("sideways", None)):
+        with pytest.raises(ValueError, match="cannot order"):
+            oriented(v, lo, hi, direction, target)
+
+
+def test_target_ranking_prefers_the_value_nearest_the_target():
+    # signed values around 0: "lower is better" would crown the most negative; the target rule the nearest to 0
+    values, lows, highs = [-0.9, 0.05, 0.4], [-1.0, -0.02, 0.3], [-0.8, 0.1, 0.5]
+    r = rank_ties(*oriented(values, lows, highs, "target", 0.0))
+    assert r.rank.tolist() == [3, 1, 2] and r.best.tolist() == [3, 1, 2]
+    assert rank_ties(values, lows, highs, higher_is_better=False).rank.tolist() == [1, 2, 3]
+
+
+def test_rank_by_bound_orders_by_the_pessimistic_end():
+    # entry 0 has the better value but a wide CI; entry 1 is surely good: by bound 1 comes first
+    values, lows, highs = [0.9, 0.8, 0.2], [0.3, 0.7, 0.1], [1.0, 0.85, 0.25]
+    by_value, by_bound = rank_ties(values, lows, highs), rank_ties(values, lows, highs, by="bound")
+    assert by_value.rank.tolist() == [1, 2, 3] and by_bound.rank.tolist() == [2, 1, 3]
+    assert by_bound.best.tolist() == by_value.best.tolist() and by_bound.worst.tolist() == by_value.worst.tolist()
+    lower = rank_ties(*oriented(values, lows, highs, "lower"), by="bound")  # lower is better: by the upper end
+    assert lower.rank.tolist() == [3, 2, 1]
+    with pytest.raises(ValueError, match="by must be"):
+        rank_ties(values, lows, highs, by="median")

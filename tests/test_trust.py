@@ -127,3 +127,26 @@ def test_pair_with_scores_on_file_name_or_a_clear_error(rows):
     with pytest.raises(CultureboardError, match="name rated images by file_name, which the scores") as err:
         pair_with_scores(humans, scores.drop(columns="file_name"), "clip")
     assert "image_sha256" in err.value.fix
+
+
+def test_the_validity_trust_map_reads_a_target_metric_by_its_distance(monkeypatch):
+    """A target metric (closer to 0 is better) is judged by -|value - 0|: values whose size falls as the human
+    rating rises agree with the humans (rho = 1), though their signed values swing both ways; the same values read
+    as "higher is better" would not. A descriptive card enters as it is."""
+    import dataclasses
+
+    from cultureboard.evaluators.engine.registry import metric_cards
+    from cultureboard.evaluators.results import ratings
+
+    human = np.arange(1.0, 31.0)
+    signed = np.where(np.arange(30) % 2, 1.0, -1.0) * (31.0 - human)  # |value| shrinks as the rating rises
+    joined = pd.DataFrame({"cube.quality": signed, "realism": human})
+    cards = metric_cards()
+    for direction, target, expected in (("target", 0.0, 1.0), ("higher", None, None), ("none", None, None)):
+        card = dataclasses.replace(cards["cube.quality"], direction=direction, target=target)
+        monkeypatch.setattr(ratings, "metric_cards", lambda: {**cards, "cube.quality": card})
+        overall = next(r for r in ratings._trust(joined, ["cube.quality"], n_boot=100, seed=0)
+                       if r["slice_type"] == "overall")
+        raw = spearman_ci(signed, human, n_boot=100).value
+        assert overall["rho"] == pytest.approx(expected if expected is not None else raw)
+        assert expected is not None or abs(overall["rho"]) < 0.3

@@ -33,11 +33,12 @@ from cultureboard import progress
 from cultureboard.atomic import atomic_dir, check_replaceable, check_writable, output_lock
 from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
 from cultureboard.device import choose_device, choose_dtype
+from cultureboard.naming import path_component
 from cultureboard.errors import CultureboardError
 from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
 
-from ..results.aggregate import SLICE_TYPES, summarize, unit_values
+from ..results.aggregate import CI_METHOD, SLICE_TYPES, summarize, unit_values
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
@@ -137,8 +138,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
     everything, refused = _images(submission, spec, prompts)
     images = everything
     if shard:
-        units = sorted({pspec.shard_unit(p) for p in prompts.values()})
-        mine = {u for k, u in enumerate(units) if k % shard[1] == shard[0]}
+        mine = _shard_units(pspec, prompts, shard)
         images = [im for im in images if pspec.shard_unit(im.prompt) in mine]
         refused = [r for r in refused if pspec.shard_unit(r["prompt"]) in mine]
     ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused, shard, everything, spec.get("control"))
@@ -158,15 +158,16 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
                     "references_revision": references_revision(dataset) if ctx.used_references else None},
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95},
+        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }
     if shard:
         with atomic_dir(target, kind="shard") as tmp:
             pq.write_table(table, tmp / "scores.parquet")
-            (tmp / "shard.json").write_text(json.dumps({"provenance": provenance, "shard": list(shard)}, indent=2,
-                                                       sort_keys=True))
+            digest = hashlib.sha256((tmp / "scores.parquet").read_bytes()).hexdigest()
+            record = {"provenance": provenance, "shard": list(shard), "rows": table.num_rows, "rows_sha256": digest}
+            (tmp / "shard.json").write_text(json.dumps(record, indent=2, sort_keys=True))
         return target
     return _write_results(target, table, provenance, family, pspec, prompts)
 
@@ -200,7 +201,10 @@ def _table(rows: list[dict], pspec: PromptSetSpec) -> pa.Table:
 def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Path:
     """Join ``out/<id>.shards/*`` into ``out/<id>``: exactly the result of an unsharded run. The shards' notes
     about a metric must agree, except ``counts`` (a {name: number of images} tally over the shard's own images),
-    which are summed."""
+    which are summed. ``submission_id`` must be one safe path component
+    (:func:`~cultureboard.naming.path_component`): a ``../`` id never steers the write outside ``out``."""
+    path_component(submission_id, f"merge-shards {submission_id!r}",
+                   "pass the submission id, the name of the results folder's <id>.shards folder")
     shards_dir = Path(out) / f"{submission_id}.shards"
     # only finished shards: atomic_dir's hidden temporary folders of a killed run are left out
     parts = sorted(p for p in shards_dir.iterdir() if re.fullmatch(r"\d+-of-\d+", p.name)) if shards_dir.is_dir() else []
@@ -222,6 +226,15 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
     if local_revision(dataset) != base["dataset"]["revision"]:
         raise CultureboardError(f"--dataset {dataset}", f"is not the dataset the shards were scored against "
                                 f"({base['dataset']['revision']})", "pass the same dataset folder as to evaluate")
+    family, pspec = family_of(base["prompt_set"])
+    prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, base["prompt_set"])}
+    for p, table in zip(parts, tables):
+        i = int(p.name.split("-of-")[0])
+        mine = _shard_units(pspec, prompts, (i, n))
+        named = {pid for pid in table.column("prompt_id").to_pylist() if pid is not None}
+        if any(pid not in prompts or pspec.shard_unit(prompts[pid]) not in mine for pid in named):
+            raise CultureboardError(p, f"holds rows of prompts that are not part {i} of {n} (another shard's rows?)",
+                                    "delete it and rerun that shard")
     scorers, metrics, notes, counts = {}, {}, {}, {}
     for p, info in zip(parts, infos):
         for s in info["scorers"]:
@@ -243,15 +256,20 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
         table = pa.concat_tables(tables)
     except pa.ArrowException:
         raise CultureboardError(shards_dir, "holds shards with different columns", "rerun every shard") from None
-    family, pspec = family_of(base["prompt_set"])
-    prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, base["prompt_set"])}
     result = _write_results(Path(out) / submission_id, table, provenance, family, pspec, prompts)
     shutil.rmtree(shards_dir)
     return result
 
 
+def _shard_units(pspec: PromptSetSpec, prompts: dict, shard: tuple[int, int]) -> set:
+    """The shard units of part ``i`` of ``n`` (``shard``): every n-th of the prompt set's sorted units from the i-th."""
+    units = sorted({pspec.shard_unit(p) for p in prompts.values()})
+    return {u for k, u in enumerate(units) if k % shard[1] == shard[0]}
+
+
 def _read_shard(folder: Path) -> tuple[dict, pa.Table]:
-    """A finished shard's provenance and scores. A shard.json that is not JSON, belongs to another i-of-n or has
+    """A finished shard's provenance and scores. A scores.parquet whose sha256 or row count is not the one shard.json
+    records, or without rows, is refused; so is a shard.json that is not JSON, belongs to another i-of-n or has
     another shape than :func:`_score` writes (what :func:`merge_shards` and :func:`_write_results` read: the
     dataset revision, prompt set, settings, scorers, metrics, notes and [prompt_id, sample_idx, reason]
     refusals), or a scores.parquet that cannot be read, is one error naming the shard."""
@@ -269,9 +287,16 @@ def _read_shard(folder: Path) -> tuple[dict, pa.Table]:
 
     try:
         info = json.loads((folder / "shard.json").read_text(encoding="utf-8"))
-        if shaped(info):
-            return info["provenance"], pq.read_table(folder / "scores.parquet")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
+        if shaped(info) and isinstance(info["rows_sha256"], str) and type(info["rows"]) is int:
+            data = (folder / "scores.parquet").read_bytes()
+            table = pq.read_table(pa.BufferReader(data))
+            if hashlib.sha256(data).hexdigest() != info["rows_sha256"] or table.num_rows != info["rows"]:
+                raise CultureboardError(folder, "holds other rows than it recorded (the digest of its scores.parquet "
+                                        "differs from shard.json's)", "delete it and rerun that shard")
+            if not table.num_rows or "prompt_id" not in table.column_names:
+                raise CultureboardError(folder, "holds no rows", "delete it and rerun that shard")
+            return info["provenance"], table
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, pa.ArrowException):
         pass
     raise CultureboardError(folder, "is not a complete shard result (shard.json and scores.parquet for this i-of-n)",
                             "delete it and rerun that shard")
@@ -285,9 +310,9 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
     units = {m: family.card(m).unit for m in metrics}
     counted = {pid: sum(1 for r in provenance["refused"] if r[0] == pid) for pid, _, _ in provenance["refused"]}
     fully_refused = {pid for pid, n in counted.items() if n >= prompts[pid]["images_per_prompt"]}
-    expected, refused = {}, {}
+    expected, refused, members_of = {}, {}, {}
     for kind in set(units.values()):
-        members: dict[str, list[dict]] = {}
+        members: dict[str, list[dict]] = members_of.setdefault(kind, {})
         for p in prompts.values():
             unit = pspec.unit_of(kind, p)
             if unit is not None:
@@ -295,6 +320,10 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         # a unit counts in each slice any of its prompts belongs to (a chain spans several edit steps)
         expected[kind] = {u: unit_values([_slice_values(p, pspec) for p in ps]) for u, ps in members.items()}
         refused[kind] = {u for u, ps in members.items() if all(p["prompt_id"] in fully_refused for p in ps)}
+    # a card's cluster field: each unit's value of it (its prompts' one value, or the tuple of those they take)
+    clusters = {m: {u: unit_values([{field: p.get(field)} for p in ps])[field]
+                    for u, ps in members_of[units[m]].items()}
+                for m in metrics if (field := family.card(m).cluster)}
     settings = provenance["settings"]
     progress.say(f"summarising {len(metrics)} metrics with {settings['n_boot']} bootstrap samples")
     slice_types = (SLICE_TYPES + tuple(f for f in pspec.slice_fields if f not in SLICE_TYPES)
@@ -303,7 +332,7 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         "provenance": provenance,
         "metrics_info": [family.card(m).to_dict() for m in metrics],
         "metrics": summarize(scores, units, expected, slice_types, seed=settings["seed"], n_boot=settings["n_boot"],
-                             refused=refused) if len(scores) else [],
+                             refused=refused, clusters=clusters) if len(scores) else [],
     }
     progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:

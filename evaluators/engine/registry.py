@@ -260,7 +260,9 @@ def parse_options(family: Family, given: Mapping[str, Any] | None = None, *,
             raise fail(f"--option {item}", str(exc)) from None
     for name, value in values.items():
         if not _fits(value, hints[name]):
-            raise fail(f"option {name}={value!r}", f"must be {_type_name(hints[name])}")
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            raise fail(f"option {name}={value!r}",
+                       f"must be {_type_name(hints[name])}{'; an int is 0 to 2**63 - 1' if whole else ''}")
     try:
         return family.options(**values)
     except (TypeError, ValueError) as exc:
@@ -329,6 +331,6 @@ def _fits(value: Any, tp) -> bool:
         return value is None
     if tp is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is int:  # counts, sizes and seeds: non-negative and within 64 bits
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
     return isinstance(value, tp)

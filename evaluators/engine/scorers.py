@@ -270,13 +270,16 @@ class Scorers:
         """Find the files of every scorer in ``names`` before any work: a checkpoint that is neither a local path
         nor in the local Hugging Face cache while ``HF_HUB_OFFLINE`` forbids downloads is an error at once, naming
         the scorer, instead of after validating and decoding every image. (With network, downloads are left to
-        the first use, as before.)"""
+        the first use, as before.) A scorer whose entry names no checkpoint (no ``model``, no ``path``: CultDiff-S
+        before anyone trained one) is left to its family, which flags the rows it cannot score."""
         from huggingface_hub import constants
 
         if not constants.HF_HUB_OFFLINE:
             return
         for name in sorted(set(names)):
             entry = _entry(self.registry, name)
+            if "model" not in entry and "path" not in entry:
+                continue
             try:
                 backends()[entry["backend"]].locate(name, entry, self.memo)
             except CultureboardError as exc:

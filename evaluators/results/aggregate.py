@@ -1,15 +1,18 @@
 """From score rows to the summary: one entry per metric x slice.
 
-A metric's unit comes from its card: ``image`` rows are grouped by prompt (the bootstrap resamples
-prompts), other units (a diversity pool, an edit chain, a ladder) are their own rows. Each entry:
-``value`` = mean over units of the mean of their rows; ``ci_low``/``ci_high`` = 95% percentile bootstrap
-over units (:func:`.stats.bootstrap_ci`, seeded); ``n_images``; ``n_prompts`` (units scored);
-``coverage`` = units scored / units of the prompt set in that slice, ``complete`` when it is 1, and
-``n_refused`` the prompts of the slice a model declared it refused (not scored, but not missing either); rows
-flagged by the family (a pool too small to rank, a judge that never answered usably, a missing reference)
-are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count per reason. A slice that
-lacks units is reported with its coverage, never silently averaged away. The summary depends only on the
-rows (sorted first), so shards merged give exactly the unsharded result.
+A metric's unit comes from its card: ``image`` rows are grouped by prompt (the bootstrap resamples prompts),
+other units (a diversity pool, an edit chain, a ladder) are their own rows. Each entry: ``value`` = mean over
+units of the mean of their rows; ``ci_low``/``ci_high`` = 95% percentile bootstrap over units
+(:func:`.stats.bootstrap_ci`, seeded), or, for a metric whose card names a ``cluster`` (a prompt field whose
+value groups units that share randomness), the two-stage bootstrap over those clusters and then the units
+within each drawn cluster (:func:`.stats.cluster_bootstrap_ci`); a slice of one unit has no CI
+(``ci_low``/``ci_high`` null, ``ci_note`` :data:`NO_CI`; otherwise ``ci_note`` is null); ``n_images``;
+``n_prompts`` (units scored); ``coverage`` = units scored / units of the prompt set in that slice,
+``complete`` when it is 1, and ``n_refused`` the prompts of the slice a model declared it refused (not scored,
+but not missing either); rows flagged by the family (a pool too small to rank, a judge that never answered
+usably, a missing reference) are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count
+per reason. A slice that lacks units is reported with its coverage, never silently averaged away. The summary
+depends only on the rows (sorted first), so shards merged give exactly the unsharded result.
 """
 
 from __future__ import annotations
@@ -22,30 +25,37 @@ import numpy as np
 import pandas as pd
 
 from ..engine.registry import IMAGE_UNIT
-from .stats import bootstrap_ci
+from .stats import bootstrap_ci, cluster_bootstrap_ci
 
 #: Slice types every prompt set is summarised by; a prompt set adds its own (``PromptSetSpec.slice_fields``).
 SLICE_TYPES = ("overall", "country", "continent", "region_group", "category", "era")
 ROW_ORDER = ["metric", "unit_id", "sample_idx", "file_name"]
+#: The version of how intervals are computed, recorded in provenance settings (part of the comparability key, so
+#: results whose CIs were computed otherwise are never ranked together). 2: no CI for one unit; clusters.
+CI_METHOD = 2
+#: The ``ci_note`` of a slice with one unit: one prompt shows no spread, so it has no interval (never [v, v]).
+NO_CI = "no CI: 1 prompt"
 
 
 def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[str, Mapping[str, dict]],
               slice_types: tuple[str, ...] = SLICE_TYPES, seed: int = 0, n_boot: int = 1000,
-              refused: Mapping[str, set[str]] | None = None) -> list[dict]:
+              refused: Mapping[str, set[str]] | None = None,
+              clusters: Mapping[str, Mapping[str, object]] | None = None) -> list[dict]:
     """``units``: metric -> its unit kind (from the cards); ``expected``: unit kind -> {unit id: slice values} of
     the whole prompt set (a value may be a tuple: the unit then counts in each of those slices); ``refused``: unit
     kind -> units whose every image the model declared refused (``n_refused`` per slice: not scored, and not
-    missing either).
+    missing either); ``clusters``: metric -> {unit id: its cluster} for the metrics bootstrapped in two stages
+    (a unit without an entry, or with None, is a cluster of its own).
 
     Each metric's rows become numpy arrays once (unit codes in sorted unit order, values, flags, images per row)
     and each slice type is factorised once; an entry then only indexes those arrays."""
-    refused = refused or {}
+    refused, clusters = refused or {}, clusters or {}
     scores = scores.sort_values(ROW_ORDER, na_position="first", kind="stable")
     counts: dict[tuple[str, str], tuple[dict, dict]] = {}
     out = []
     for metric, rows in scores.groupby("metric", sort=True):
         unit = units[metric]
-        arrays = _Rows(rows, unit)
+        arrays = _Rows(rows, unit, clusters.get(metric))
         for slice_type in slice_types:
             if slice_type != "overall" and slice_type not in rows:
                 continue
@@ -86,10 +96,12 @@ def _slices(rows: pd.DataFrame, slice_type: str):
 
 class _Rows:
     """One metric's rows as arrays: ``unit`` codes (0.. in sorted unit-id order), ``value``, ``flag`` (None when
-    the row counts), and the images each row stands for."""
+    the row counts), the images each row stands for, and, for a clustered metric, each unit code's cluster."""
 
-    def __init__(self, rows: pd.DataFrame, unit: str):
-        self.unit = pd.factorize(rows["unit_id"], sort=True)[0]
+    def __init__(self, rows: pd.DataFrame, unit: str, clusters: Mapping[str, object] | None = None):
+        self.unit, ids = pd.factorize(rows["unit_id"], sort=True)
+        self.cluster = None if clusters is None else [
+            ("cluster", str(c)) if (c := clusters.get(u)) is not None else ("unit", u) for u in ids]
         self.value = rows["value"].to_numpy(dtype=float, na_value=np.nan)
         self.flag = rows["flag"].to_numpy(dtype=object)
         self.flagged = rows["flag"].notna().to_numpy()
@@ -108,10 +120,15 @@ class _Rows:
         entry.update(n_prompts=len(by_unit), coverage=coverage, complete=coverage == 1.0,
                      n_images=int(self.images[good].sum()))
         if by_unit:
-            ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
-            entry.update(value=ci.value, ci_low=ci.low, ci_high=ci.high)
+            ci = (bootstrap_ci(by_unit, n_boot=n_boot, seed=seed) if self.cluster is None else
+                  cluster_bootstrap_ci(by_unit, [self.cluster[u] for u in units[np.r_[0, starts]]], n_boot=n_boot,
+                                       seed=seed))
+            if len(by_unit) == 1:  # one unit: no spread to estimate, so no CI rather than [v, v]
+                entry.update(value=ci.value, ci_low=None, ci_high=None, ci_note=NO_CI)
+            else:
+                entry.update(value=ci.value, ci_low=ci.low, ci_high=ci.high, ci_note=None)
         else:
-            entry.update(value=None, ci_low=None, ci_high=None)
+            entry.update(value=None, ci_low=None, ci_high=None, ci_note=None)
         return entry
 
 

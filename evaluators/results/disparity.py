@@ -37,6 +37,8 @@ from cultureboard.countries import load_countries
 from .stats import benjamini_hochberg, bootstrap_p_value, percentile_interval, resample_indices
 
 REGION_GAP = "GN-GS"
+#: Benjamini-Hochberg q below which a gap is called significant (the under-represented badge, "served worse").
+SIGNIFICANT = 0.05
 #: The fewest prompts a country needs for its gap to be tested (module docstring).
 MIN_PROMPTS = 2
 
@@ -114,6 +116,18 @@ def worse_side(low: float, high: float, direction: str) -> bool:
     "higher" or "lower" is better (a country the model under-represents); never for an untested gap (NaN CI) or
     a descriptive metric."""
     return bool(high < 0) if direction == "higher" else bool(low > 0) if direction == "lower" else False
+
+
+def under_represented(kind: str, value: float, q: float, direction: str) -> bool:
+    """Whether a gap marks a country the model serves worse than its own average: a country gap whose
+    Benjamini-Hochberg q (over the model's gaps of the metric) is below :data:`SIGNIFICANT` and whose value lies
+    on the worse side of zero (below it where higher is better, above it where lower is better). The q, not the
+    gap's marginal CI: with 10 countries x 6 metrics, marginal 95% CIs off zero by chance alone would badge a
+    few countries of any model. Never for an untested gap (NaN q), the GN - GS gap, a descriptive metric, or a
+    metric ranked by its distance to a target: a country's signed gap to the model's mean says nothing about
+    whether that country's values are nearer to the target or farther from it."""
+    sign = {"higher": -1, "lower": 1}.get(direction)
+    return bool(kind == "country" and sign is not None and q < SIGNIFICANT and sign * value > 0)
 
 
 def disparity(scores: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[dict]:

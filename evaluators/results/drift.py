@@ -10,6 +10,9 @@ same runner; this comparison says what moved, one record per difference:
 * ``scorer_revision``: a scorer (by name) whose checkpoint (``model_id``) or resolved ``revision``
   changed, or that only one of the two used;
 * ``dataset_revision``: the prompt set's dataset revision changed;
+* ``settings``: a setting of the run (``provenance.settings``: seed, bootstrap resamples, ...) or a family
+  option (``provenance.options``) differs, or only one of the two gives it: the two runs did not ask the same
+  question, so "the provenance matches" is never said of them;
 * ``submission``: the scored submission changed (its ``submission.sha256``): the two results do not
   score the same images, so no value difference means anything.
 
@@ -27,7 +30,7 @@ from pathlib import Path
 from cultureboard.errors import CultureboardError
 
 SUMMARY = "summary.json"
-KINDS = ("submission", "dataset_revision", "scorer_revision", "missing", "added", "value")
+KINDS = ("submission", "dataset_revision", "settings", "scorer_revision", "missing", "added", "value")
 
 
 def load_summary(path: str | Path) -> dict:
@@ -39,8 +42,8 @@ def load_summary(path: str | Path) -> dict:
     except FileNotFoundError:
         raise CultureboardError(file, "does not exist", "pass a results folder RESULTS/<submission id> that "
                                 "`cultureboard evaluate` wrote (or its summary.json)", exit_code=2) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CultureboardError(file, f"cannot be read as JSON ({exc.__class__.__name__}: {exc})",
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON, an int of 4300+ digits
+        raise CultureboardError(file, f"cannot be read as JSON ({exc.__class__.__name__}: {str(exc)[:200]})",
                                 "re-run `cultureboard evaluate` to rewrite it", exit_code=2) from None
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), list):
         raise CultureboardError(file, "is not a cultureboard summary (no 'metrics' list)",
@@ -72,7 +75,24 @@ def _entries(summary: dict, source: str) -> dict[tuple, dict]:
 
 
 def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    """A finite number as a float; None for anything else (a bool, a string, NaN, an integer beyond a float)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _flat(value, prefix: str) -> dict[str, object]:
+    """A nested mapping as {dotted key: leaf value} (a non-mapping: itself under ``prefix``)."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    out: dict[str, object] = {}
+    for key, item in value.items():
+        out.update(_flat(item, f"{prefix}.{key}"))
+    return out
 
 
 def compare_results(baseline_dir: str | Path, new_dir: str | Path, tolerance: float = 0.02) -> list[dict]:
@@ -91,6 +111,13 @@ def compare_results(baseline_dir: str | Path, new_dir: str | Path, tolerance: fl
     if old_rev != new_rev:
         drifts.append(_record("dataset_revision", f"the dataset revision changed ({old_rev} -> {new_rev})",
                               baseline=old_rev, new=new_rev))
+    for part in ("settings", "options"):
+        was = _flat(_get(old, f"provenance.{part}") or {}, part)
+        now = _flat(_get(new, f"provenance.{part}") or {}, part)
+        for key in sorted(set(was) | set(now)):
+            if key not in now or key not in was or was[key] != now[key] or type(was[key]) is not type(now[key]):
+                a, b = was.get(key, "not given"), now.get(key, "not given")
+                drifts.append(_record("settings", f"{key}: {a!r} -> {b!r}", baseline=was.get(key), new=now.get(key)))
     old_scorers = {s.get("name"): s for s in _get(old, "provenance.scorers") or [] if isinstance(s, dict)}
     new_scorers = {s.get("name"): s for s in _get(new, "provenance.scorers") or [] if isinstance(s, dict)}
     for name in sorted(set(old_scorers) | set(new_scorers), key=str):

@@ -56,7 +56,7 @@ from ..submission.format import METADATA, read_metadata
 from .agreement import agreement
 from .ratings_files import integer, read_records, text
 from .ratings_format import parse_scale, to_table
-from .stats import correlations, krippendorff_alpha
+from .stats import correlations, goodness, krippendorff_alpha
 from .studies import import_study
 from .trust import trust_map, with_region_group
 
@@ -227,16 +227,21 @@ def validity(consensus: pd.DataFrame, scores: pd.DataFrame, n_boot: int = 1000, 
 def _trust(joined: pd.DataFrame, metrics: list[str], n_boot: int, seed: int) -> list[dict]:
     """The trust map (``trust.trust_map``: sign-normalised Spearman with its bootstrap CI and the diagnostic flag,
     overall and per country, region group and category) of each metric of :data:`VALIDITY` (registered, with a
-    direction) against the question it stands for; every other pair is in ``correlations`` only."""
+    direction) against the question it stands for; every other pair is in ``correlations`` only. A ranked metric's
+    values enter as "higher is better" (:func:`.stats.goodness`): negated where lower is better, minus the distance
+    to the target for a target metric, so rho > 0 always means "agrees with the humans"; a descriptive metric's
+    (direction "none") enter as they are, so its rho says which way it tracks the question, the evidence a
+    direction would need."""
     cards = metric_cards()
     if "country" in joined:
         joined = with_region_group(joined)
     out = []
     for target, names in VALIDITY.items():
-        for metric in (m for m in names if m in metrics and cards[m].direction in ("higher", "lower")):
+        for metric in (m for m in names if m in metrics):
             card, column = cards[metric], TARGETS[target]
-            pairs = joined.assign(metric=joined[metric], human=joined[column])
-            for row in trust_map(pairs, higher_is_better=card.direction == "higher", n_boot=n_boot, seed=seed):
+            values = goodness(joined[metric], card.direction, card.target) if card.ranked else joined[metric]
+            pairs = joined.assign(metric=values, human=joined[column])
+            for row in trust_map(pairs, n_boot=n_boot, seed=seed):
                 out.append({"metric": metric, "human": target, **row})
     return out
 

@@ -3,7 +3,10 @@ the same way by every study importer.
 
 :func:`read_records` gives each row with its line number, its cells as the file has them; a row that is not a row (more
 cells than the header, invalid JSON, not an object, unknown keys) becomes one problem line
-``FILE:LINE: problem (fix: ...)`` so that an importer reports every problem of a file at once. A file that cannot be
+``FILE:LINE: problem (fix: ...)`` so that an importer reports every problem of a file at once. So does a row
+with a pathological cell (:func:`cell_problem`: NaN or infinity written as a JSON constant or as text such as
+``nan``, an integer beyond 64 bits, containers nested deeper than :data:`MAX_DEPTH`, JSON nested too deep to
+parse, a control character in a cell that is not a comment). A file that cannot be
 read at all (missing, another format, not UTF-8, a CSV header with unknown or without required columns) is a
 :class:`~cultureboard.errors.CultureboardError`.
 """
@@ -22,6 +25,37 @@ import pandas as pd
 from cultureboard.errors import CultureboardError
 
 _FIX_FILE = "pass the path of a .csv or .jsonl ratings file"
+#: How deep containers may nest in a JSONL row (a study's export holds at most a list of labels in a cell).
+MAX_DEPTH = 4
+_NOT_FINITE = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
+_ROW_FIX = "write each cell as text or a finite number; leave a cell empty for no answer"
+
+
+def cell_problem(column: str, value, depth: int = 0) -> str | None:
+    """Why ``value`` cannot be the cell ``column`` of a ratings row, or None: a text reading NaN or infinity (an
+    empty cell is how a file says "no answer"), an integer beyond 64 bits, a non-finite float, containers nested
+    deeper than :data:`MAX_DEPTH`, or a control character (tab and line breaks allowed in comments only)."""
+    if isinstance(value, str):
+        if value.strip().casefold() in _NOT_FINITE:
+            return f"{column} {value!r} reads as NaN or infinity, which is not an answer"
+        allowed = "\t\n\r" if "comment" in column.casefold() else ""
+        if any((ord(c) < 32 or 127 <= ord(c) < 160) and c not in allowed for c in value):
+            return f"{column} {value[:40]!r} holds a control character"
+        return None
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return None if -2**63 <= value < 2**64 else f"{column} holds an integer beyond 64 bits"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{column} holds NaN or infinity, which is not an answer"
+    if depth >= MAX_DEPTH:
+        return f"{column} nests containers more than {MAX_DEPTH} deep"
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    return next((found for _, v in items if (found := cell_problem(column, v, depth + 1))), None)
+
+
+def _row_problem(row: dict) -> str | None:
+    return next((found for k, v in row.items() if (found := cell_problem(str(k), v))), None)
 
 
 def read_records(path: Path, columns: Sequence[str] | None, required: Sequence[str | tuple[str, ...]] = ("rater",)
@@ -58,6 +92,8 @@ def _csv(path: Path, fh, columns, required) -> tuple[list[tuple[int, dict]], lis
         if None in raw:
             problems.append(f"{path}:{reader.line_num}: has more cells than the header (fix: quote cells that "
                             "contain commas)")
+        elif found := _row_problem(raw):
+            problems.append(f"{path}:{reader.line_num}: {found} (fix: {_ROW_FIX})")
         else:
             records.append((reader.line_num, raw))
     return records, problems
@@ -69,9 +105,13 @@ def _jsonl(path: Path, fh, columns) -> tuple[list[tuple[int, dict]], list[str]]:
         if not text.strip():
             continue
         try:
-            raw = json.loads(text)
+            raw = json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{line}: is not valid JSON ({exc.msg}) (fix: write one JSON object per line)")
+            continue
+        except (ValueError, RecursionError) as exc:  # NaN / Infinity, an integer of thousands of digits, deep nesting
+            reason = str(exc) if isinstance(exc, ValueError) else "nested too deep to read"
+            problems.append(f"{path}:{line}: is not a ratings row ({reason[:80]}) (fix: {_ROW_FIX})")
             continue
         if not isinstance(raw, dict):
             problems.append(f"{path}:{line}: is not a JSON object (fix: write one JSON object per line)")
@@ -80,8 +120,15 @@ def _jsonl(path: Path, fh, columns) -> tuple[list[tuple[int, dict]], list[str]]:
         if unknown:
             problems.append(f"{path}:{line}: unknown keys {unknown} (fix: use only {', '.join(columns)})")
             continue
+        if found := _row_problem(raw):
+            problems.append(f"{path}:{line}: {found} (fix: {_ROW_FIX})")
+            continue
         records.append((line, raw))
     return records, problems
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def missing(value) -> bool:
@@ -102,9 +149,11 @@ def integer(value, low: float = -math.inf, high: float = math.inf) -> int | None
     (``3.5``, ``"x"``, ``true``, out of range)."""
     if isinstance(value, str):
         value = float(value) if value.strip() else None  # ValueError for text that is no number
+        if value is not None and not math.isfinite(value):  # "nan" is not an empty cell
+            raise ValueError(value)
     if missing(value):
         return None
-    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer()
-            or not low <= value <= high):
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not low <= value <= high
+            or not (isinstance(value, int) or float(value).is_integer())):
         raise ValueError(value)
     return int(value)

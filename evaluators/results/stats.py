@@ -1,11 +1,13 @@
 """Statistics for the leaderboard: prompt-level bootstrap CIs, rank ties, rater agreement, correlations.
 
 * :func:`bootstrap_ci` -- percentile bootstrap over prompts of the mean of per-prompt means;
+* :func:`cluster_bootstrap_ci` -- the same mean with a two-stage bootstrap (clusters of prompts, then prompts);
 * :func:`resample_indices`, :func:`percentile_interval`, :func:`bootstrap_p_value` -- the one bootstrap
   machinery (draws, interval, p-value) that every bootstrap here and in ``disparity`` and ``trust`` uses;
 * :func:`spearman_ci` -- Spearman's rho with a percentile bootstrap CI over items (pairs resampled together);
 * :func:`benjamini_hochberg` -- false-discovery-rate adjusted p-values;
 * :func:`rank_ties` -- rank ranges in which entries whose CIs overlap are tied (DESIGN principle 4);
+* :func:`oriented`, :func:`goodness` -- values (and CIs) as "higher is better" for a card's direction and target;
 * :func:`krippendorff_alpha` -- inter-rater agreement (nominal, ordinal, interval);
 * :func:`fleiss_kappa` -- inter-rater agreement on categories, from a units x categories count table;
 * :func:`correlations` -- Pearson, Spearman and Kendall tau-b of a metric against human ratings.
@@ -47,7 +49,7 @@ def bootstrap_ci(
     unit a benchmark generalises over.
 
     One prompt gives the degenerate interval low = high = value (every replicate is that prompt; no
-    between-prompt variation can be estimated). Deterministic for a given seed. ``statistic`` must accept an ``axis`` keyword (numpy
+    between-prompt variation can be estimated): the summary reports such a slice without a CI. Deterministic for a given seed. ``statistic`` must accept an ``axis`` keyword (numpy
     reductions such as ``np.mean`` and ``np.median`` do).
 
     Raises:
@@ -55,20 +57,59 @@ def bootstrap_ci(
     """
     _check_bootstrap(n_boot, level)
     items = values_by_prompt.items() if isinstance(values_by_prompt, Mapping) else enumerate(values_by_prompt)
-    means = []
-    for prompt, values in items:
-        values = np.asarray(values, dtype=float)
-        if values.size == 0:
-            raise ValueError(f"prompt {prompt!r} has no values: drop it and report the coverage instead")
-        if not np.isfinite(values).all():
-            raise ValueError(f"prompt {prompt!r} has NaN or infinite values: drop them and report the coverage")
-        means.append(values.mean())
+    means = [_unit_mean(prompt, values) for prompt, values in items]
     if not means:
         raise ValueError("no prompts: a confidence interval needs at least one prompt")
     means = np.asarray(means)
     value = float(statistic(means))
     replicates = statistic(means[resample_indices(len(means), n_boot, np.random.default_rng(seed))], axis=1)
     return ConfidenceInterval(value, *percentile_interval(replicates, level))
+
+
+def cluster_bootstrap_ci(values_by_unit: Sequence[Sequence[float]], clusters: Sequence, n_boot: int = 1000,
+                         level: float = 0.95, seed: int = 0) -> ConfidenceInterval:
+    r"""The mean of per-unit means with a two-stage (cluster) percentile bootstrap.
+
+    Units that share randomness (CuRe: every ladder of a category compares with the same P(c) images) are not
+    independent draws, so resampling units alone understates the variance. With the K distinct values of
+    ``clusters`` (one per unit) and :math:`n_k` units in cluster k, each replicate draws K clusters with
+    replacement, then, within each drawn cluster (each draw separately), :math:`n_k` of its units with
+    replacement, and takes the mean over every drawn unit's mean. The point value is the plain mean over units
+    :math:`\frac1U\sum_u \bar v_u`, exactly as :func:`bootstrap_ci` gives. When every unit is its own cluster
+    this is the one-stage bootstrap over units (other draws, same distribution).
+
+    Raises:
+        ValueError: as :func:`bootstrap_ci`, or a cluster count that differs from the unit count.
+    """
+    _check_bootstrap(n_boot, level)
+    means = np.array([_unit_mean(i, v) for i, v in enumerate(values_by_unit)])
+    if len(clusters) != len(means):
+        raise ValueError(f"need one cluster per unit, got {len(clusters)} for {len(means)} units")
+    if not len(means):
+        raise ValueError("no prompts: a confidence interval needs at least one prompt")
+    codes = np.unique(np.asarray([str(c) for c in clusters], dtype=object), return_inverse=True)[1].ravel()
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    rng = np.random.default_rng(seed)
+    drawn = resample_indices(len(sizes), n_boot, rng)  # stage 1: (n_boot, K) cluster indices
+    per_draw = sizes[drawn].ravel()  # stage 2: each drawn cluster redraws as many units as it has
+    first = np.repeat(starts[drawn].ravel(), per_draw)
+    size = np.repeat(per_draw, per_draw)
+    picks = order[first + rng.integers(0, size)]  # a uniform unit of the drawn cluster, per draw
+    replicate = np.repeat(np.arange(n_boot), sizes[drawn].sum(axis=1))
+    totals = np.bincount(replicate, weights=means[picks], minlength=n_boot)
+    replicates = totals / sizes[drawn].sum(axis=1)
+    return ConfidenceInterval(float(means.mean()), *percentile_interval(replicates, level))
+
+
+def _unit_mean(unit, values) -> float:
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        raise ValueError(f"prompt {unit!r} has no values: drop it and report the coverage instead")
+    if not np.isfinite(values).all():
+        raise ValueError(f"prompt {unit!r} has NaN or infinite values: drop them and report the coverage")
+    return float(values.mean())
 
 
 def _check_bootstrap(n_boot: int, level: float) -> None:
@@ -189,8 +230,41 @@ class RankRange(NamedTuple):
     worst: np.ndarray
 
 
+def oriented(values: Sequence[float], lows: Sequence[float], highs: Sequence[float], direction: str,
+             target: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Values and CIs turned into "goodness" (higher is better) for a card's ``direction``, as (values, lows,
+    highs) arrays with lows <= highs:
+
+    * ``higher``: unchanged; ``lower``: negated, :math:`(-v, -high, -low)`;
+    * ``target`` (closer to ``target`` t is better): the negated distance :math:`-|v - t|`, whose interval is
+      the negated image of [low, high] under :math:`x \mapsto |x - t|`: from 0 when the CI contains t (else the
+      nearer end's distance) to the farther end's distance.
+
+    Raises:
+        ValueError: direction "none" (a descriptive metric is never ordered) or unknown, or a target missing.
+    """
+    v, lo, hi = (np.asarray(a, dtype=float) for a in (values, lows, highs))
+    if direction == "higher":
+        return v, lo, hi
+    if direction == "lower":
+        return -v, -hi, -lo
+    if direction == "target" and target is not None:
+        ends = np.abs(lo - target), np.abs(hi - target)
+        near = np.where((lo <= target) & (target <= hi), 0.0, np.minimum(*ends))
+        return -np.abs(v - target), -np.maximum(*ends), -near
+    raise ValueError(f"cannot order by the direction {direction!r} (target {target!r}): only higher, lower, or "
+                     "target with a target value")
+
+
+def goodness(values: Sequence[float], direction: str, target: float | None = None) -> np.ndarray:
+    """Values as "higher is better" (:func:`oriented` without a CI): themselves, negated where lower is better,
+    minus their distance to the target."""
+    return oriented(values, values, values, direction, target)[0]
+
+
 def rank_ties(
-    values: Sequence[float], lows: Sequence[float], highs: Sequence[float], higher_is_better: bool = True
+    values: Sequence[float], lows: Sequence[float], highs: Sequence[float], higher_is_better: bool = True,
+    by: str = "value",
 ) -> RankRange:
     r"""Ranks (1 = best) where entries whose confidence intervals overlap are ties.
 
@@ -199,16 +273,20 @@ def rank_ties(
 
     * ``best[i]  = 1 + #{j : low_j > high_i}`` -- only the entries surely above it precede it;
     * ``worst[i] = #{j : high_j >= low_i}`` -- every entry not surely below it (i included) may precede it;
-    * ``rank[i]  = 1 + #{j : value_j > value_i}`` -- competition rank of the point value.
+    * ``rank[i]  = 1 + #{j : value_j > value_i}`` -- competition rank of the point value; with
+      ``by="bound"``, of the pessimistic bound instead: :math:`1 + \#\{j : low_j > low_i\}` (the upper bound
+      where lower is better), which puts an entry whose CI is wide (few prompts) behind one that is surely good.
 
     With ``higher_is_better=False`` the comparisons are mirrored (j surely above i when
     :math:`high_j < low_i`). Entries with disjoint CIs get disjoint ranges; an entry whose CI
-    overlaps no other has best = worst. When each CI contains its value, best <= rank <= worst.
+    overlaps no other has best = worst. When each CI contains its value, best <= rank <= worst (by either order).
     Show ``best``-``worst`` (e.g. "1-3") on the leaderboard rather than ``rank``.
 
     Raises:
-        ValueError: lengths differ, a NaN, or low > high.
+        ValueError: lengths differ, a NaN, low > high, or ``by`` not "value" or "bound".
     """
+    if by not in ("value", "bound"):
+        raise ValueError(f"by must be 'value' or 'bound', got {by!r}")
     values, lows, highs = (np.asarray(a, dtype=float) for a in (values, lows, highs))
     if not values.ndim == 1 or values.shape != lows.shape or values.shape != highs.shape:
         raise ValueError(f"values, lows and highs must be 1-D of equal length, got {values.shape}, {lows.shape}, {highs.shape}")
@@ -218,7 +296,8 @@ def rank_ties(
         raise ValueError(f"CI low > high for entries {np.flatnonzero(lows > highs).tolist()}")
     if not higher_is_better:
         values, lows, highs = -values, -highs, -lows
-    rank = 1 + (values[None, :] > values[:, None]).sum(axis=1)
+    key = values if by == "value" else lows
+    rank = 1 + (key[None, :] > key[:, None]).sum(axis=1)
     best = 1 + (lows[None, :] > highs[:, None]).sum(axis=1)
     worst = (highs[None, :] >= lows[:, None]).sum(axis=1)
     return RankRange(rank, best, worst)

@@ -10,6 +10,11 @@ import); these are automatic proxies of those human-rated constructs, never the 
 - ``cube.country_top1``: 1 when that most probable country is the prompt's country;
 - ``cube.quality``: HPS v2.1 = cos(f_img(x), f_txt(prompt)) of the HPS model, CUBE 5.1.2's quality s(x).
 
+Directions follow the paper's evidence (each card's ``direction_evidence``): quality and the diversity scores
+rank higher first by CUBE's own ranking rule (Tables 4 and 5); ``cube.faithfulness``, ``cube.country_top1`` and
+``cube.retrieval`` are descriptive (CUBE never relates them to a human judgement); the headline
+``cube.cultural_relevance`` is ranked (a prompt set's headline must be) on weak evidence that its card states.
+
 Diversity (``cube-diversity``, section 5, appendices J, K). Each image is mapped to an artifact of the
 artifact space (J.2.1, as far as the scorers allow): the ``candidates`` artifacts of the prompt's concept
 (and art sub-type; for a within-culture prompt, of the named country only, as J.2.1 retrieves within the
@@ -85,11 +90,20 @@ class CubeOptions:
             raise ValueError("repetitions >= 1, group_size >= 2 and candidates >= 1 are required")
 
 
+#: Why the diversity scores rank higher first: the paper's own ranking rule (no human rating of diversity exists).
+DIVERSITY_EVIDENCE = ("CUBE's own ranking rule, not a human study: Table 5 ranks the models by qVS, higher best "
+                      "('Imagen 2 (IM) performs best for Cuisine and Art ... even the best scores are low'), Table 4 "
+                      "reports the diversity component VS the same way, and section 5.3 reads scores 'far from the "
+                      "maximum score of 1' as room for improvement. CUBE rates no diversity by humans; its artifact "
+                      "mapping was about 70% accurate (appendix J.2.1).")
+
+
 # versions: 3 (qvs, vs), 2 (within): within-culture candidates from the named country only, images of another
 # culture or matching no candidate left out of the pools, and the judge's reworded JSON retries (e6d0c74)
 def _diversity_card(name: str, title: str, formula: str, version: int = 3, **kw) -> MetricCard:
     return MetricCard(name, FAMILY, title, formula, "higher", "[0, 1]", (RETRIEVAL, QUALITY, JUDGE), SOURCE,
-                      version=version, unit="pool", validity=(MAPPING_EVIDENCE,), **kw)
+                      version=version, unit="pool", validity=(MAPPING_EVIDENCE,),
+                      direction_evidence=DIVERSITY_EVIDENCE, **kw)
 
 
 _KERNEL_TITLES = {"continent": "continents", "country": "countries", "artifact": "artifacts",
@@ -98,29 +112,39 @@ _GROUPS = ("mean over random groups of N images of a global pool (images the jud
            "their candidates left out)")
 
 METRICS = (
+    # version 2: descriptive (direction none): CUBE never relates this score to its faithfulness ratings
     MetricCard("cube.faithfulness", FAMILY, "Faithfulness proxy (image-text alignment)", "cos(f_img(x), f_txt(prompt))",
-               "higher", "[-1, 1]", (ALIGNMENT,), SOURCE + ", section 4", version=1,
+               "none", "[-1, 1]", (ALIGNMENT,), SOURCE + ", section 4", version=2,
                proxy_for="CUBE's human faithfulness rating (Q2, 1-5)", validity=(CLIPSCORE_EVIDENCE,),
                description="How well the image matches its prompt, by a SigLIP 2 image-text similarity."),
     MetricCard("cube.cultural_relevance", FAMILY, "Cultural relevance proxy (zero-shot country)",
                "softmax_c(s * cos(f_img(x), f_txt('An image from c.')))[prompt country]", "higher", "[0, 1]",
                (ALIGNMENT,), SOURCE + ", section 4", version=1, primary=True,
                chance="1 / number of countries of the prompt set",
+               direction_evidence="Weak: the human question this proxy stands for is better higher (CUBE section 4.1 "
+                                  "Q1, 'does the item depicted belong to the annotator's country?'; section 4.2 reads "
+                                  "a lower share of yes answers in Table 12 as a culture the model marginalizes), but CUBE never correlates this "
+                                  "zero-shot classifier with those ratings. It stays ranked only as the awareness "
+                                  "headline; the trust map (cultureboard import ratings) is where its own evidence "
+                                  "must come from.",
                proxy_for="CUBE's human cultural relevance rating (Q1: would one see this in the country?)",
                description="The probability a zero-shot classifier gives to the prompt's country among the "
                            "prompt set's countries."),
     MetricCard("cube.country_top1", FAMILY, "Country recognised (top-1) proxy",
-               "1[argmax_c cos(f_img(x), f_txt('An image from c.')) = prompt country]", "higher", "{0, 1}",
-               (ALIGNMENT,), SOURCE + ", section 4", version=1, chance="1 / number of countries of the prompt set",
+               "1[argmax_c cos(f_img(x), f_txt('An image from c.')) = prompt country]", "none", "{0, 1}",
+               (ALIGNMENT,), SOURCE + ", section 4", version=2, chance="1 / number of countries of the prompt set",
                proxy_for="CUBE's human cultural relevance rating (Q1)",
                description="Whether the prompt's country is the zero-shot classifier's first choice."),
     MetricCard("cube.quality", FAMILY, "Quality (HPS v2.1)", "cos(f_img(x), f_txt(prompt)) of the HPS v2.1 model",
                "higher", "[-1, 1], typically 0.2-0.35", (QUALITY,), SOURCE + ", section 5.1.2", version=1,
+               direction_evidence="CUBE Table 4 ranks the models by the HPS-v2 quality q, higher best ('Playground "
+                                  "(PG) has best quality for cuisine and art'); HPS-v2 is trained on 790k human "
+                                  "preference choices (section 5.1.2).",
                description="Human preference score: CUBE's quality s(x) of an image for its prompt."),
     MetricCard("cube.retrieval", FAMILY, "Artifact mapping similarity",
                "cos(f_img(x), f_txt('An image of a.')) of the artifact a the image is mapped to; with retrieve_by="
-               "references, max over a's reference photos r of cos(f_img(x), f_img(r))", "higher", "[-1, 1]",
-               (RETRIEVAL, JUDGE), SOURCE + ", appendix J.2.1", version=3, validity=(MAPPING_EVIDENCE,),
+               "references, max over a's reference photos r of cos(f_img(x), f_img(r))", "none", "[-1, 1]",
+               (RETRIEVAL, JUDGE), SOURCE + ", appendix J.2.1", version=4, validity=(MAPPING_EVIDENCE,),
                description="The artifact each image is mapped to (in the row's detail), by retrieval over artifact "
                            "names (a within-culture prompt: its country's artifacts) or reference photographs and a "
                            "VLM's choice among the closest candidates; flagged when the VLM says none matches."),

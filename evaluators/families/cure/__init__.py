@@ -9,7 +9,9 @@ over S; ``centroid``: the cosine with S's mean direction), recorded with the res
 
 - ``cure.ps`` = phi_PS(n) = sim(I(n), I(c)) (eq. 2), no ground truth needed; ``cure.ps_delta.c`` and
   ``cure.ps_delta.cr`` = Delta phi_PS(a) = sim(I(a), I(c)) - sim(I(n), I(c)) for a = {n,c}, {n,c,r},
-  signed, lower first (CuRe Table 8 marks it "lower"; values can be negative, and the sign is kept).
+  signed (values can be negative, and the sign is kept), ranked by |value| (direction ``target`` 0: CuRe E.1,
+  "a value closer to zero is better"). Every ladder of a category reads the same I(c), so these cards name
+  the prompt field ``subcategory`` (c) as their ``cluster``: the interval resamples categories, then ladders.
 - ``cure.gt`` = phi_GT(n) = sim(I(n), G) (eq. 1) with G the artifact's reference photographs (the dataset's
   ``references`` config); an artifact without any is a flagged row (counted, never scored as zero). In the
   ``reference-photos`` control, whose images are those photographs, image x_i is compared with G minus its own
@@ -20,15 +22,18 @@ over S; ``centroid``: the cosine with S's mean direction), recorded with the res
   be ranked as one metric.
 - ``cure.ita.c``, ``cure.ita.r``, ``cure.ita.cr`` = phi_ITA(a) = [sim(I(n), P(n)) + sim(I(n), P(a))] / 2 (eq. 3)
   with SigLIP 2 and the scoring texts of CuRe Table 14 (trailing period): "An image of {n}.", "An image of
-  {c}.", "An image from {r}.", "An image of {c} from {r}."; raw cosine. The headline is ``cure.ita.cr``.
+  {c}.", "An image from {r}.", "An image of {c} from {r}."; raw cosine. The headline is ``cure.ita.cr``, cultureboard's choice (``HEADLINE_NOTE``).
 - Entanglement view (Table 15): ``cure.ita.cr.laion2b``, ``.wit``, ``.dfn5b``, ``.datacomp`` recompute
   ``cure.ita.cr`` with OpenCLIP backbones trained on those data; a scorer trained on a generator's training data
   inflates its score, so the spread of a submission's ranks across backbones is what to read.
 - ``cure.div`` = phi_DIV = mean pairwise LPIPS (AlexNet) over every pair of the ladder's images of the four
   prompt styles pooled (eq. 4; 120 pairs for 4 seeds); ``cure.div_delta`` = phi_DIV - LPIPS(n), LPIPS(n) the
-  mean pairwise LPIPS within I(n) (appendix I.1). Raw values with a declared direction, never composited.
+  mean pairwise LPIPS within I(n) (appendix I.1). Never ranked (direction ``none``): CuRe's Table 3 and its Table 8 arrow disagree.
 - ``cure.acceptance`` = accepted images / expected images of the ladder's four prompts (CuRe Table 6; a closed
-  model's declared refusals are not accepted). Its per-category-of-the-axis summary is Table 6.
+  model's declared refusals are not accepted). Its per-category-of-the-axis summary is Table 6. Not ranked.
+
+Every card's evidence (its validity and ``direction_evidence``) quotes CuRe's correlation tables from
+``results/data/reported/cure.yaml`` (:func:`reported_rho`), the column of the gold score the card stands for.
 
 A ladder whose P(n) images were all refused (or whose category images were) gets flagged rows for the metrics
 that need them ("refused: ..."); the other ladders' values do not change.
@@ -51,6 +56,7 @@ from ...engine.context import SLICE_FIELDS, Context, Image, score_row
 from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
 from ...submission.controls import REFERENCE_PHOTOS
 from ...results.aggregate import unit_slices
+from ...results.reported import load_reported
 from . import core
 from .encoders import DISTANCE, ENTANGLEMENT, IMAGE_ENCODERS, TEXT_ENCODER
 
@@ -86,103 +92,168 @@ def category_id(prompt: dict) -> str:
 
 # ------------------------------------------------------------------------------------------- cards
 
-def _table1(values: str) -> tuple[Evidence, ...]:
-    return (Evidence(f"Spearman with the user study's phi*_PS (FLUX.1 [dev] / SD 3.5 Large / SD 1.5): {values}",
-                     "CuRe Table 1", float(values.split(" / ")[0])),)
-
-
-_PS_EVIDENCE = {  # CuRe Table 1, phi*_PS column, per encoder: GT, PS, Delta(n,c), Delta(n,c,r)
-    "": ("0.44 / 0.46 / 0.48", "0.32 / 0.42 / 0.30", "-0.31 / -0.41 / 0.08", "-0.30 / -0.42 / 0.05"),
-    ".dinov2": ("0.40 / 0.46 / 0.51", "0.30 / 0.44 / 0.36", "-0.32 / -0.38 / 0.03", "-0.31 / -0.37 / 0.00"),
-    ".aimv2": ("0.39 / 0.46 / 0.42", "0.25 / 0.34 / 0.16", "-0.35 / -0.34 / 0.05", "-0.32 / -0.35 / 0.07"),
-}
+MODELS = ("FLUX.1 [dev]", "SD 3.5 Large", "SD 1.5")  # the user study's systems, in CuRe's column order
+#: the proxy_for of each kind of card: the user-study question (gold score) it stands for
 _PROXY_PS = "phi*_PS: a rater's 1-5 judgement of how similar the image is to real photographs of the artifact"
 _PROXY_CURE = "phi*_CuRe: a rater's 1-5 judgement of how likely the item in the image is found in their country"
+#: the CuRe Table 1 scorer of each similarity metric (its encoder label is the card's, _ENCODER_TITLES)
+_TABLE1_SCORER = {"cure.ps": "phi_PS(n)", "cure.gt": "phi_GT(n)", "cure.ps_delta.c": "Delta phi_PS(n,c)",
+                  "cure.ps_delta.cr": "Delta phi_PS(n,c,r)"}
+_ITA_SCORER = {"c": "phi_ITA(c)", "r": "phi_ITA(r)", "c,r": "phi_ITA(c,r)"}
+_BACKBONE = {".laion2b": "LAION-2B", ".wit": "WIT", ".dfn5b": "DFN-5B", ".datacomp": "DC-1B"}  # Table 15 columns
+#: the prompt field that groups ladders sharing their category's P(c) images (the bootstrap's first stage)
+PS_CLUSTER = "subcategory"
+_REFERENCES_NOTE = ("The reference photographs are the first K files (the Wikidata image, then the artifact's "
+                    "Commons category; K = 4 by default) that fetch-references accepts, not CuRe's curated "
+                    "ground-truth sets, so absolute values are not the paper's.")
 
 
-def _ps_cards(suffix: str, scorer: str) -> list[MetricCard]:
+def reported_rho() -> dict[tuple[str, ...], str | None]:
+    """CuRe's correlation tables (1, 2, 3, 15 in ``results/data/reported/cure.yaml``) as (table, *labels) ->
+    the printed Spearman rho (None where the paper prints none). The cards' evidence reads them from here."""
+    return {(t.table, *(row[c] for c in t.labels)): printed["rho"]
+            for t in load_reported(FAMILY) if t.numbers == ("rho",) for row, printed in zip(t.rows, t.printed)}
+
+
+def _per_model(rho: dict, table: str, *labels: str, gold: str) -> list[str]:
+    return [rho[(table, *labels, model, gold)] for model in MODELS]
+
+
+def _evidence(values: list[str], gold: str, source: str) -> tuple[Evidence, ...]:
+    return (Evidence(f"Spearman with the user study's {gold} ({' / '.join(MODELS)}): {' / '.join(values)}", source,
+                     float(values[0])),)
+
+
+def _ps_cards(rho: dict, suffix: str, scorer: str) -> list[MetricCard]:
     enc = _ENCODER_TITLES[suffix]
-    gt, ps, dc, dcr = _PS_EVIDENCE[suffix]
+
+    def table1(metric: str) -> list[str]:
+        return _per_model(rho, "Table 1", enc, _TABLE1_SCORER[metric], gold="phi*_PS")
+
+    def positive(metric: str) -> str:
+        return (f"CuRe Table 1 ({enc}): Spearman of {_TABLE1_SCORER[metric]} with phi*_PS, the gold score it stands "
+                f"for, is positive on every system ({' / '.join(table1(metric))}): higher is better")
+
     common = {"family": FAMILY, "scorers": (scorer,), "source": SOURCE + ", section 2.1", "version": 1,
               "unit": "ladder", "proxy_for": _PROXY_PS}
     cards = [
         MetricCard(f"cure.ps{suffix}", title=f"Perceptual similarity to the category, {enc} (phi_PS(n))",
                    formula="(1/N) sum_i sim(I(n)_i, I(c))", direction="higher", range="[-1, 1]",
-                   validity=_table1(ps), description=f"How much the images of the artifact's name look like the "
-                   f"model's generic images of its category, by {enc} image embeddings; needs no ground truth.",
-                   **common),
+                   validity=_evidence(table1("cure.ps"), "phi*_PS", "CuRe Table 1"),
+                   direction_evidence=positive("cure.ps"), cluster=PS_CLUSTER,
+                   description=f"How much the images of the artifact's name look like the model's generic images "
+                               f"of its category, by {enc} image embeddings; needs no ground truth. Every ladder of "
+                               "a category reads the same category images, so its interval resamples categories "
+                               "first.", **common),
         MetricCard(f"cure.gt{suffix}", title=f"Similarity to reference photographs, {enc} (phi_GT(n))",
                    formula="(1/N) sum_i sim(I(n)_i, G_i), G_i = the artifact's reference photographs (in the "
                            "reference-photos control, all but image i's own: leave-one-out)",
-                   direction="higher", range="[-1, 1]", validity=_table1(gt),
+                   direction="higher", range="[-1, 1]", validity=_evidence(table1("cure.gt"), "phi*_PS", "CuRe Table 1"),
+                   direction_evidence=positive("cure.gt"),
                    description=f"How much the images of the artifact's name look like real photographs of it, "
-                               f"by {enc} image embeddings (CuRe's ground-truth baseline). Artifacts without "
-                               "photographs are counted as flagged, never scored. The reference-photos control "
-                               "compares each photograph with the others only.",
+                               f"by {enc} image embeddings (CuRe's ground-truth baseline). {_REFERENCES_NOTE} "
+                               "Artifacts without photographs are counted as flagged, never scored. The "
+                               "reference-photos control compares each photograph with the others only.",
                    # version 2: leave-one-out in the reference-photos control (only the control's values change)
                    **(common | {"version": 2})),
     ]
-    for level, key, evidence in (("n,c", "c", dc), ("n,c,r", "cr", dcr)):
+    for level, key in (("n,c", "c"), ("n,c,r", "cr")):
+        metric = f"cure.ps_delta.{key}"
+        values = table1(metric)
         cards.append(MetricCard(
-            f"cure.ps_delta.{key}{suffix}", title=f"Perceptual-similarity divergence P(n) -> P({level}), {enc}",
-            formula=f"(1/N) sum_i sim(I({level})_i, I(c)) - (1/N) sum_i sim(I(n)_i, I(c))", direction="lower",
-            range="[-2, 2]", validity=_table1(evidence),
+            f"{metric}{suffix}", title=f"Perceptual-similarity divergence P(n) -> P({level}), {enc}",
+            formula=f"(1/N) sum_i sim(I({level})_i, I(c)) - (1/N) sum_i sim(I(n)_i, I(c)); ranked by |value - 0|",
+            direction="target", target=0.0, range="[-2, 2]", validity=_evidence(values, "phi*_PS", "CuRe Table 1"),
+            direction_evidence=(
+                "CuRe appendix E.1, the ranking rule of Table 8's divergence column: 'As this scorer is a divergence, "
+                f"a value closer to zero is better' (stated for Delta phi_PS(n,c); {metric}'s region step is ranked "
+                f"alike). CuRe Table 1 ({enc}): Spearman with phi*_PS {' / '.join(values)} ({' / '.join(MODELS)}), "
+                "negative where the divergence works (a smaller divergence, higher ratings), not on SD 1.5"),
+            cluster=PS_CLUSTER,
             description=f"How far naming the {'category' if key == 'c' else 'category and region'} moves the "
-                        f"images towards the category's generic images ({enc}). Small or negative: the model "
-                        "already knew the artifact (head); large: it did not (long tail). A signed value, lower "
-                        "first.", **common))
+                        f"images towards the category's generic images ({enc}). Near zero: the model already knew "
+                        "the artifact (head); large: it did not (long tail). Ranked by the distance from zero, as "
+                        "CuRe ranks it; the signed value is kept. Every ladder of a category reads the same "
+                        "category images, so its interval resamples categories first.",
+            # version 2: ranked by |value| (CuRe E.1), no longer by the signed value
+            **(common | {"version": 2})))
     return cards
 
 
-def _ita_card(metric: str, variant: str, scorer: str, evidence: tuple[Evidence, ...], title_extra: str = "",
-              primary: bool = False, description: str = "") -> MetricCard:
+def _ita_card(metric: str, variant: str, scorer: str, evidence: tuple[Evidence, ...], direction_evidence: str,
+              title_extra: str = "", primary: bool = False, description: str = "") -> MetricCard:
     return MetricCard(
         metric, FAMILY, f"Image-text alignment phi_ITA({variant}){title_extra}",
         f"(1/N) sum_i [sim(I(n)_i, '{SCORING_TEXTS['n']}') + sim(I(n)_i, '{SCORING_TEXTS[variant]}')] / 2",
         "higher", "[-1, 1], raw cosine (SigLIP 2 about 0.1, CLIP about 0.25)", (scorer,), SOURCE + ", section 2.2",
         version=1, unit="ladder", primary=primary, proxy_for=_PROXY_CURE, validity=evidence,
+        direction_evidence=direction_evidence,
         description=description or "How well the images of the artifact's name match texts that name it and its "
                                    f"{'category' if variant == 'c' else 'region' if variant == 'r' else 'category and region'}.")
 
 
+HEADLINE_NOTE = ("Headline chosen by cultureboard, as CuRe names none (Table 8 prints a PS, an ITA and a DIV column "
+                 "side by side): phi_ITA(c,r), whose Spearman with phi*_CuRe is on every system at least as strong as "
+                 "the other two columns' (Tables 1-3), and which needs neither photographs nor category images.")
+
+
 def _cards() -> tuple[MetricCard, ...]:
-    cards = [c for suffix, scorer in IMAGE_ENCODERS.items() for c in _ps_cards(suffix, scorer)]
-    table2 = {"c": "0.40 / 0.40 / 0.44", "r": "0.35 / 0.29 / 0.39", "c,r": "0.42 / 0.39 / 0.44"}
+    rho = reported_rho()
+    cards = [c for suffix, scorer in IMAGE_ENCODERS.items() for c in _ps_cards(rho, suffix, scorer)]
     for metric, variant in ITA.items():
-        evidence = (Evidence(f"Spearman with phi*_PS (FLUX.1 [dev] / SD 3.5 Large / SD 1.5): {table2[variant]}",
-                             "CuRe Table 2", float(table2[variant].split(" / ")[0])),)
-        cards.append(_ita_card(metric, variant, TEXT_ENCODER, evidence, " (SigLIP 2)", primary=metric == "cure.ita.cr"))
-    table15 = {".laion2b": 0.40, ".wit": 0.43, ".dfn5b": 0.44, ".datacomp": 0.40}
+        values = _per_model(rho, "Table 2", _ITA_SCORER[variant], gold="phi*_CuRe")
+        headline = metric == "cure.ita.cr"
+        cards.append(_ita_card(
+            metric, variant, TEXT_ENCODER, _evidence(values, "phi*_CuRe", "CuRe Table 2"),
+            f"CuRe Table 2: Spearman of {_ITA_SCORER[variant]} with phi*_CuRe, the gold score it stands for, is "
+            f"positive on every system ({' / '.join(values)}): higher is better", " (SigLIP 2)", primary=headline,
+            description=(f"How well the images of the artifact's name match texts that name it and its category and "
+                         f"region. {HEADLINE_NOTE}" if headline else "")))
+    headline_values = _per_model(rho, "Table 2", "phi_ITA(c,r)", gold="phi*_CuRe")
     for suffix, (scorer, data) in ENTANGLEMENT.items():
+        value = rho[("Table 15", "phi_ITA(c,r)", _BACKBONE[suffix])]
         cards.append(_ita_card(
             f"cure.ita.cr{suffix}", "c,r", scorer,
-            (Evidence(f"Spearman with phi*_PS on FLUX.1 [dev] images: {table15[suffix]:.2f} ({data} backbone; "
-                      "SigLIP 2: 0.42)", "CuRe Table 15", table15[suffix]),),
+            (Evidence(f"Spearman with phi*_PS on FLUX.1 [dev] images: {value} ({data} backbone; SigLIP 2: "
+                      f"{rho[('Table 15', 'phi_ITA(c,r)', 'SigLIP 2')]}); Table 15 has no phi*_CuRe column",
+                      "CuRe Table 15", float(value)),),
+            f"CuRe Table 15: Spearman of phi_ITA(c,r) with phi*_PS on FLUX.1 [dev] is positive with this backbone "
+            f"({value}); the direction is cure.ita.cr's (Table 2, phi*_CuRe {' / '.join(headline_values)})",
             f" (OpenCLIP, {data})",
             description=f"cure.ita.cr recomputed with an OpenCLIP backbone trained on {data}. A scorer trained on a "
                         "generator's own training data inflates that generator's score (generative entanglement): "
                         "compare a submission's ranks across the backbones, beside its declared training data."))
+    div = {gold: _per_model(rho, "Table 3", "phi_DIV(a)", gold=gold) for gold in ("phi*_CuRe", "phi*_PS")}
     cards += [
         MetricCard("cure.div", FAMILY, "Diversity across the ladder (phi_DIV, LPIPS AlexNet)",
                    "mean of LPIPS(x, y) over every pair of the images of P(n), P(n,c), P(n,r), P(n,c,r) pooled",
-                   "higher", "[0, 1] in practice (0: all images identical)", (DISTANCE,), SOURCE + ", section 2.3",
-                   version=1, unit="ladder",
-                   validity=(Evidence("Spearman with phi*_CuRe -0.20 / -0.22 / -0.08 and with phi*_PS -0.30 / -0.29 "
-                                      "/ -0.11 (FLUX.1 [dev] / SD 3.5 Large / SD 1.5): less diversity went with "
-                                      "better human ratings", "CuRe Table 3", -0.20),),
+                   "none", "[0, 1] in practice (0: all images identical)", (DISTANCE,), SOURCE + ", section 2.3",
+                   # version 2: no longer ranked (was 'higher')
+                   version=2, unit="ladder",
+                   validity=_evidence(div["phi*_CuRe"], "phi*_CuRe", "CuRe Table 3"),
+                   direction_evidence=(
+                       "Not ranked: CuRe's human evidence and its ranking rule disagree. Table 3 correlates phi_DIV "
+                       f"negatively with every gold score on every system (phi*_CuRe {' / '.join(div['phi*_CuRe'])}, "
+                       f"phi*_PS {' / '.join(div['phi*_PS'])}: across one model's artifacts, less diversity went "
+                       "with better ratings), while Table 8 prints it with an up arrow; ranking 'lower' would "
+                       "also put a model that repeats one image (phi_DIV = 0) first."),
                    description="How different the artifact's images are from each other across the four prompts. "
-                               "'Higher' is CuRe Table 8's printed direction; its own human study (Table 3) found "
-                               "the opposite sign, so read it as a description, never as part of a composite."),
+                               "Shown with its interval, never ranked and never part of a composite."),
         MetricCard("cure.div_delta", FAMILY, "Diversity gained by adding attributes (Delta phi_DIV)",
-                   "phi_DIV - mean of LPIPS(x, y) over every pair of the images of P(n)", "lower", "[-1, 1]",
-                   (DISTANCE,), SOURCE + ", appendix I.1", version=1, unit="ladder",
+                   "phi_DIV - mean of LPIPS(x, y) over every pair of the images of P(n)", "none", "[-1, 1]",
+                   (DISTANCE,), SOURCE + ", appendix I.1", version=2, unit="ladder",  # version 2: no longer ranked
                    validity=(Evidence("Larger for Global South than Global North artifacts on every axis (FLUX.1 "
                                       "[dev]): a large gain marks the long tail", "CuRe appendix I.1, Fig. 16"),),
+                   direction_evidence="Not ranked: CuRe gives it no direction and no human correlation; appendix "
+                                      "I.1 only contrasts Global South with Global North artifacts by it.",
                    description="How much more diverse the images become when the category and region are named. "
                                "A large gain suggests the model did not know the artifact from its name alone."),
         MetricCard("cure.acceptance", FAMILY, "Accepted (not refused) share of the ladder's images",
-                   "accepted images / (4 prompts x images per prompt)", "higher", "[0, 1]", (), SOURCE +
-                   ", appendix B.2 (Table 6)", version=1, unit="ladder",
+                   "accepted images / (4 prompts x images per prompt)", "none", "[0, 1]", (), SOURCE +
+                   ", appendix B.2 (Table 6)", version=2, unit="ladder",  # version 2: no longer ranked
+                   direction_evidence="Not ranked: CuRe reports refusal rates (Table 6, appendix B.2) as a caveat "
+                                      "on the starred systems of Table 8, with no human judgement of which way is "
+                                      "better.",
                    description="The share of the artifact's images the model generated rather than refused (a "
                                "closed model's declared refusals). Summarised per axis it is CuRe Table 6."),
     ]
@@ -320,7 +391,8 @@ def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no
         for level, key in (("n,c", "c"), ("n,c,r", "cr")):
             metric = f"cure.ps_delta.{key}{suffix}"
             if level in levels:
-                out.add(metric, levels[level] - levels["n"], {**detail, "images": n_images + len(x[level])})
+                out.add(metric, core.ps_delta(x[level], x["n"], c, reduction),
+                        {**detail, "images": n_images + len(x[level])})
             else:
                 out.add(metric, None, detail, _missing(f"P({level})", ladder.refused[level]))
 
@@ -385,7 +457,7 @@ def _score_diversity(ctx, ladders, rows):
                           f"fewer than 2 images of P(n) ({len(name_only)} accepted)" if within is None
                           else f"fewer than 2 images in the ladder ({len(ims)} accepted)")
         else:
-            rows[lid].add("cure.div_delta", div - within, detail)
+            rows[lid].add("cure.div_delta", core.div_delta(d, len(ims), name_only), detail)
 
 
 register(Family(

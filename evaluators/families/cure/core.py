@@ -7,7 +7,7 @@ writes "cosine distance" but uses it as a similarity (higher = more alike).
   ``mean_pairwise`` = (1/|S|) sum_s x . s (= x . mean(S)), ``centroid`` = cos(x, mean(S));
 * :func:`phi_set` -- the per-artifact score (1/N) sum_i sim(I(a)_i, S) over its N seeds: phi_PS(n) with
   S = I(c) (eq. 2), phi_GT(n) with S = G (eq. 1);
-* :func:`ps_delta` -- Delta phi_PS(a) = phi_PS(a) - phi_PS(n), signed (lower first, as the notes settle);
+* :func:`ps_delta` -- Delta phi_PS(a) = phi_PS(a) - phi_PS(n), signed (CuRe E.1: closer to zero is better);
 * :func:`phi_ita` -- phi_ITA(a) = (1/N) sum_i [x_i . t(n) + x_i . t(a)] / 2 over the seeds of I(n) (eq. 3);
 * :func:`mean_pairwise_distance` / :func:`phi_div` / :func:`div_delta` -- the mean of a distance over all
   pairs of a set; phi_DIV = that over the images of the four prompt styles pooled (eq. 4, every pair,
@@ -68,7 +68,7 @@ def ps_delta(x_a: np.ndarray, x_n: np.ndarray, category: np.ndarray, reduction: 
     """Delta phi_PS(a) = phi_PS(a) - phi_PS(n) = phi(I(a), I(c)) - phi(I(n), I(c)).
 
     Positive when adding attributes moved the images towards the category's generic images; CuRe finds it
-    anti-correlated with human judgements (lower is better, compared as a signed value)."""
+    anti-correlated with human judgements and ranks it by its distance from zero (appendix E.1)."""
     return phi_set(x_a, category, reduction) - phi_set(x_n, category, reduction)
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from cultureboard.builder.prompts_ecb import is_agnostic
+
 from ...engine.context import Context, Image, score_row
 from .core import chain_pairs, clipscore
 
@@ -41,8 +43,9 @@ def chain_id(prompt: dict) -> str:
 
 
 def multiloop_chain(prompt: dict) -> str | None:
-    """Unit ``chain``: the multi-loop chain of a prompt (None for attribute addition)."""
-    return None if is_attribute(prompt) else chain_id(prompt)
+    """Unit ``chain``: the multi-loop chain of a prompt (None for attribute addition and for the country-agnostic
+    prompts, which start no chain)."""
+    return None if is_attribute(prompt) or is_agnostic(prompt) else chain_id(prompt)
 
 
 def attribute_chain(prompt: dict) -> str | None:
@@ -54,8 +57,8 @@ def is_attribute(prompt: dict) -> bool:
     return prompt["category"] == ATTRIBUTE
 
 
-def is_multiloop_base(prompt: dict) -> bool:
-    """A text-to-image base of a multi-loop chain (the T2I study's images)."""
+def is_t2i_study(prompt: dict) -> bool:
+    """A prompt of ECB's T2I study (section 4.1): a multi-loop chain's base, or a country-agnostic prompt."""
     return prompt["kind"] == "t2i" and not is_attribute(prompt)
 
 
@@ -68,10 +71,12 @@ def unit_name(attribute: bool) -> str:
 
 
 def chains(images: list[Image]) -> dict[tuple[str, int], list[Image]]:
-    """{(chain id, sample index): its images by step, step 0 first}. A chain whose steps are not 0, 1, ..., n
-    (a submission that skipped the validator) is an error."""
+    """{(chain id, sample index): its images by step, step 0 first}, the country-agnostic images (no chain) left
+    out. A chain whose steps are not 0, 1, ..., n (a submission that skipped the validator) is an error."""
     out: dict[tuple[str, int], dict[int, Image]] = defaultdict(dict)
     for im in images:
+        if is_agnostic(im.prompt):
+            continue
         out[(chain_id(im.prompt), im.sample_idx)][im.edit_step or 0] = im
     ordered = {}
     for key, steps in sorted(out.items()):

@@ -161,19 +161,20 @@ def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, se
     """Spearman's rho of every CuRe metric of each rated submission's ``results/<submission>/scores.parquet``
     with each gold score phi*(a) = the mean of the artifact's raters (per submission), as ``trust.trust_map``
     computes it: a percentile bootstrap CI over artifacts (``stats.spearman_ci``), **sign-normalised** by the
-    metric card's direction (a lower-is-better metric is negated first, so rho > 0 always means "agrees with the
-    raters" and ``trust.TRUST_RHO`` means the same for every metric). Flagged rows (e.g. no reference
+    metric card's direction (a lower-is-better or target metric is negated first, so rho > 0 always means "agrees
+    with the raters" and ``trust.TRUST_RHO`` means the same for every metric). Flagged rows (e.g. no reference
     photographs) are left out.
 
     Returns ``{"correlations": [...], "trust": [...]}``:
 
     * ``correlations``: CuRe Tables 1-3 (and 15) reproduced, one row per table, scorer, metric, submission and
       gold, overall: ``n`` (artifacts with both values), ``rho``, ``low``, ``high`` (sign-normalised; null with
-      fewer than 3 artifacts or a constant side), ``sign`` (-1 for a lower-is-better metric, else 1) and
+      fewer than 3 artifacts or a constant side), ``sign`` (-1 for a lower-is-better or target metric, else 1) and
       ``rho_as_printed`` = sign * rho, in the paper's sign (CuRe prints the raw Spearman: its divergences and
       Delta metrics come out negative when they agree with the raters; the printed CI is sign * [low, high]);
     * ``trust``: the trust map (``trust.trust_map``: overall and per country, region group and category, with
-      the diagnostic flag) of each directed metric against the one gold its card stands for
+      the diagnostic flag) of each ranked metric, as the board ranks it (a target metric by its distance
+      |value - target|, lower better), against the one gold its card stands for
       (:func:`stands_for`), as {submission, metric, human (the gold), slice_type, slice, n, rho, rho_low,
       rho_high, diagnostic, reason}.
     """
@@ -193,7 +194,8 @@ def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, se
                 if where is None:
                     continue
                 card = cards.get(metric, {})
-                sign = -1 if card.get("direction") == "lower" else 1
+                # CuRe's sign convention: a divergence (lower, or closer to a target) agrees when rho < 0
+                sign = -1 if card.get("direction") in ("lower", "target") else 1
                 pairs = mine.merge(part[["unit_id", "value"]].rename(columns={"value": "metric"}),
                                    left_on="item_id", right_on="unit_id")
                 judged = trust_map(pairs, higher_is_better=sign == 1, n_boot=n_boot, seed=seed)
@@ -202,7 +204,10 @@ def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, se
                               "model": model, "gold": gold, "question": question, "n": overall["n"],
                               "rho": overall["rho"], "low": overall["rho_low"], "high": overall["rho_high"],
                               "sign": sign, "rho_as_printed": None if overall["rho"] is None else sign * overall["rho"]})
-                if card.get("direction") in ("higher", "lower") and stands_for(card) == question:
+                if card.get("direction") == "target":  # the board ranks |value - target|: judge that
+                    judged = trust_map(pairs.assign(metric=(pairs["metric"] - card["target"]).abs()),
+                                       higher_is_better=False, n_boot=n_boot, seed=seed)
+                if card.get("direction", "none") != "none" and stands_for(card) == question:
                     trust += [{"submission": sid, "metric": metric, "human": gold, **row} for row in judged]
     return {"correlations": sorted(found, key=lambda r: (r["table"], r["scorer"], r["metric"], r["submission"],
                                                          r["question"])),

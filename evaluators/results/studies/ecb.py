@@ -41,6 +41,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
 
 from ...families.ecb.core import extreme_steps, pick_agreement
+from ...families.ecb.final import FINAL_METRICS
 from ..agreement import agreement
 from ..ratings_files import read_records
 from ..ratings_format import ITEM, to_table
@@ -286,8 +287,9 @@ def best_worst_agreement(rows: pd.DataFrame, scores: pd.DataFrame, metric: str =
 
 def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, seed: int = 0) -> dict:
     """For each rated submission in ``results`` (``results/<submission>/``): Spearman's rho of every ECB chain
-    metric with HQS per rated image, per slice, with the trust map's diagnostic flag (``trust.trust_map``; rho is
-    sign-normalised for lower-is-better metrics), the best / worst agreement of the culture metric beside the
+    metric with HQS per rated image (the per-chain ``FINAL_METRICS`` left out), per slice, with the trust map's
+    diagnostic flag (``trust.trust_map``; rho is sign-normalised for lower-is-better metrics, raw for descriptive
+    ones), the best / worst agreement of the culture metric beside the
     positional baseline, and HQS by step. Ratings without a submission are an error when ``results`` holds
     several submissions."""
     rows, folders = rated_results(rows, results)
@@ -296,9 +298,10 @@ def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, se
     for sid in sorted(rows["submission"].unique()):
         scores, cards = usable_scores(folders[sid])
         mine = items[items["submission"] == sid]
-        for metric in sorted(m for m in scores["metric"].unique() if CHAIN_METRIC.match(m)):
+        per_image = [m for m in scores["metric"].unique() if CHAIN_METRIC.match(m) and m not in FINAL_METRICS]
+        for metric in sorted(per_image):
             pairs = pair_with_scores(mine, scores, metric)
-            higher = cards[metric]["direction"] == "higher"
+            higher = cards[metric]["direction"] != "lower"  # a descriptive metric's rho keeps its sign
             for entry in trust_map(pairs, higher_is_better=higher, n_boot=n_boot, seed=seed):
                 out["correlations"].append({"submission": sid, "metric": metric, "human": "hqs", **entry})
         if "ecb.culture.f1" in set(scores["metric"]):

@@ -1,0 +1,77 @@
+"""Every CSV/JSON download (site/write.py Site.table) carries stand_in, control, badges and metric_version, so a
+downloaded table cannot be taken for real scores; site/load.py gives each summary entry what they read."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from cultureboard.site.load import load_results
+from cultureboard.site.write import Column, Site
+from results_factory import evaluate_all, make_dataset, make_submission
+
+EXTRA = ["stand_in", "control", "badges", "metric_version"]
+
+
+def entry(metric: str, value: float, standin: bool, version) -> dict:
+    return {"metric": metric, "slice_type": "overall", "slice": "all", "value": value, "ci_low": value - 0.1,
+            "ci_high": value + 0.1, "n_images": 8, "n_prompts": 4, "coverage": 1.0, "standin": standin,
+            "metric_version": version}
+
+
+def download(tmp_path, banner, columns, rows):
+    table = Site(tmp_path, {"banner": banner}).table("leaderboard/x.html", "t", columns, rows)
+    with (tmp_path / table.csv).open(encoding="utf-8") as fh:
+        return list(csv.DictReader(fh)), json.loads((tmp_path / table.json).read_text(encoding="utf-8"))
+
+
+SCORES = [Column("submission", "Submission", "text"), Column("a.m", "M", "score"), Column("a.n", "N", "score")]
+
+
+def test_score_rows_carry_stand_in_control_badges_and_metric_versions(tmp_path):
+    rows = [{"submission": "real", "a.m": entry("a.m", 0.5, False, 2), "a.n": entry("a.n", 0.4, False, "2+max")},
+            {"submission": "fake", "a.m": entry("a.m", 0.9, True, 3), "a.n": None, "_control": "text-only",
+             "_marks": {"submission": [{"label": "control: text-only", "title": "t"}],
+                        "a.m": [{"label": "entangled", "title": "e"}]}}]
+    downloaded, data = download(tmp_path, None, SCORES, rows)
+    assert data["columns"][-4:] == EXTRA and list(downloaded[0])[-4:] == EXTRA
+    assert [[r[k] for k in EXTRA] for r in downloaded] == [
+        ["False", "", "", "a.m=2; a.n=2+max"], ["True", "text-only", "entangled; control: text-only", "a.m=3"]]
+    assert [[r[k] for k in EXTRA] for r in data["rows"]] == [
+        [False, "", "", "a.m=2; a.n=2+max"], [True, "text-only", "entangled; control: text-only", "a.m=3"]]
+
+
+def test_one_stand_in_score_makes_the_row_stand_in(tmp_path):
+    rows = [{"submission": "mixed", "a.m": entry("a.m", 0.5, False, 1), "a.n": entry("a.n", 0.4, True, 1)}]
+    assert download(tmp_path, None, SCORES, rows)[1]["rows"][0]["stand_in"] is True
+
+
+@pytest.mark.parametrize("banner, expected", [(None, False), ({"count": 1}, True)])
+def test_a_row_without_scores_says_whether_the_build_has_stand_ins(tmp_path, banner, expected):
+    downloaded, data = download(tmp_path, banner, [Column("gap", "Gap", "num")], [{"gap": 0.1}])
+    assert data["rows"] == [{"gap": 0.1, "stand_in": expected, "control": "", "badges": "", "metric_version": ""}]
+
+
+def test_an_empty_table_still_names_the_columns(tmp_path):
+    downloaded, data = download(tmp_path, None, SCORES, [])
+    assert data == {"page": "leaderboard/x.html", "table": "t", "columns": ["submission", "a.m", "a.n", *EXTRA],
+                    "rows": []}
+
+
+def test_loaded_entries_carry_stand_in_and_the_recorded_metric_version(tmp_path):
+    dataset = make_dataset(tmp_path / "dataset")
+    folder = make_submission(tmp_path / "submissions", dataset, "cube-awareness")
+    results = evaluate_all([folder], dataset, tmp_path / "results", tmp_path / "work")
+    path = results / folder.name / "summary.json"
+    summary = json.loads(path.read_text())
+    metric = sorted(summary["provenance"]["metrics"])[0]
+    summary["provenance"]["metrics"][metric] = "7+variant"  # the provenance's version wins over the card's
+    path.write_text(json.dumps(summary))
+    (result,), skipped = load_results(results, tmp_path / "submissions")
+    assert not skipped and result.standin
+    versions = {e["metric"]: e["metric_version"] for e in result.summary["metrics"]}
+    assert versions[metric] == "7+variant"
+    assert versions == {m: summary["provenance"]["metrics"].get(m, versions[m]) for m in versions}
+    assert all(e["standin"] is True for e in result.entries.values())
