@@ -78,7 +78,7 @@ def test_a_changed_dataset_revision_is_stale(world):
 
 def test_the_page_and_its_download(world, tmp_path):
     site = Site(tmp_path, {"skipped": [], "footer": {"results": 0, "code": [], "datasets": [], "devices": [],
-                                                     "built": "2026-11-27", "site_code": "test"},
+                                                     "built": "2026-11-27", "site_code": "test", "min_prompts": 5, "order": "the point value"},
                            "banner": None, "trust_page": False, "galleries": {}})
     submissions_page(site, world["submissions"], world["results"], world["dataset"])
     html = (tmp_path / "submissions.html").read_text()
