@@ -192,7 +192,13 @@ def test_options_and_cards():
     faith_card = family.card("cultivate.faith")
     reported = {round(e.value, 2) for e in faith_card.validity}
     assert reported == {0.47, 0.42, 0.58} and all(e.reported for e in faith_card.validity)
-    assert {round(e.value, 2) for e in family.card("cultivate.vqascore").validity} == {0.14, 0.04}
+    judge_yes = family.card("cultivate.judge_yes")  # the judge VLM's P(yes), not the paper's CLIP-FlanT5 VQAScore
+    assert judge_yes.validity == () and not judge_yes.ranked
+    assert family.card("cultivate.exag").validity == (), "Table 9 measured EXAG with CLIP-FlanT5 as f, not this judge"
+    for name in spec.metrics:
+        card = family.card(name)
+        assert not card.ranked or card.direction_evidence, name
+    assert "0.25" in family.card("cultivate.align").formula, "a real photograph's ALIGN at tau = Q3"
     assert "max" in family.card("cultivate.exag").formula and "mean" in family.card("cultivate.exag").formula
 
 

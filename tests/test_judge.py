@@ -101,9 +101,14 @@ def test_yes_no_sums_both_spellings_from_one_forward_pass(vlm, images, tmp_path)
     np.testing.assert_allclose(cached[0], p_yes, rtol=1e-6)
 
 
-def test_first_tokens_shared_within_a_side_count_once(vlm, images):
-    probs = vlm.first_token_probabilities([images[0].open()], QUESTIONS[:1], ("Yes", "Yeah", "yes"))
-    assert probs[0, 1] == 0.0 and probs[0, 0] > 0 and probs[0, 2] > 0
+def test_first_tokens_shared_within_a_side_count_once(vlm, images, monkeypatch):
+    pil, question = [images[0].open()], QUESTIONS[:1]
+    before = vlm.yes_no(pil, question)
+    monkeypatch.setattr(judge, "YES", ("Yes", "Yeah", "yes"))  # "Yeah" starts as "Yes" does: counted once
+    np.testing.assert_array_equal(vlm.yes_no(pil, question), before)
+    monkeypatch.setattr(judge, "NO", ("No", "yo"))
+    with pytest.raises(CultureboardError, match="starts a yes and a no answer with the same token"):
+        vlm.yes_no(pil, question)
 
 
 def test_closed_sets_are_scored_by_likelihood_never_generated(vlm, images, tmp_path):

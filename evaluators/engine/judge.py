@@ -43,6 +43,10 @@ from .judge_grammar import SchemaConstraint, TokenTexts
 from .scorers import Backend, register_backend
 
 
+#: The spellings of each side of a yes/no answer (ECB's prompt asks in lower case, VQAScore's template too).
+YES, NO = ("Yes", "yes"), ("No", "no")
+
+
 class JudgeScorer:
     """A transformers vision-language model used as a judge (deterministic: eval mode, greedy decoding)."""
 
@@ -88,18 +92,22 @@ class JudgeScorer:
         targets = torch.tensor(answer_ids, device=logp.device).expand(len(prompts), n)
         return logp.gather(-1, targets[..., None])[..., 0].sum(-1).cpu().numpy()
 
-    def first_token_probabilities(self, images: list, prompts: list[str], words: tuple[str, ...]) -> np.ndarray:
-        """(n, len(words)): the next-token probability of each word's first token at the generation position, from
-        one forward pass; a word whose first token an earlier word already has gets 0 (its mass is counted once)."""
+    def yes_no(self, images: list, prompts: list[str]) -> np.ndarray:
+        """(n, 2): [P(yes), P(no)] of each question from one forward pass, each the sum over :data:`YES` / :data:`NO`
+        of the spellings' first tokens at the generation position (a first token two spellings of one side share
+        counted once; one shared by a yes and a no spelling is an error)."""
         import torch
 
-        firsts = [self.processor.tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words]
+        tokenizer = self.processor.tokenizer
+        sides = [sorted({tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words}) for words in (YES, NO)]
+        if set(sides[0]) & set(sides[1]):
+            raise CultureboardError(f"scorer {self.name}", "its tokenizer starts a yes and a no answer with the same "
+                                    "token, so one pass cannot tell them apart", "choose another judge")
         inputs = self._inputs(images, prompts)
         with torch.inference_mode():
             logits = self.model(**inputs).logits[:, -1].float()  # left padding: the last position is the next token
-        probs = torch.softmax(logits, dim=-1)[:, firsts].cpu().numpy()
-        probs[:, [k for k, t in enumerate(firsts) if t in firsts[:k]]] = 0.0
-        return probs
+        probs = torch.softmax(logits, dim=-1)
+        return torch.stack([probs[:, ids].sum(-1) for ids in sides], dim=1).cpu().numpy()
 
     def generate(self, images: list, prompts: list[str], max_new_tokens: int, schema: Mapping | None = None) -> list[str]:
         """Greedy answers; with ``schema``, decoded under :class:`.judge_grammar.SchemaConstraint` (always a complete,
@@ -167,29 +175,15 @@ def answer_probability(cache: Cache, identity: Mapping, model: Callable, items: 
     return np.exp(np.array([float(found[k]) for k in keys]))
 
 
-#: The spellings of each side of a yes/no answer (ECB's prompt asks in lower case, VQAScore's template too).
-YES, NO = ("Yes", "yes"), ("No", "no")
-
-
 def yes_no(cache: Cache, identity: Mapping, model: Callable,
            items: list[tuple[ImageSource, str]]) -> tuple[np.ndarray, np.ndarray]:
-    """(P(yes), P(no)) for each (image, question): each the sum over its spellings' first tokens, from one forward
-    pass per question (the four probabilities cached together, per question)."""
-    words = YES + NO
-    keys = [item_sha256(src.sha256, question, "first-token", *words) for src, question in items]
+    """(P(yes), P(no)) for each (image, question), over both spellings, from one forward pass per question (the
+    pair cached per question)."""
+    keys = [item_sha256(src.sha256, question, "first-token", *YES, *NO) for src, question in items]
     found = _cached(cache, identity, "judge-yes-no", keys, items, model,
-                    lambda scorer, images, texts: _checked_first_tokens(scorer, images, texts, words))
-    probs = np.array([found[k] for k in keys], dtype=np.float64).reshape(len(keys), len(words))
-    return probs[:, :len(YES)].sum(axis=1), probs[:, len(YES):].sum(axis=1)
-
-
-def _checked_first_tokens(scorer, images, texts, words) -> np.ndarray:
-    tokenizer = scorer.processor.tokenizer
-    firsts = [tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words]
-    if set(firsts[:len(YES)]) & set(firsts[len(YES):]):
-        raise CultureboardError(f"scorer {scorer.name}", "its tokenizer starts a yes and a no answer with the same "
-                                "token, so one pass cannot tell them apart", "choose another judge")
-    return scorer.first_token_probabilities(images, texts, words)
+                    lambda scorer, images, texts: scorer.yes_no(images, texts))
+    probs = np.array([found[k] for k in keys], dtype=np.float64).reshape(len(keys), 2)
+    return probs[:, 0], probs[:, 1]
 
 
 def answers(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
