@@ -108,6 +108,8 @@ def test_sdiv():
     value, per = core.sdiv(_images_covering([[1, 0], [0, 1]]), TAU)
     assert value == pytest.approx(0.5) and per == {"objects": pytest.approx(0.5)}  # pooled 1.0 - mean(.5, .5)
     assert core.sdiv(_images_covering([[1, 0], [1, 0]]), TAU)[0] == 0.0
+    # singles of different coverage: pooled 2/3 minus the MEAN single ALIGN (2/3 + 1/3) / 2 = 1/6
+    assert core.sdiv(_images_covering([[1, 1, 0], [1, 0, 0]]), TAU)[0] == pytest.approx(1 / 6)
 
 
 def test_diversity_needs_two_images():

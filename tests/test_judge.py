@@ -70,6 +70,8 @@ def test_a_random_judge_writes_invalid_json_unless_constrained(vlm, images):
 def test_a_budget_shorter_than_the_shortest_answer_is_a_clear_error(vlm, images):
     with pytest.raises(CultureboardError, match="cannot answer in the JSON form asked"):
         vlm.generate([images[0].open()], QUESTIONS[:1], min_chars(OBJECT) - 1, OBJECT)
+    with pytest.raises(CultureboardError, match="a JSON object or list"):
+        vlm.generate([images[0].open()], QUESTIONS[:1], 20, {"type": "string"})
 
 
 def test_ask_json_is_valid_and_cached(vlm, images, tmp_path):

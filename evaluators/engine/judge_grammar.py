@@ -211,6 +211,8 @@ class SchemaConstraint:
     def __init__(self, schema: Mapping, vocab: TokenTexts, prompt_length: int, max_new_tokens: int, eos: int,
                  rows: int):
         _check(schema)
+        if schema.get("type") not in ("object", "array"):
+            raise ValueError("a constrained answer is a JSON object or list (a closed set is scored, not decoded)")
         if min_chars(schema) > max_new_tokens:
             raise ValueError(f"{max_new_tokens} new tokens cannot hold the shortest answer ({min_chars(schema)} "
                              "characters)")
