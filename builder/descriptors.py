@@ -3,8 +3,9 @@
 Malakouti et al. (2025), section 3.1 and appendix A. For every prompt of the ``cultivate`` set and each of five
 visual dimensions (:data:`DIMENSIONS`: setting, objects, attire, interaction, spatial) the dataset holds the
 *reference descriptors* that a faithful image of the activity in that country would show, each tagged with a
-style (:data:`STYLES`: traditional, modern or neutral); and, per country, *stereotype candidates*: the
-culture-specific items a text-to-image model may over-use (the EXAG candidates S_r of eq. 4).
+style (:data:`STYLES`: traditional, modern or neutral); and, per prompt (an activity in a country), *stereotype
+candidates*: the culture-specific items a text-to-image model may over-use when it depicts that activity there (the
+EXAG candidates S_r of eq. 4; a funeral is not asked about the country's wedding finery).
 
 With an LLM (``--llm SPEC``) they come from the paper's proposer-refiner stage:
 
@@ -15,9 +16,9 @@ With an LLM (``--llm SPEC``) they come from the paper's proposer-refiner stage:
    temperature 0.1), which keeps the culturally accurate, on-dimension items, merges duplicates and returns at
    most :data:`MAX_ITEMS`. A dimension with no proposal is empty (allowed, and skipped by the metrics); a refiner
    that gives no usable answer is replaced by the union of the proposals (first :data:`MAX_ITEMS`), and counted.
-3. **Stereotypes.** One call per country (temperature 0.1) for up to :data:`STEREOTYPES` noun phrases on one
-   line, split on ``|`` (``—`` and new lines also accepted). The paper's Table 12 matches country-level lists,
-   so every prompt of a country carries the same candidates.
+3. **Stereotypes.** One call per prompt, naming its activity and country as the paper's Table 28 does
+   (temperature 0.1), for up to :data:`STEREOTYPES` noun phrases on one line, split on ``|`` (``—`` and new lines
+   also accepted).
 
 An answer that is not the JSON asked for is asked again with the problem stated, at most :data:`ATTEMPTS` times
 in all (a changed request, so the retry is cached and replayed like any call). Items with a style other than the
@@ -32,7 +33,7 @@ Without an LLM (``--llm none``, the default and the demo) the rows come from a s
 paper's LLM descriptors, and every other prompt has no row (its images are flagged by the evaluator).
 
 The config has one row per prompt (:data:`SCHEMA`): its id, country, category and subcategory, one list of
-``{token, style}`` per dimension, the country's ``stereotypes``, ``source`` (``llm`` or ``seed``), and the
+``{token, style}`` per dimension, the ``stereotypes`` of its activity in its country, ``source`` (``llm`` or ``seed``), and the
 ``proposers`` and ``refiner`` (``backend:model``) that made it.
 """
 
@@ -211,15 +212,15 @@ def refiner_messages(dimension: str, activity: str, country: str, candidates: li
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def stereotype_messages(country: str, n: int = STEREOTYPES) -> list[dict]:
-    """The stereotype-candidate request for one country (the paper's Table 28, in our words)."""
+def stereotype_messages(activity: str, country: str, n: int = STEREOTYPES) -> list[dict]:
+    """The stereotype-candidate request for one activity in one country (the paper's Table 28, in our words)."""
     system = ("You name culture-specific visual elements that a text-to-image model may exaggerate when it depicts "
-              "social activities in a country: unrealistic overuse, oversized forms or out-of-place insertions of "
-              "cultural cues. Give concise noun phrases (e.g. 'Persian rugs', 'giant flags') for attire, objects, "
+              "a given activity in a given country: unrealistic overuse, oversized forms or out-of-place insertions "
+              "of cultural cues. Give concise noun phrases (e.g. 'Persian rugs', 'giant flags') for attire, objects, "
               "symbols, decorations, architecture and interaction styles. No generic items (trees, crowds), no "
               "scenarios.")
-    user = (f"Country: {country}.\nList up to {n} such elements on a single line, separated by ' | ', with no "
-            "numbering, explanation or other text.")
+    user = (f"Activity: {activity}.\nCountry: {country}.\nList up to {n} such elements on a single line, separated "
+            "by ' | ', with no numbering, explanation or other text.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -236,15 +237,14 @@ class DescriptorResult:
 
 def describe(prompts: list[dict], countries: CountryTable, refiner: CachedLLM, proposers: list[CachedLLM],
              max_items: int = MAX_ITEMS, n_stereotypes: int = STEREOTYPES) -> DescriptorResult:
-    """Reference descriptors of every prompt (``cultivate`` rows) and stereotype candidates of every country,
-    from the proposer-refiner stage."""
+    """Reference descriptors and stereotype candidates of every prompt (``cultivate`` rows), from the
+    proposer-refiner stage."""
     run = _Run(refiner, proposers, countries, max_items)
-    stereotypes = {code: run.stereotypes(code, n_stereotypes) for code in sorted({p["country"] for p in prompts})}
     rows = []
     for p in sorted(prompts, key=lambda r: r["prompt_id"]):
         dims = {d: run.dimension(p, d) for d in DIMENSIONS}
         rows.append({"prompt_id": p["prompt_id"], "country": p["country"], "category": p["category"],
-                     "subcategory": p["subcategory"], **dims, "stereotypes": stereotypes[p["country"]],
+                     "subcategory": p["subcategory"], **dims, "stereotypes": run.stereotypes(p, n_stereotypes),
                      "source": "llm", "proposers": [_label(llm) for llm in proposers], "refiner": _label(refiner)})
     return DescriptorResult(rows, run.decisions, run.report(len(rows)))
 
@@ -260,7 +260,7 @@ def seed_rows(prompts: list[dict]) -> DescriptorResult:
         rows.append({"prompt_id": pid, "country": p["country"], "category": p["category"],
                      "subcategory": p["subcategory"],
                      **{d: [{"token": i["token"], "style": i["style"]} for i in dims.get(d) or []] for d in DIMENSIONS},
-                     "stereotypes": list(seed["stereotypes"].get(p["country"]) or []), "source": "seed",
+                     "stereotypes": list(seed["stereotypes"].get(pid) or []), "source": "seed",
                      "proposers": [], "refiner": None})
     report = {"source": "seed", "file": Path(SEED_FILE).name, "prompts": len(rows),
               "prompts_without_descriptors": len(prompts) - len(rows),
@@ -298,8 +298,8 @@ def descriptor_stage(prompt_sets: list, backend, proposer_specs: list[str], coun
 def descriptor_config(result: DescriptorResult) -> Config:
     seed = result.report.get("source") == "seed"
     description = ("CULTIVate reference descriptors per prompt in five dimensions (setting, objects, attire, "
-                   "interaction, spatial) with a traditional / modern / neutral style, and the country's stereotype "
-                   "candidates for EXAG" + (": SEED rows written by hand for a few demo prompts (--llm none), not "
+                   "interaction, spatial) with a traditional / modern / neutral style, and the stereotype candidates "
+                   "of the activity in the country for EXAG" + (": SEED rows written by hand for a few demo prompts (--llm none), not "
                                             "the LLM stage's" if seed else ", from the proposer-refiner LLM stage"))
     if seed:
         notes = [("Built without an LLM: hand-written seed descriptors (builder/data/cultivate_descriptors_seed.yaml) "
@@ -311,7 +311,7 @@ def descriptor_config(result: DescriptorResult) -> Config:
                   "llm/cache.jsonl.")]
     notes.append("The paper's reference descriptors were checked by annotators at 90.27% precision (Iran lowest, "
                  "85.21%); these were not checked by people.")
-    return Config(CONFIG, pa.Table.from_pylist(result.rows, schema=SCHEMA), description, "CC0-1.0", PROMPT_SET, "1",
+    return Config(CONFIG, pa.Table.from_pylist(result.rows, schema=SCHEMA), description, "CC0-1.0", PROMPT_SET, "2",
                   tuple(notes))
 
 
@@ -411,23 +411,24 @@ class _Run:
         self.items["long_tokens"] += sum(len(i["token"].split()) > LONG_TOKEN_WORDS for i in items)
         return items
 
-    def stereotypes(self, code: str, n: int) -> list[str]:
+    def stereotypes(self, prompt: dict, n: int) -> list[str]:
+        code, activity = prompt["country"], prompt["artifact_name"]
         country = self.countries.by_iso(code).name_in_sentence
 
         def parse(text: str):
             items = parse_stereotypes(text, n)
             return items, None if items else "no noun phrases separated by ' | ' in the answer"
 
-        reply, items, problem, attempts = self.ask(self.refiner, stereotype_messages(country, n), STEREOTYPE_PARAMS,
-                                                   parse)
+        reply, items, problem, attempts = self.ask(self.refiner, stereotype_messages(activity, country, n),
+                                                   STEREOTYPE_PARAMS, parse)
         if problem is not None:
             self.counts["stereotypes"][_kind(problem)] += 1
-            self.record("stereotypes", self.refiner, reply, "none", _reason(problem, attempts), prompt=None,
+            self.record("stereotypes", self.refiner, reply, "none", _reason(problem, attempts), prompt=prompt,
                         dimension=None, country=code)
             return []
         self.counts["stereotypes"]["ok"] += 1
         self.record("stereotypes", self.refiner, reply, "listed", f"{len(items)} candidates, {attempts} attempt(s)",
-                    prompt=None, dimension=None, country=code)
+                    prompt=prompt, dimension=None, country=code)
         return items
 
     def report(self, prompts: int) -> dict[str, Any]:

@@ -95,10 +95,21 @@ def test_ddiv_of_unequal_counts():
     assert value == pytest.approx(-(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3)) / math.log(3))
 
 
+def test_ddiv_counts_images_not_matching_predictions():
+    """An image listing two paraphrases of one reference counts once for it: counts [2, 1], not [3, 1]."""
+    paraphrases = {"objects": np.array([[0.9, 0.0], [0.8, 0.1]])}  # both predictions match reference 0
+    other = {"objects": np.array([[0.9, 0.95]])}  # one prediction matching both references
+    value, per = core.ddiv([paraphrases, other], TAU)
+    expected = -(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3)) / math.log(2)
+    assert value == pytest.approx(expected) and per == {"objects": pytest.approx(expected)}
+
+
 def test_sdiv():
     value, per = core.sdiv(_images_covering([[1, 0], [0, 1]]), TAU)
     assert value == pytest.approx(0.5) and per == {"objects": pytest.approx(0.5)}  # pooled 1.0 - mean(.5, .5)
     assert core.sdiv(_images_covering([[1, 0], [1, 0]]), TAU)[0] == 0.0
+    # singles of different coverage: pooled 2/3 minus the MEAN single ALIGN (2/3 + 1/3) / 2 = 1/6
+    assert core.sdiv(_images_covering([[1, 1, 0], [1, 0, 0]]), TAU)[0] == pytest.approx(1 / 6)
 
 
 def test_diversity_needs_two_images():
@@ -154,6 +165,17 @@ def test_matches_lists_aligned_missing_and_hallucinated():
                                       "similarity": 0.3}]  # tuxedo: no attire references, not judged
 
 
+def test_explanations_use_the_strict_threshold_of_align():
+    """At similarity exactly tau a reference is missing (ALIGN: > tau) and the prediction hallucinated (HAL: <= tau),
+    in the lists as in the metrics."""
+    sims = {"setting": np.array([[0.5, 0.2], [0.1, 0.5000001]])}
+    refs, preds = {"setting": ["a", "b"]}, {"setting": ["x", "y"]}
+    lists = explain.matches(preds, refs, sims, 0.5)
+    assert [e["reference"] for e in lists["aligned"]] == ["b"] and [e["reference"] for e in lists["missing"]] == ["a"]
+    assert [e["descriptor"] for e in lists["hallucinated"]] == ["x"]
+    assert core.align(sims, 0.5)[0] == 0.5 and core.hal(sims, 0.5)[0] == 0.5
+
+
 def test_exaggerated_lists_positive_excess_largest_first():
     got = explain.exaggerated(["flags", "rugs", "domes"], np.array([.5, .9, .1]), np.array([.4, .3, .2]), shown=5)
     assert [e["candidate"] for e in got] == ["rugs", "flags"]
@@ -192,7 +214,13 @@ def test_options_and_cards():
     faith_card = family.card("cultivate.faith")
     reported = {round(e.value, 2) for e in faith_card.validity}
     assert reported == {0.47, 0.42, 0.58} and all(e.reported for e in faith_card.validity)
-    assert {round(e.value, 2) for e in family.card("cultivate.vqascore").validity} == {0.14, 0.04}
+    judge_yes = family.card("cultivate.judge_yes")  # the judge VLM's P(yes), not the paper's CLIP-FlanT5 VQAScore
+    assert judge_yes.validity == () and not judge_yes.ranked
+    assert family.card("cultivate.exag").validity == (), "Table 9 measured EXAG with CLIP-FlanT5 as f, not this judge"
+    for name in spec.metrics:
+        card = family.card(name)
+        assert not card.ranked or card.direction_evidence, name
+    assert "0.25" in family.card("cultivate.align").formula, "a real photograph's ALIGN at tau = Q3"
     assert "max" in family.card("cultivate.exag").formula and "mean" in family.card("cultivate.exag").formula
 
 
@@ -216,6 +244,18 @@ def test_tau_resolution_without_photographs(tmp_path):
         cultivate._resolve_tau(_ctx(tmp_path, tau_from="references"), {}, [], {}, None)
     with pytest.raises(CultureboardError, match="has no paper tau"):
         cultivate._resolve_tau(_ctx(tmp_path, extractor="other-judge"), {}, [], {}, None)
+    with pytest.raises(CultureboardError, match="paper's per-dimension prompts only"):  # the paper's tau, its prompts
+        cultivate._resolve_tau(_ctx(tmp_path, extraction="single"), {}, [], {}, None)
+
+
+def test_single_extraction_is_another_metric_version():
+    assert cultivate.variant_versions(CultivateOptions()) == {}
+    single = cultivate.variant_versions(CultivateOptions(extraction="single", exag_variant="mean"))
+    assert single == {"cultivate.faith": "2+mean+single", "cultivate.exag": "2+mean", "cultivate.align": "2+single",
+                      "cultivate.hal": "2+single", "cultivate.ddiv": "2+single", "cultivate.sdiv": "2+single"}
+    asked = cultivate.extraction_questions("per-dimension")
+    assert [d for d, _ in asked] == list(cultivate.DIMENSIONS) and len({q for _, q in asked}) == 5
+    assert [d for d, _ in cultivate.extraction_questions("single")] == [None]
 
 
 class _FiveSimilarities:

@@ -21,7 +21,12 @@ from cultureboard.builder.references import MISSING_SCHEMA, REFERENCE_SCHEMA
 from cultureboard.evaluators import evaluate, merge_shards
 from cultureboard.evaluators.engine.scorers import Backend, load_scorer, register_backend
 from cultureboard.evaluators.families import cultivate
-from cultureboard.evaluators.families.cultivate.questions import PROMPT_DESCRIPTION, vqa_question
+from cultureboard.evaluators.families.cultivate.questions import (
+    PROMPT_DESCRIPTION,
+    dimension_question,
+    extraction_question,
+    vqa_question,
+)
 from cultureboard.site.load import Result
 from PIL import Image
 from results_factory import make_submission
@@ -46,13 +51,18 @@ def answer(**dims) -> str:
     return "```json\n" + json.dumps({d: dims.get(d, []) for d in DIMS}) + "\n```"
 
 
-# what the judge "sees": extraction answers per image, P(Yes) per (image, question)
+# what the judge "sees": extraction answers per image (all dimensions; asked per dimension, it answers that one's
+# list), P(yes) per (image, question)
 EXTRACT = {
     (A, 0): answer(setting=["family dining room", "neon nightclub"],
                    objects=["Roast Turkey", "pumpkin pie", "electric guitar", "roast  turkey"], attire=["tuxedo"],
                    spatial=["family around one table"]),
-    (A, 1): answer(setting=["autumn home decor"], objects=["roast turkey"], interaction=["carving the turkey"],
-                   spatial=["people in a spaceship"]),  # given only when asked again (first answer: no JSON)
+    # given only when asked again (first answer: no JSON); the paraphrases sit near a realistic tau of 0.6 (MiniLM
+    # cosine with the nearest reference: fall decorations .598, pie slices .671, sauce boat .603, cutting meat .543,
+    # people seated at a table .581), below 0.99
+    (A, 1): answer(setting=["autumn home decor", "fall decorations"], objects=["roast turkey", "pie slices", "sauce boat"],
+                   interaction=["carving the turkey", "cutting meat"],
+                   spatial=["people in a spaceship", "people seated at a table"]),
     (B, 1): answer(setting=["dirt bocce court"], objects=["bocce balls"], interaction=["throwing"]),
     ("photo", 1): answer(setting=["family dining room"], objects=["roast turkey", "space rocket"],
                          spatial=["people standing in line"]),
@@ -78,20 +88,25 @@ class ScriptedJudge:
     def key(self, image) -> tuple:
         return self.keys[hashlib.sha256(image.tobytes()).hexdigest()]
 
-    def generate(self, images, prompts, max_new_tokens):
+    def generate(self, images, prompts, max_new_tokens, schema=None):
         out = []
         for image, prompt in zip(images, prompts):
             key = self.key(image)
             self.asked[key] += 1
+            dimension = next((d for d in DIMS if prompt.startswith(dimension_question(d))), None)
+            assert dimension or prompt.startswith(extraction_question())
             if key == (A, 1) and "not usable" not in prompt:
                 out.append("Sure! The image shows a dinner.")
+            elif key not in EXTRACT:
+                out.append("I cannot tell.")
             else:
-                out.append(EXTRACT.get(key, "I cannot tell."))
+                full = json.loads(EXTRACT[key].strip("`json\n"))
+                out.append(json.dumps(full[dimension]) if dimension else EXTRACT[key])
         return out
 
-    def answer_logprob(self, images, prompts, answer):
-        assert answer == "Yes"
-        return np.log([self.p_yes(self.key(im), q) for im, q in zip(images, prompts)])
+    def yes_no(self, images, prompts):
+        p = np.array([self.p_yes(self.key(im), q) for im, q in zip(images, prompts)])
+        return np.stack([p, (1 - p) / 2], axis=1)
 
     @staticmethod
     def p_yes(key, question) -> float:
@@ -169,7 +184,7 @@ def test_hand_computed_values(given_tau):
     expected = {
         # A0: setting 1/2, objects 2/4 (Roast Turkey = roast  turkey), interaction 0 (none listed), spatial 1
         ("align", A, 0): 0.5, ("hal", A, 0): (1 / 2 + 1 / 3 + 0) / 3,  # objects: 1 of 3 distinct predictions
-        ("align", A, 1): (1 / 2 + 1 / 4 + 1 + 0) / 4, ("hal", A, 1): (0 + 0 + 0 + 1) / 4,
+        ("align", A, 1): (1 / 2 + 1 / 4 + 1 + 0) / 4, ("hal", A, 1): (1 / 2 + 2 / 3 + 1 / 2 + 1) / 4,
         ("exag", A, 0): 0.15, ("exag", A, 1): 0.20,  # baseline [.3, .5]: excess [.15, 0] and [0, .2]
         ("align", B, 1): (1 + 1 / 2 + 0) / 3, ("hal", B, 1): 0.0,  # attire: refs, no prediction; interaction: no refs
     }
@@ -185,7 +200,7 @@ def test_hand_computed_values(given_tau):
     # SDIV: pooled minus mean single per dimension: setting 1 - .5, objects .5 - .375, interaction 1 - .5, spatial .5
     assert s[("cultivate.sdiv", A, None)].value == pytest.approx((0.5 + 0.125 + 0.5 + 0.5) / 4)
     for k in (0, 1):
-        assert s[("cultivate.vqascore", A, k)].value == pytest.approx(0.05 + 0.1 * k)
+        assert s[("cultivate.judge_yes", A, k)].value == pytest.approx(0.05 + 0.1 * k)
     assert summary["provenance"]["options"]["tau"] == 0.99 and summary["provenance"]["options"]["tau_from"] == "option"
 
 
@@ -198,7 +213,7 @@ def test_mean_variant_of_exag(world, given_tau, tmp_path):
     keys = [dict(Result(d.name, json.loads((d / "summary.json").read_text()), None, {}, d, [], {}).comparability())
             for d in (given_tau[0], out)]
     versions = [{m: k[f"metric cultivate.{m} version"] for m in ("exag", "faith", "align")} for k in keys]
-    assert versions == [{"exag": "1", "faith": "1", "align": "1"}, {"exag": "1+mean", "faith": "1+mean", "align": "1"}]
+    assert versions == [{"exag": "2", "faith": "2", "align": "2"}, {"exag": "2+mean", "faith": "2+mean", "align": "2"}]
 
 
 def test_unscorable_rows_are_flagged_and_counted(given_tau):
@@ -214,10 +229,10 @@ def test_unscorable_rows_are_flagged_and_counted(given_tau):
     for name in ("align", "hal", "exag", "faith"):
         assert s[(f"cultivate.{name}", C, 0)].flag == cultivate.NO_DESCRIPTORS
     assert s[("cultivate.ddiv", C, None)].flag == cultivate.NO_DESCRIPTORS
-    assert np.isfinite(s[("cultivate.vqascore", C, 1)].value)
+    assert np.isfinite(s[("cultivate.judge_yes", C, 1)].value)
     assert not [key for key in JUDGE.asked if key[0] == C], "images without descriptors are never extracted"
-    # bounded retries (an identical retry question is answered from the cache), and a valid answer is not re-asked
-    assert 2 <= JUDGE.asked[(B, 0)] <= 3 and JUDGE.asked[(A, 1)] == 2
+    # one question per dimension, bounded retries, and a valid answer is not re-asked
+    assert JUDGE.asked[(B, 0)] == 3 * len(DIMS) and JUDGE.asked[(A, 1)] == 2 * len(DIMS)
     entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
     align = entries[("cultivate.align", "overall", "all")]
     assert align["n_images"] == 3 and align["flags"] == {cultivate.EXTRACTION_FAILED: 1, cultivate.NO_DESCRIPTORS: 2}
@@ -244,6 +259,49 @@ def test_explanations_in_the_details(given_tau):
 
 def _cos(vectors, a, b):
     return float(vectors[a] @ vectors[b])
+
+
+def _distinct(tokens):
+    seen = {}
+    for t in tokens:
+        seen.setdefault(" ".join(t.split()).casefold(), t)
+    return list(seen.values())
+
+
+def test_a_realistic_tau_with_near_threshold_similarities(world, tmp_path):
+    """At tau = 0.6, paraphrases just above (sauce boat .603) and just below (fall decorations .598) the threshold
+    decide ALIGN, HAL, DDIV and SDIV; every value recomputed from the embedder's own vectors."""
+    tau = 0.6
+    s = scores_of(run(world, tmp_path, tau=tau))
+    embedder = load_scorer("all-minilm-l6-v2", config=world["scorers"], device="cpu")
+    preds = {k: json.loads(EXTRACT[(A, k)].strip("`json\n")) for k in (0, 1)}
+    preds = {k: {d: _distinct(p[d]) for d in DIMS} for k, p in preds.items()}
+    texts = sorted({t for p in [*preds.values(), REFS[A]] for d in DIMS for t in p[d]})
+    vectors = dict(zip(texts, embedder.embed_texts(texts)))
+    scored = [d for d in DIMS if REFS[A][d]]
+    near = [_cos(vectors, p, r) for d in scored for p in preds[1][d] for r in REFS[A][d]]
+    assert any(0 < x - tau < 0.01 for x in near) and any(0 < tau - x < 0.01 for x in near), "near the threshold"
+
+    def covered(k, d):
+        return {r for r in REFS[A][d] if any(_cos(vectors, p, r) > tau for p in preds[k][d])}
+
+    for k in (0, 1):
+        align = np.mean([len(covered(k, d)) / len(REFS[A][d]) for d in scored])
+        hal = np.mean([np.mean([max(_cos(vectors, p, r) for r in REFS[A][d]) <= tau for p in preds[k][d]])
+                       for d in scored if preds[k][d]])
+        assert s[("cultivate.align", A, k)].value == pytest.approx(align), k
+        assert s[("cultivate.hal", A, k)].value == pytest.approx(hal), k
+    per_a1 = json.loads(s[("cultivate.align", A, 1)].detail)["per_dimension"]
+    assert per_a1["objects"] == 0.75, "roast turkey exact, pie slices .671 and sauce boat .603 above 0.6"
+    ddiv, sdiv = [], []
+    for d in scored:
+        counts = np.array([sum(r in covered(k, d) for k in (0, 1)) for r in REFS[A][d]], dtype=float)
+        q = counts[counts > 0] / counts.sum()
+        ddiv.append(0.0 if len(counts) == 1 or not counts.sum() else float(-(q * np.log(q)).sum() / np.log(len(counts))))
+        pooled = len(covered(0, d) | covered(1, d)) / len(REFS[A][d])
+        sdiv.append(pooled - np.mean([len(covered(k, d)) / len(REFS[A][d]) for k in (0, 1)]))
+    assert s[("cultivate.ddiv", A, None)].value == pytest.approx(np.mean(ddiv))
+    assert s[("cultivate.sdiv", A, None)].value == pytest.approx(np.mean(sdiv))
 
 
 #: the world's two photographs give 14 reference similarities, fewer than the default minimum
@@ -289,27 +347,27 @@ def test_sharded_equals_unsharded(world, calibrated, tmp_path):
         assert (merged / name).read_bytes() == (whole / name).read_bytes()
 
 
-def test_the_tiny_judge_runs_the_real_generation_path(world, tiny_scorers, tmp_path):
-    """The tiny Qwen2.5-VL stand-in (random weights) never writes valid JSON: every extraction is flagged after its
-    retries, tau falls back to the paper's, and EXAG and VQAScore are its own probabilities."""
+def test_the_tiny_judge_runs_end_to_end_with_finite_values(world, tiny_scorers, tmp_path):
+    """The tiny Qwen2.5-VL stand-in (random weights) through the real loading, constrained generation and yes/no
+    path: every extraction parses, so ALIGN, HAL, EXAG, FAITH, DDIV and SDIV are finite where the data allow; tau
+    falls back to the paper's; EXAG and judge_yes are its own P(yes)."""
     out = evaluate(world["submission"], world["dataset"], tmp_path, scorers=tiny_scorers, device="cpu", n_boot=20,
-                   cache=tmp_path / "cache", options={"max_new_tokens": 16, "retries": 1})
+                   cache=tmp_path / "cache", options={"max_new_tokens": 16, "retries": 0})
     s = scores_of(out)
     summary = json.loads((out / "summary.json").read_text())
-    for pid in (A, B):
-        for k in (0, 1):
-            row = s[("cultivate.align", pid, k)]
-            assert row.flag == cultivate.EXTRACTION_FAILED and json.loads(row.detail)["attempts"] == 2
+    assert not [r for r in s.values() if r.flag == cultivate.EXTRACTION_FAILED], "constrained answers always parse"
     assert summary["provenance"]["options"]["tau"] == 0.67 and summary["provenance"]["options"]["tau_from"] == "paper"
-    assert summary["provenance"]["notes"]["cultivate.align"]["tau"]["failed_reference_images"] == 2
+    assert summary["provenance"]["notes"]["cultivate.align"]["tau"]["failed_reference_images"] == 0
+    finite = {name for (name, pid, _), r in s.items() if pid == A and np.isfinite(r.value)}
+    assert finite >= {f"cultivate.{m}" for m in ("align", "hal", "exag", "faith", "ddiv", "sdiv", "judge_yes")}
     judge = load_scorer("qwen2.5-vl-7b", config=tiny_scorers, device="cpu")
     images = {k: open_rgb(world["submission"] / f"images/{A}/{k}.png") for k in (0, 1)}
     photos = [open_rgb(io.BytesIO(png(c))) for c in ((200, 120, 40), (30, 90, 200))]
     questions = [vqa_question(c) for c in STEREOTYPES[A]]
-    baseline = np.mean([np.exp(judge.answer_logprob([p] * 2, questions, "Yes")) for p in photos], axis=0)
+    baseline = np.mean([judge.yes_no([p] * 2, questions)[:, 0] for p in photos], axis=0)
     for k, image in images.items():
-        p = np.exp(judge.answer_logprob([image] * 2, questions, "Yes"))
+        p = judge.yes_no([image] * 2, questions)[:, 0]
         assert s[("cultivate.exag", A, k)].value == pytest.approx(max(0.0, float((p - baseline).max())), abs=1e-6)
         text = PROMPT_DESCRIPTION.format(activity="a family celebrating Thanksgiving", country="the United States")
-        vqa = float(np.exp(judge.answer_logprob([image], [vqa_question(text)], "Yes")[0]))
-        assert s[("cultivate.vqascore", A, k)].value == pytest.approx(vqa, rel=1e-4)
+        p_yes = float(judge.yes_no([image], [vqa_question(text)])[0, 0])
+        assert s[("cultivate.judge_yes", A, k)].value == pytest.approx(p_yes, rel=1e-4)

@@ -56,10 +56,11 @@ class FakeBackend:
     name = "fake"
 
     def __init__(self, model: str, answer):
-        self.model, self.answer, self.calls = model, answer, 0
+        self.model, self.answer, self.calls, self.requests = model, answer, 0, []
 
     def generate(self, messages, params):
         self.calls += 1
+        self.requests.append(messages)
         return self.answer(messages)
 
 
@@ -116,7 +117,11 @@ def test_two_proposers_and_the_refiner(tmp_path):
     report = result.report
     assert report["refine"] == {"ok": 10, "fallback-union": 5, "invalid": 5}
     assert report["propose"] == {"ok": 30}
-    assert report["items"]["not_in_candidates"] == 10 and report["stereotypes"] == {"ok": 2}
+    assert report["items"]["not_in_candidates"] == 10 and report["stereotypes"] == {"ok": 3}, "one call per prompt"
+    asked = [d for d in result.decisions if d["stage"] == "stereotypes"]
+    assert sorted(d["artifact_id"] for d in asked) == sorted(r["prompt_id"] for r in result.rows)
+    requests = [m[1]["content"] for m in ref.requests if "List up to" in m[1]["content"]]
+    assert {r.split("\n", 1)[0] for r in requests} == {f"Activity: {p['artifact_name']}." for p in prompts(1)}
     stages = {(d["stage"], d["decision"]) for d in result.decisions}
     assert stages == {("descriptors-propose", "proposed"), ("descriptors-refine", "refined"),
                       ("descriptors-refine", "fallback-union"), ("stereotypes", "listed")}
@@ -151,6 +156,8 @@ def test_seed_rows_without_an_llm():
     home = next(r for r in result.rows if r["prompt_id"] == "cultivate/ng/eating/home")
     assert {"token": "jollof rice", "style": "traditional"} in home["objects"]
     assert "palm trees everywhere" in home["stereotypes"] and home["country"] == "NG"
+    wedding = next(r for r in result.rows if r["prompt_id"] == "cultivate/ng/wedding/wedding")
+    assert "palm trees everywhere" not in wedding["stereotypes"], "stereotype candidates per activity and country"
     assert all(r[d] for r in result.rows for d in DIMENSIONS), "every seed prompt describes every dimension"
 
 

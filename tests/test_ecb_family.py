@@ -43,8 +43,9 @@ CHAINS = ("food/main-dish/traditional", "food/main-dish/modern", "food/main-dish
           "architecture/house/modern", "architecture/house/general", "people/chef")
 IDENTICAL = "ecb/ng/people/chef"  # its chain's images have the same pixels (saved with other PNG settings)
 SIZE = 64
-OPTIONS = {"min_answer_mass": 0.0, "context_chunks": 1, "clusters": 3, "pca_dims": 4, "n_boot": 200,
-           "permutations": 199}
+#: the culture metric runs at its defaults (3 passages, answer mass 0.5): four passages are retrieved per question
+OPTIONS = {"clusters": 3, "pca_dims": 4, "n_boot": 200, "permutations": 199}
+PASSAGES = 4
 
 
 def ecb_rows() -> list[dict]:
@@ -54,18 +55,21 @@ def ecb_rows() -> list[dict]:
 
 
 def chunk_text(country: str, k: int) -> str:
-    """Two passages per country, of different lengths, so that a judge shown the wrong one answers otherwise."""
-    return f"passage about {country}" if k == 0 else f"a much longer second passage, about {country} and its food"
+    """Passages per country of different lengths and words, so that a judge shown the wrong ones answers otherwise."""
+    return f"passage {k} about {country}" + " and its food" * k
+
+
+RETRIEVED = (3, 1, 0, 2)
 
 
 def question_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Two chunks per country and two questions (one expecting yes, one no) per multi-loop base prompt except the
-    houses' (their chains are flagged: no questions); none for the country-agnostic prompts (no chain), as the
-    builder's ``question_prompts``."""
+    """Four chunks per country (retrieved in the order 3, 1, 0, 2) and two questions (one expecting yes, one no) per
+    multi-loop base prompt except the houses' (their chains are flagged: no questions); none for the country-agnostic
+    prompts (no chain), as the builder's ``question_prompts``."""
     chunks = [{"chunk_id": f"{c}/article/{k:04d}", "country": c, "title": f"Article {c}", "url": f"https://example.org/{c}",
                "licence": "CC-BY-SA-4.0", "article_revision": None, "source_file": f"{c}.txt", "section": "lead",
                "chunk_index": k, "word_start": 0, "word_end": 4, "text": chunk_text(c, k),
-               "embedding": [0.0] * 4} for c in COUNTRIES for k in range(2)]
+               "embedding": [0.0] * 4} for c in COUNTRIES for k in range(PASSAGES)]
     questions = []
     for r in rows:
         if r["kind"] == "t2i" and r["category"] not in ("attribute-addition", "architecture") and r["country"]:
@@ -74,8 +78,9 @@ def question_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
                     "prompt_id": r["prompt_id"], "country": r["country"], "question_idx": k,
                     "question": f"Question {k} about {r['subcategory']} in {r['country']}?", "expected": expected,
                     "rationale": "", "cited": [], "source": "llm", "fallback_reason": None, "query": r["text"],
-                    "retrieved": [f"{r['country']}/article/0001", f"{r['country']}/article/0000"],
-                    "retrieved_scores": [0.5, 0.4], "backend": "openai", "model": "scripted", "cache_keys": []})
+                    "retrieved": [f"{r['country']}/article/{k:04d}" for k in RETRIEVED],
+                    "retrieved_scores": [0.5, 0.4, 0.3, 0.2], "backend": "openai", "model": "scripted",
+                    "cache_keys": []})
     return questions, chunks
 
 
@@ -223,11 +228,11 @@ def test_culture_answers_recomputed_from_the_judge(ecb):
     pid = "ecb/ng/food/main-dish/traditional/edit/2"
     base = "ecb/ng/food/main-dish/traditional"
     image = _open(sub, _images(sub)[pid])
-    prompts = [judge_prompt([chunk_text("NG", 1)], f"Question {k} about main dish in NG?") for k in range(2)]
-    p_yes, p_no = (sum(np.exp(judge.answer_logprob([image] * 2, prompts, w)) for w in (word.capitalize(), word))
-                   for word in ("yes", "no"))
-    assert (p_yes > np.exp(judge.answer_logprob([image] * 2, prompts, "Yes"))).all(), "the lower-case answer counts"
-    answers = core.classify_answers(p_yes, p_no, 0.0)
+    # the defaults: the first 3 of the 4 retrieved passages, in retrieval order; ambiguous below an answer mass of 0.5
+    context = [chunk_text("NG", k) for k in RETRIEVED[:3]]
+    prompts = [judge_prompt(context, f"Question {k} about main dish in NG?") for k in range(2)]
+    p_yes, p_no = judge.yes_no([image] * 2, prompts).T
+    answers = core.classify_answers(p_yes, p_no, 0.5)
     expected = core.qa_scores(["yes", "no"], answers)
     rows = scores[scores.prompt_id == pid].set_index("metric")
     for name in ("accuracy", "precision", "recall", "f1"):
@@ -284,6 +289,12 @@ def test_headline_is_the_last_steps_accuracy_per_chain(ecb):
     # the others; test_ecb_core.test_chain_rows_from_the_per_step_accuracy_rows does, on hand-made rows
     country = scores[(scores.metric == "ecb.culture.accuracy_last") & (scores.unit_id == "ecb/us/people/chef")]
     assert country.country.tolist() == ["US"] and country.era.isna().all()
+
+
+def test_an_answer_is_ambiguous_below_the_answer_mass_or_at_a_tie():
+    # mass exactly 0.5 answers; a tie never does; just under 0.5 is ambiguous
+    assert core.classify_answers([0.3, 0.25, 0.2, 0.5, 0.1], [0.2, 0.25, 0.29, 0.0, 0.4], 0.5) == [
+        "yes", "ambiguous", "ambiguous", "yes", "no"]
 
 
 def test_culture_notes_and_cards(ecb):

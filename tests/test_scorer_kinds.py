@@ -126,20 +126,20 @@ class ScriptedJudge:
     def __init__(self, script):
         self.script, self.prompts = script, []
 
-    def generate(self, images, prompts, max_new_tokens):
+    def generate(self, images, prompts, max_new_tokens, schema=None):
         self.prompts += prompts
         return [self.script(p) for p in prompts]
 
 
 def test_json_answers_are_validated_and_retried_with_the_problem(images, tmp_path):
-    schema = {"type": "object", "required": ["choice"], "properties": {"choice": {"type": "integer", "minimum": 0,
-                                                                                 "maximum": 3}}}
+    # an open schema (a closed one is scored by likelihood, never generated): a judge that cannot be constrained
+    schema = {"type": "object", "required": ["choice"], "properties": {"choice": {"type": "integer", "minimum": 0}}}
 
     def script(prompt):
         if prompt.startswith("good"):
             return 'Sure: ```json\n{"choice": 2}\n```'
         if prompt.startswith("late"):
-            return '{"choice": 1}' if "not usable" in prompt else '{"choice": 9}'
+            return '{"choice": 1}' if "not usable" in prompt else '{"choice": -9}'
         return "I cannot tell."
 
     fake = ScriptedJudge(script)
@@ -148,7 +148,7 @@ def test_json_answers_are_validated_and_retried_with_the_problem(images, tmp_pat
     assert got[0] == judge.JudgeAnswer({"choice": 2}, 1)
     assert got[1] == judge.JudgeAnswer({"choice": 1}, 2)
     assert got[2].value is None and got[2].attempts == 3 and got[2].error == "no JSON object in the answer"
-    assert any("answer.choice must be between 0 and 3" in p for p in fake.prompts), "the retry states the problem"
+    assert any("answer.choice must be between 0 and None" in p for p in fake.prompts), "the retry states the problem"
     hopeless = [p for p in fake.prompts if p.startswith("hopeless")]
     assert len(hopeless) == len(set(hopeless)) == 3, "each attempt asks anew (a repeated prompt would be cached)"
     replay = ScriptedJudge(lambda p: pytest.fail("a cached answer was asked again"))

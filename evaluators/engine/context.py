@@ -99,6 +99,11 @@ class Context:
         return judge.answer_probability(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer),
                                         items, answer)
 
+    def yes_no(self, scorer: str, items: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        """(P(yes), P(no)) for each (image, question), both spellings, one forward pass each (:func:`judge.yes_no`)."""
+        items = [(sources([im])[0], q) for im, q in items]
+        return judge.yes_no(self.cache, self.scorers.identity(scorer), lambda: self.scorers.model(scorer), items)
+
     def ask_json(self, scorer: str, items: list[tuple], schema: Mapping, retries: int = 2,
                  max_new_tokens: int = 256) -> list[judge.JudgeAnswer]:
         items = [(sources([im])[0], q) for im, q in items]

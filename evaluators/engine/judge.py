@@ -2,22 +2,31 @@
 
 Backend ``transformers-vlm``: ``AutoModelForImageTextToText`` + ``AutoProcessor`` (Qwen2.5-VL, LLaVA,
 Idefics, ...); each question is one user turn holding the image and the text, rendered with the
-processor's chat template and a generation prompt. Two ways to ask:
+processor's chat template and a generation prompt. Three ways to ask, none of which can fail to parse:
 
-* :func:`answer_probability`: P(answer | image, question) of a fixed answer (VQAScore: P("Yes")), the
-  product of the answer tokens' next-token probabilities under teacher forcing (one forward pass; for an
-  answer that is one token this is the softmax probability of that token at the generation position).
-* :func:`ask_json`: greedy decoding (deterministic), the answer parsed as JSON and checked against a small
-  schema; an answer that fails is asked again with the problem stated, at most ``retries`` times, and
-  what still fails is returned as a failure with its reason, never guessed.
+* :func:`yes_no`: P(yes) and P(no) of a yes/no question from ONE forward pass: the next-token distribution at the
+  generation position, summed over both spellings ("Yes" + "yes", "No" + "no"). A spelling that the tokenizer
+  splits into several tokens counts by its first token (the mass of answers that start that way; one pass cannot
+  score the rest), a first token shared by two spellings of one side counts once, and one shared by a yes and a
+  no spelling is an error (the pass could not tell them apart).
+* :func:`answer_probability`: P(answer | image, question) of a fixed answer, the product of the answer tokens'
+  next-token probabilities under teacher forcing (one forward pass per answer).
+* :func:`ask_json`: a JSON answer matching a schema. A closed set of answers (every field an enum, a boolean or a
+  bounded integer: "which of these candidates") is scored by the likelihood of each allowed answer
+  (:func:`answer_probability`), the most likely one taken, never generated; an open answer (lists of strings) is
+  decoded greedily under :class:`.judge_grammar.SchemaConstraint`, so any model, a random one included, writes valid
+  JSON complete within the token budget. The answer is still parsed and checked (:func:`parse_json`), and a judge
+  that cannot be constrained (a scripted test judge) is asked again with the problem stated.
 
 Everything goes through the cache: keyed by the image's sha256, the full prompt text, the answer or the
-decoding parameters, and the model's identity (its preprocessing includes the chat template's hash).
+decoding parameters (the schema included), and the model's identity (its preprocessing includes the chat template's
+hash).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -30,7 +39,12 @@ from cultureboard.errors import CultureboardError
 from .cache import Cache, item_sha256
 from .embedding import check_transformers, hf_image_settings, locate_transformers
 from .images import ImageSource
+from .judge_grammar import SchemaConstraint, TokenTexts
 from .scorers import Backend, register_backend
+
+
+#: The spellings of each side of a yes/no answer (ECB's prompt asks in lower case, VQAScore's template too).
+YES, NO = ("Yes", "yes"), ("No", "no")
 
 
 class JudgeScorer:
@@ -78,15 +92,49 @@ class JudgeScorer:
         targets = torch.tensor(answer_ids, device=logp.device).expand(len(prompts), n)
         return logp.gather(-1, targets[..., None])[..., 0].sum(-1).cpu().numpy()
 
-    def generate(self, images: list, prompts: list[str], max_new_tokens: int) -> list[str]:
+    def yes_no(self, images: list, prompts: list[str]) -> np.ndarray:
+        """(n, 2): [P(yes), P(no)] of each question from one forward pass, each the sum over :data:`YES` / :data:`NO`
+        of the spellings' first tokens at the generation position (a first token two spellings of one side share
+        counted once; one shared by a yes and a no spelling is an error)."""
+        import torch
+
+        tokenizer = self.processor.tokenizer
+        sides = [sorted({tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in words}) for words in (YES, NO)]
+        if set(sides[0]) & set(sides[1]):
+            raise CultureboardError(f"scorer {self.name}", "its tokenizer starts a yes and a no answer with the same "
+                                    "token, so one pass cannot tell them apart", "choose another judge")
+        inputs = self._inputs(images, prompts)
+        with torch.inference_mode():
+            logits = self.model(**inputs).logits[:, -1].float()  # left padding: the last position is the next token
+        probs = torch.softmax(logits, dim=-1)
+        return torch.stack([probs[:, ids].sum(-1) for ids in sides], dim=1).cpu().numpy()
+
+    def generate(self, images: list, prompts: list[str], max_new_tokens: int, schema: Mapping | None = None) -> list[str]:
+        """Greedy answers; with ``schema``, decoded under :class:`.judge_grammar.SchemaConstraint` (always a complete,
+        valid JSON answer)."""
         import torch
 
         inputs = self._inputs(images, prompts)
         if self.max_new_tokens is not None:
             max_new_tokens = min(max_new_tokens, int(self.max_new_tokens))
+        constraint = None
+        if schema is not None:
+            if getattr(self, "_token_texts", None) is None:
+                self._token_texts = TokenTexts(self.processor.tokenizer, self.model.get_output_embeddings().weight.shape[0])
+            eos = self.model.generation_config.eos_token_id
+            try:
+                constraint = SchemaConstraint(schema, self._token_texts, inputs["input_ids"].shape[1], max_new_tokens,
+                                              eos[0] if isinstance(eos, list) else eos, len(prompts))
+            except ValueError as exc:
+                raise CultureboardError(f"scorer {self.name}", f"cannot answer in the JSON form asked ({exc})",
+                                        "raise max_new_tokens (the family option, or the scorer's settings)") from None
         with torch.inference_mode():
-            out = self.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
-        return self.processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+            out = self.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens,
+                                      logits_processor=[constraint] if constraint else None)
+        generated = out[:, inputs["input_ids"].shape[1]:]
+        if constraint is not None:
+            return [constraint.answer(row) for row in generated]
+        return self.processor.batch_decode(generated, skip_special_tokens=True)
 
 
 register_backend("transformers-vlm", Backend(
@@ -127,12 +175,24 @@ def answer_probability(cache: Cache, identity: Mapping, model: Callable, items: 
     return np.exp(np.array([float(found[k]) for k in keys]))
 
 
+def yes_no(cache: Cache, identity: Mapping, model: Callable,
+           items: list[tuple[ImageSource, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """(P(yes), P(no)) for each (image, question), over both spellings, from one forward pass per question (the
+    pair cached per question)."""
+    keys = [item_sha256(src.sha256, question, "first-token", *YES, *NO) for src, question in items]
+    found = _cached(cache, identity, "judge-yes-no", keys, items, model,
+                    lambda scorer, images, texts: scorer.yes_no(images, texts))
+    probs = np.array([found[k] for k in keys], dtype=np.float64).reshape(len(keys), 2)
+    return probs[:, 0], probs[:, 1]
+
+
 def answers(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
-            max_new_tokens: int = 256) -> list[str]:
-    """The judge's greedy answer to each (image, prompt)."""
-    keys = [item_sha256(src.sha256, prompt, max_new_tokens) for src, prompt in items]
-    found = _cached(cache, identity, "judge-answer", keys, items, model,
-                    lambda scorer, images, texts: scorer.generate(images, texts, max_new_tokens))
+            max_new_tokens: int = 256, schema: Mapping | None = None) -> list[str]:
+    """The judge's greedy answer to each (image, prompt); with ``schema``, decoded within it."""
+    form = json.dumps(schema, sort_keys=True) if schema is not None else None
+    keys = [item_sha256(src.sha256, prompt, max_new_tokens, *([form] if form else [])) for src, prompt in items]
+    found = _cached(cache, identity, "judge-answer" if form is None else "judge-json", keys, items, model,
+                    lambda scorer, images, texts: scorer.generate(images, texts, max_new_tokens, schema))
     return [str(found[k]) for k in keys]
 
 
@@ -145,15 +205,52 @@ class JudgeAnswer:
     error: str | None = None
 
 
+#: The most answers a closed set may have to be scored one by one (more: decoded under the constraint).
+MAX_CLOSED_ANSWERS = 64
+
+
+def closed_answers(schema: Mapping) -> list | None:
+    """Every answer ``schema`` allows when they are few (an enum, a boolean, an integer between a minimum and a
+    maximum, or an object whose properties all are, every one required): at most :data:`MAX_CLOSED_ANSWERS`;
+    else None."""
+    if "enum" in schema:
+        values = list(schema["enum"])
+    elif schema.get("type") == "boolean":
+        values = [True, False]
+    elif schema.get("type") == "integer" and "minimum" in schema and "maximum" in schema:
+        values = list(range(int(schema["minimum"]), int(schema["maximum"]) + 1))
+    elif schema.get("type") == "object" and set(schema.get("required", ())) == set(schema.get("properties", {})):
+        keys = list(schema["properties"])
+        parts = [closed_answers(schema["properties"][k]) for k in keys]
+        if any(p is None for p in parts) or np.prod([len(p) for p in parts]) > MAX_CLOSED_ANSWERS:
+            return None
+        values = [dict(zip(keys, combo)) for combo in itertools.product(*parts)]
+    else:
+        return None
+    return values if 0 < len(values) <= MAX_CLOSED_ANSWERS else None
+
+
+def _choose(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
+            candidates: list) -> list[JudgeAnswer]:
+    """The most likely of ``candidates`` (written as compact JSON) for each item, by teacher-forced likelihood."""
+    likelihood = np.stack([answer_probability(cache, identity, model, items, json.dumps(c, ensure_ascii=False))
+                           for c in candidates], axis=1)
+    return [JudgeAnswer(candidates[int(np.argmax(row))], 1) for row in likelihood]
+
+
 def ask_json(cache: Cache, identity: Mapping, model: Callable, items: list[tuple[ImageSource, str]],
              schema: Mapping, retries: int = 2, max_new_tokens: int = 256) -> list[JudgeAnswer]:
-    """Ask each (image, question) for a JSON answer that matches ``schema`` (see :func:`schema_problems`);
-    an invalid answer is asked again, with the problem stated, up to ``retries`` more times."""
+    """Ask each (image, question) for a JSON answer that matches ``schema`` (see :func:`schema_problems`): a
+    closed set (:func:`closed_answers`) by likelihood, else decoded within the schema; an answer that still fails
+    the check is asked again, with the problem stated, up to ``retries`` more times."""
+    candidates = closed_answers(schema)
+    if candidates is not None:
+        return _choose(cache, identity, model, items, candidates)
     results: list[JudgeAnswer | None] = [None] * len(items)
     prompts = [question for _, question in items]
     pending = list(range(len(items)))
     for attempt in range(retries + 1):
-        texts = answers(cache, identity, model, [(items[i][0], prompts[i]) for i in pending], max_new_tokens)
+        texts = answers(cache, identity, model, [(items[i][0], prompts[i]) for i in pending], max_new_tokens, schema)
         still = []
         for i, text in zip(pending, texts):
             value, problem = parse_json(text, schema)

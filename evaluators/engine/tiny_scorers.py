@@ -162,7 +162,9 @@ def save_tiny_lpips(path: str | Path, seed: int = 0) -> Path:
 
 def save_tiny_judge(path: str | Path, seed: int = 0) -> Path:
     """A tiny ``Qwen2_5_VLForConditionalGeneration`` + ``Qwen2_5_VLProcessor`` (byte-level tokenizer with
-    Qwen's special tokens and a minimal chat template), stand-in for the Qwen2.5-VL judge."""
+    Qwen's special tokens and a minimal chat template), stand-in for the Qwen2.5-VL judge. Its weight matrices are
+    drawn forty times wider than the default, so its answers depend on the image and the question (at the default
+    scale every answer of so small a model is the same token)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import (
@@ -205,6 +207,10 @@ def save_tiny_judge(path: str | Path, seed: int = 0) -> Path:
         image_token_id=vocab["<|image_pad|>"], video_token_id=vocab["<|video_pad|>"],
         vision_start_token_id=vocab["<|vision_start|>"], vision_end_token_id=vocab["<|vision_end|>"],
         bos_token_id=vocab["<|endoftext|>"], eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["<|endoftext|>"]))
+    with torch.no_grad():
+        for weight in model.parameters():
+            if weight.dim() > 1:
+                weight.mul_(40.0)
     model.generation_config.pad_token_id = vocab["<|endoftext|>"]
     return _save(path, model, processor)
 

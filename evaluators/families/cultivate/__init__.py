@@ -6,25 +6,31 @@ Every image of the ``cultivate`` prompt set is compared with its prompt's refere
 ``cultivate-descriptors`` config, :mod:`cultureboard.builder.descriptors`) in five dimensions:
 
 1. **Extract.** The judge (option ``extractor``, default ``qwen2.5-vl-7b``; the paper: InternVL3-14B and
-   Qwen2.5-VL-7B) lists the descriptors it sees, one JSON answer per image (:mod:`.questions`), validated and
-   asked again at most ``retries`` times; an image with no valid answer is flagged ("descriptor extraction
-   failed", counted in the summary's flags) and never scored.
+   Qwen2.5-VL-7B) lists the descriptors it sees, one question per dimension as the paper's Tables 23-27 (option
+   ``extraction``; ``single`` asks once per image for all five, recorded as the metric versions "<version>+single"),
+   each answer decoded within its JSON schema (:mod:`cultureboard.evaluators.engine.judge_grammar`: it always
+   parses); an image whose answer still fails the check (a judge that cannot be constrained) is asked again at most
+   ``retries`` times, then flagged ("descriptor extraction failed", counted in the summary's flags), never scored.
 2. **Match.** Descriptors are embedded by all-MiniLM-L6-v2 (option ``embedder``; the ``sentence-transformers``
    backend, :mod:`.sentence_embedder`) and compared by cosine within each dimension at a threshold tau.
 3. **Tau** (options ``tau``, ``tau_from``) is the third quartile of the best-match similarities of the reference
    descriptors against the descriptors the *same* extractor lists for the prompts' real reference photographs
    (``ctx.references()``; appendix A.3). Without any photograph it falls back to the paper's tau for the
    extractor (0.67 for Qwen2.5-VL-7B), and so it does with fewer than ``tau_min_similarities`` (200) similarities,
-   saying why in the note. The resolved tau and its source are recorded as options, so scores made
+   saying why in the note; that fallback holds only for the paper's per-dimension prompts (with ``single``
+   extraction tau must come from the photographs or the ``tau`` option). By construction, a real photograph then
+   scores ALIGN of about 0.25: tau is the third quartile of the photographs' own best-match similarities, so about a
+   quarter of their reference descriptors clear it. The resolved tau and its source are recorded as options, so scores made
    with different extractors or thresholds are never ranked together; the calibration is a note on every metric
    that uses tau.
-4. **Score** (:mod:`.core`): ALIGN, HAL (eqs. 1-2), EXAG (eq. 4: the largest excess of P("Yes") to 'Does this
-   figure show "<stereotype>"?' over its mean on the prompt's real photographs, for the country's stereotype
-   candidates; option ``exag_variant=mean`` gives the released code's mean instead, recorded as the metric
+4. **Score** (:mod:`.core`): ALIGN, HAL (eqs. 1-2), EXAG (eq. 4: the largest excess of P(yes) to 'Does this
+   figure show "<stereotype>"?' over its mean on the prompt's real photographs, for the stereotype candidates of the
+   prompt's activity in its country (the paper's Table 28 asks per activity and country); option ``exag_variant=mean`` gives the released code's mean instead, recorded as the metric
    versions "<card version>+mean" of EXAG and FAITH: :func:`variant_versions`), FAITH = mean(ALIGN, 1 - HAL,
    1 - EXAG) per image (eq. 5), and per prompt of at least two usable images DDIV and SDIV (eqs. 6-7).
-   ``cultivate.vqascore`` is the paper's VQAScore baseline: P("Yes") that the image shows "A photorealistic image
-   of <activity> in <country>".
+   ``cultivate.judge_yes`` is the judge VLM's P(yes) that the image shows "A photorealistic image of <activity> in
+   <country>" (the paper's VQAScore baseline asks the same of CLIP-FlanT5; this is another model, so descriptive).
+   P(yes) sums both spellings ("Yes", "yes") from one forward pass (:func:`cultureboard.evaluators.engine.judge.yes_no`).
 
 Each image's rows carry its explanation in ``detail`` (:mod:`.explain`): the aligned, missing and hallucinated
 descriptors with their similarities, the exaggerated stereotypes, and the edit instruction built from them.
@@ -54,7 +60,15 @@ from . import (
     explain,
     sentence_embedder,  # noqa: F401  (registers the sentence-transformers backend)
 )
-from .questions import EXTRACTION_SCHEMA, PROMPT_DESCRIPTION, extraction_question, predicted_descriptors, vqa_question
+from .questions import (
+    DIMENSION_SCHEMA,
+    EXTRACTION_SCHEMA,
+    PROMPT_DESCRIPTION,
+    dimension_question,
+    extraction_question,
+    predicted_descriptors,
+    vqa_question,
+)
 
 FAMILY = "cultivate"
 JUDGE, EMBEDDER = "qwen2.5-vl-7b", "all-minilm-l6-v2"
@@ -69,7 +83,7 @@ NO_DESCRIPTORS = "no reference descriptors for the prompt"
 EMPTY_DESCRIPTORS = "the prompt's reference descriptors are all empty"
 EXTRACTION_FAILED = "descriptor extraction failed"
 NOTHING_EXTRACTED = "no descriptors extracted in a dimension with references"
-NO_STEREOTYPES = "no stereotype candidates for the country"
+NO_STEREOTYPES = "no stereotype candidates for the activity in the country"
 NO_REFERENCES = "no reference photographs for the prompt"
 TOO_FEW = "fewer than 2 images with extracted descriptors"
 
@@ -77,7 +91,7 @@ TOO_FEW = "fewer than 2 images with extracted descriptors"
 @dataclass(frozen=True)
 class CultivateOptions:
     extractor: str = JUDGE  # judge scorer that lists each image's descriptors
-    vqa: str = JUDGE  # judge scorer whose P("Yes") is the image-text score f of EXAG and the VQAScore baseline
+    vqa: str = JUDGE  # judge scorer whose P(yes) is the image-text score f of EXAG and of judge_yes
     embedder: str = EMBEDDER  # embedding scorer that matches descriptors (text)
     tau: float | None = None  # the matching threshold; None: resolved by tau_from (and recorded)
     # "auto": calibrated on the reference photographs when there are any, else the paper's value for the extractor;
@@ -88,7 +102,9 @@ class CultivateOptions:
     # references is an error: a Q3 of a few dozen best matches moves every tau-based score by chance
     tau_min_similarities: int = 200
     exag_variant: Literal["max", "mean"] = "max"  # max: the paper's eq. 4; mean: the released code
-    retries: int = 2  # extraction: further questions after an invalid JSON answer
+    # per-dimension: one question per dimension (the paper's Tables 23-27); single: one for all five per image
+    extraction: Literal["per-dimension", "single"] = "per-dimension"
+    retries: int = 2  # extraction: further questions after an answer that fails its check (unconstrained judges)
     max_new_tokens: int = 512  # extraction answer length
     shown: int = 3  # exaggerated stereotypes listed per image
 
@@ -118,12 +134,16 @@ def _reported(table: str, *cells: tuple[str, float]) -> tuple[Evidence, ...]:
 
 
 HUMAN_CEILING = _validity("Human")
-_TAU = "tau: Q3 of reference-descriptor best matches on real photographs (option tau_from)"
+_TAU = ("tau: Q3 of reference-descriptor best matches on real photographs (option tau_from); so calibrated, a real "
+        "photograph scores ALIGN of about 0.25 by construction (a quarter of its best matches clear the third quartile)")
+#: Table 1's arrows: the paper's own ranking rule for every AHEaD metric.
+_TABLE1 = "Table 1 marks {} {} (the paper's ranking rule)"
+VERSION = 2  # 2: per-dimension extraction, P(yes) over both spellings, per-activity stereotypes, DDIV counts images
 
 
 def _card(name: str, title: str, formula: str, direction: str, scorers: tuple, description: str, *, section: str,
-          unit: str = "image", version: int = 1, validity: tuple = (), **kw) -> MetricCard:
-    return MetricCard(name, FAMILY, title, formula, direction, "[0, 1]", scorers, SOURCE + section, version=version,
+          unit: str = "image", validity: tuple = (), **kw) -> MetricCard:
+    return MetricCard(name, FAMILY, title, formula, direction, "[0, 1]", scorers, SOURCE + section, version=VERSION,
                       unit=unit, description=description, validity=validity, **kw)
 
 
@@ -133,52 +153,68 @@ METRICS = (
           "reference coverage, the absence of hallucinated descriptors and the absence of exaggerated stereotypes.",
           primary=True, section=", eq. 5", proxy_for="GT-FAITH: native annotators' 1-5 rating of how well the image "
           "shows the activity in their country",
+          direction_evidence="Table 2: FAITH correlates positively with GT-FAITH (Spearman +0.42 with the Qwen2.5-VL "
+          "extractor, +0.47 with InternVL3); " + _TABLE1.format("FAITH", "higher is better (up arrow)"),
           validity=_validity("FAITH (InternVL3)") + _reported("Table 3", (
               "of FAITH with the Qwen2.5-VL extractor (this registry's default) with annotators on GT-FAITH", 0.42))
           + HUMAN_CEILING),
     _card("cultivate.align", "Alignment (ALIGN)", "mean over dimensions of |{ref d_j : max_i cos(pred_i, d_j) > tau}| "
           "/ |refs|; " + _TAU, "higher", (JUDGE, EMBEDDER),
           "The share of the prompt's reference descriptors the image shows, per dimension, averaged.",
-          section=", eq. 1", validity=_reported("Table 3", ("of ALIGN (Qwen2.5-VL) with GT-FAITH", 0.39),
-                                                ("of ALIGN (InternVL3) with GT-FAITH", 0.41))),
+          section=", eq. 1", direction_evidence="Table 3: ALIGN alone correlates positively with GT-FAITH (Spearman "
+          "+0.39 Qwen2.5-VL, +0.41 InternVL3); " + _TABLE1.format("ALIGN", "higher is better (up arrow)"),
+          validity=_reported("Table 3", ("of ALIGN (Qwen2.5-VL) with GT-FAITH", 0.39),
+                             ("of ALIGN (InternVL3) with GT-FAITH", 0.41))),
     _card("cultivate.hal", "Hallucination (HAL)", "mean over dimensions with predictions of |{pred_i : max_j cos(pred_i,"
           " d_j) <= tau}| / |preds|; " + _TAU, "lower", (JUDGE, EMBEDDER),
           "The share of what the image shows that matches no reference descriptor of the activity in the country.",
           section=", eq. 2", proxy_for="GT-HAL: annotators' rating of incorrect elements",
+          direction_evidence="Table 7: HAL (Qwen2.5-VL) correlates +0.36 with GT-HAL and -0.36 with GT-FAITH (more "
+          "hallucination, less faithful); " + _TABLE1.format("HAL", "lower is better (down arrow)"),
           validity=_reported("Table 7", ("of HAL (Qwen2.5-VL) with GT-HAL", 0.36),
                              ("of HAL (Qwen2.5-VL) with GT-FAITH (lower HAL, more faithful)", -0.36),
                              ("between annotators on GT-HAL (human-human, the ceiling)", 0.39))),
-    _card("cultivate.exag", "Exaggeration (EXAG)", "max over stereotype candidates k of max(0, P(Yes | image, k) - "
-          "mean over the prompt's real photographs of P(Yes | photo, k)); option exag_variant=mean: the mean over k",
-          "lower", (JUDGE,), "How much more the image shows the country's stereotypes than real photographs of the "
-          "activity do (the worst one).", section=", eq. 4",
+    _card("cultivate.exag", "Exaggeration (EXAG)", "max over stereotype candidates k of max(0, P(yes | image, k) - "
+          "mean over the prompt's real photographs of P(yes | photo, k)); option exag_variant=mean: the mean over k",
+          "lower", (JUDGE,), "How much more the image shows the stereotypes of the activity in the country than real "
+          "photographs of it do (the worst one). The candidates are listed per (activity, country), as the paper's "
+          "Table 28 asks, in the dataset's cultivate-descriptors config.", section=", eq. 4",
           proxy_for="GT-EXAG: annotators' rating of exaggeration",
-          validity=_reported("Table 9", ("of EXAG (VQAScore CLIP-FlanT5-xxl as f) with GT-EXAG", 0.29),
-                             ("of EXAG (VQAScore CLIP-FlanT5-xxl as f) with GT-FAITH", -0.22),
-                             ("between annotators on GT-EXAG (human-human, the ceiling)", 0.34))),
+          direction_evidence=_TABLE1.format("EXAG", "lower is better (down arrow)") + "; section 5.1 reads higher "
+          "EXAG as more exaggerated content. The paper's correlations with GT-EXAG (Table 9) used CLIP-FlanT5 "
+          "VQAScore as f, not this judge, and are not claimed for it"),
     _card("cultivate.ddiv", "Descriptor diversity (DDIV)", "mean over dimensions of the normalised entropy "
-          "-sum q_j ln q_j / ln |refs| of how often each reference descriptor is matched across the prompt's images",
-          "higher", (JUDGE, EMBEDDER), "How evenly a prompt's images spread over the activity's reference "
-          "descriptors (at least 2 images).", unit="prompt", section=", eq. 6"),
+          "-sum q_j ln q_j / ln |refs|, q_j the share of the prompt's images that match reference descriptor j "
+          "(an image counts once per descriptor)", "higher", (JUDGE, EMBEDDER),
+          "How evenly a prompt's images spread over the activity's reference descriptors (at least 2 images).",
+          unit="prompt", section=", eq. 6", direction_evidence=_TABLE1.format("DDIV", "higher is better (up arrow)")
+          + "; section 5.1 reads lower DDIV as less diversity (no human study of diversity)"),
     _card("cultivate.sdiv", "Set diversity (SDIV)", "ALIGN of the prompt's images pooled minus their mean "
           "single-image ALIGN, per dimension, averaged", "higher", (JUDGE, EMBEDDER),
           "How much more of the activity a prompt's images cover together than one alone (at least 2 images).",
-          unit="prompt", section=", eq. 7"),
-    _card("cultivate.vqascore", "VQAScore baseline", "P(Yes | image, 'Does this figure show \"A photorealistic image "
-          "of <activity> in <country>.\"?')", "higher", (JUDGE,), "The paper's image-text baseline: the judge's "
-          "probability that the image shows the prompt (the paper used CLIP-FlanT5-xxl; here the judge VLM).",
-          section=", section 4.2", proxy_for="GT-FAITH", validity=_validity("VQAScore") + _validity("CLIPScore")),
+          unit="prompt", section=", eq. 7", direction_evidence=_TABLE1.format("SDIV", "higher is better (up arrow)")
+          + "; section 5.1 reads lower SDIV as less diversity (no human study of diversity)"),
+    _card("cultivate.judge_yes", "Judge P(yes) that the image shows the prompt", "P(yes | image, 'Does this figure "
+          "show \"A photorealistic image of <activity> in <country>.\"?'), both spellings, one forward pass",
+          "none", (JUDGE,), "The judge VLM's probability that the image shows the prompt. The paper's VQAScore "
+          "baseline asks the same of CLIP-FlanT5-xxl; this is another model, with no human evidence of its own, so "
+          "it is shown, never ranked.", section=", section 4.2"),
 )
 TAU_METRICS = ("cultivate.faith", "cultivate.align", "cultivate.hal", "cultivate.ddiv", "cultivate.sdiv")
 
 
 def variant_versions(options: CultivateOptions) -> dict[str, str]:
-    """exag_variant=mean (the released code's mean over the stereotype candidates) is another EXAG, and so another
-    FAITH: their recorded versions gain "+mean" (e.g. "1+mean"); eq. 4's max keeps the cards' versions."""
-    if options.exag_variant == "max":
-        return {}
-    return {m.name: f"{m.version}+{options.exag_variant}" for m in METRICS
-            if m.name in ("cultivate.exag", "cultivate.faith")}
+    """Options that make another metric are recorded in its version: exag_variant=mean (the released code's mean over
+    the candidates) changes EXAG and FAITH ("+mean"); extraction=single (one question for all dimensions) changes
+    every descriptor-based metric ("+single"); the defaults keep the cards' versions."""
+    suffixes: dict[str, str] = defaultdict(str)
+    if options.exag_variant != "max":
+        for name in ("cultivate.exag", "cultivate.faith"):
+            suffixes[name] += f"+{options.exag_variant}"
+    if options.extraction != "per-dimension":
+        for name in TAU_METRICS:
+            suffixes[name] += f"+{options.extraction}"
+    return {m.name: f"{m.version}{suffixes[m.name]}" for m in METRICS if suffixes[m.name]}
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -198,16 +234,35 @@ class Extraction:
     error: str | None = None
 
 
+def extraction_questions(extraction: str) -> list[tuple[str | None, str]]:
+    """(dimension, question) pairs asked of every image: one per dimension, or one for all (dimension None)."""
+    if extraction == "single":
+        return [(None, extraction_question())]
+    return [(d, dimension_question(d)) for d in DIMENSIONS]
+
+
 def _extract(ctx: Context, items: list) -> dict[str, Extraction]:
-    """{sha256: Extraction} of submitted images or reference sources (each asked once)."""
+    """{sha256: Extraction} of submitted images or reference sources (each asked once per question); an image is
+    extracted when every one of its answers is."""
     unique = list({im.sha256: im for im in items}.values())
     if not unique:
         return {}
-    question = extraction_question()
-    answers = ctx.ask_json(ctx.options.extractor, [(im, question) for im in unique], EXTRACTION_SCHEMA,
-                           retries=ctx.options.retries, max_new_tokens=ctx.options.max_new_tokens)
-    return {im.sha256: Extraction(predicted_descriptors(a.value) if a.value is not None else None, a.attempts, a.error)
-            for im, a in zip(unique, answers)}
+    opts = ctx.options
+    asked = extraction_questions(opts.extraction)
+    schema = EXTRACTION_SCHEMA if opts.extraction == "single" else DIMENSION_SCHEMA
+    answers = ctx.ask_json(opts.extractor, [(im, q) for im in unique for _, q in asked], schema,
+                           retries=opts.retries, max_new_tokens=opts.max_new_tokens)
+    out = {}
+    for k, im in enumerate(unique):
+        parts = answers[k * len(asked):(k + 1) * len(asked)]
+        attempts = max(a.attempts for a in parts)
+        failed = [a for a in parts if a.value is None]
+        if failed:
+            out[im.sha256] = Extraction(None, attempts, failed[0].error)
+            continue
+        value = parts[0].value if opts.extraction == "single" else {d: a.value for (d, _), a in zip(asked, parts)}
+        out[im.sha256] = Extraction(predicted_descriptors(value), attempts)
+    return out
 
 
 class Matcher:
@@ -266,13 +321,15 @@ def _resolve_tau(ctx: Context, refs_by_prompt: dict, calibration: list, extracte
                                     "that tau_from=references calibrates on", "add reference photographs, or pass "
                                     "--option tau_from=auto (the paper's tau), --option tau=VALUE or a lower "
                                     "--option tau_min_similarities")
-        elif opts.extractor in PAPER_TAU:
+        elif opts.extractor in PAPER_TAU and opts.extraction == "per-dimension":
             tau, source = PAPER_TAU[opts.extractor], "paper"
             if values:
                 info["why_paper"] = (f"{len(values)} reference similarities, fewer than tau_min_similarities = "
                                      f"{opts.tau_min_similarities}: too few for a stable third quartile")
         else:
-            raise CultureboardError(f"extractor {opts.extractor}", f"has no paper tau and its reference photographs give "
+            why = ("has no paper tau" if opts.extractor not in PAPER_TAU else
+                   "has a paper tau for the paper's per-dimension prompts only (extraction=single)")
+            raise CultureboardError(f"extractor {opts.extractor}", f"{why} and its reference photographs give "
                                     f"{len(values)} similarities, fewer than tau_min_similarities = "
                                     f"{opts.tau_min_similarities}", "pass --option tau=VALUE, or a lower "
                                     "--option tau_min_similarities")
@@ -309,15 +366,16 @@ def score_cultivate(ctx: Context) -> list[dict]:
         ctx.note(metric, "descriptors", dict(sorted(_sources(descriptors).items())))
     ctx.note("cultivate.exag", "variant", "max (eq. 4)" if opts.exag_variant == "max" else "mean (released code)")
     ctx.note("cultivate.exag", "question", vqa_question("<stereotype candidate>"))
-    ctx.note("cultivate.vqascore", "question", vqa_question(PROMPT_DESCRIPTION))
+    ctx.note("cultivate.judge_yes", "question", vqa_question(PROMPT_DESCRIPTION))
+    questions = "\n".join(q for _, q in extraction_questions(opts.extraction))
     for metric in ("cultivate.align", "cultivate.hal"):
-        ctx.note(metric, "extraction_question_sha256", hashlib.sha256(extraction_question().encode()).hexdigest()[:16])
+        ctx.note(metric, "extraction_question_sha256", hashlib.sha256(questions.encode()).hexdigest()[:16])
 
     exaggeration = _exaggeration(ctx, images, descriptors, photos_of)
-    vqa = ctx.probability(opts.vqa, [(im, vqa_question(_description(im.prompt, table))) for im in images])
+    judge_yes = _p_yes(ctx, [(im, vqa_question(_description(im.prompt, table))) for im in images])
     rows, usable = [], defaultdict(list)
-    for im, p_yes in zip(images, vqa):
-        rows.append(score_row("cultivate.vqascore", float(p_yes), im))
+    for im, p_yes in zip(images, judge_yes):
+        rows.append(score_row("cultivate.judge_yes", float(p_yes), im))
         rec = descriptors.get(im.prompt_id)
         ext = extracted.get(im.sha256)
         part: dict[str, tuple] = {}  # metric -> (value, flag, detail)
@@ -356,14 +414,19 @@ def _sources(descriptors: dict) -> dict[str, int]:
     return counts
 
 
+def _p_yes(ctx: Context, items: list) -> np.ndarray:
+    """P(yes), both spellings, of each (image, question) from the ``vqa`` judge."""
+    return ctx.yes_no(ctx.options.vqa, items)[0] if items else np.zeros(0)
+
+
 def _description(prompt: dict, table) -> str:
     return PROMPT_DESCRIPTION.format(activity=prompt["artifact_name"],
                                      country=table.by_iso(prompt["country"]).name_in_sentence)
 
 
 def _exaggeration(ctx: Context, images: list, descriptors: dict, photos_of) -> dict:
-    """{image: (EXAG, flag, detail)}: P("Yes") of every stereotype candidate for the image and for the prompt's real
-    photographs (one batch through the cache), then eq. 4 per image."""
+    """{image: (EXAG, flag, detail)}: P(yes) of every stereotype candidate of the prompt's activity in its country,
+    for the image and for the prompt's real photographs (one batch through the cache), then eq. 4 per image."""
     opts = ctx.options
     out, jobs = {}, []
     for im in images:
@@ -381,7 +444,7 @@ def _exaggeration(ctx: Context, images: list, descriptors: dict, photos_of) -> d
     photo_items = {pid: [(src, q) for src in photos_of(ctx.prompts[pid]) for q in qs] for pid, qs in questions.items()}
     items = [(im, q) for im in jobs for q in questions[im.prompt_id]]
     items += [it for pid in sorted(photo_items) for it in photo_items[pid]]
-    probs = iter(ctx.probability(opts.vqa, items)) if items else iter(())
+    probs = iter(_p_yes(ctx, items))
     scores = {im: np.array([next(probs) for _ in questions[im.prompt_id]]) for im in jobs}
     baseline = {}
     for pid in sorted(photo_items):

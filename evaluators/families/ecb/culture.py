@@ -13,7 +13,9 @@ ECB's wording::
 
 with the first ``context_chunks`` retrieved passages (ECB passes 8). The answer is read from P(yes) =
 P("Yes") + P("yes") and P(no) = P("No") + P("no") (the prompt asks in lower case; the two spellings are
-different first tokens, so their probabilities add) by :func:`.core.classify_answers`, and each image gets
+different first tokens, so their probabilities add), all four from the next-token distribution of one forward pass
+per question (:func:`cultureboard.evaluators.engine.judge.yes_no`), by :func:`.core.classify_answers`, and each
+image gets
 accuracy, precision, recall and F1 (:func:`.core.qa_scores`) and the share of its answers that were ambiguous
 (``ecb.culture.ambiguous``), per step of its chain like the other chain metrics. The rows of
 ``ecb.culture.accuracy`` record each question's [answer, P(yes), P(no)] in order; those of ``ecb.culture.f1``
@@ -83,7 +85,7 @@ def score_culture(ctx: Context) -> list[dict]:
             for q in asked:
                 items.append((im, judge_prompt(context, q["question"])))
                 owners.append((key, step))
-    p_yes, p_no = (_either_case(ctx, items, word) if items else [] for word in ("yes", "no"))
+    p_yes, p_no = ctx.yes_no(JUDGE, items) if items else ([], [])
     answers: dict[tuple, list[tuple[str, float, float]]] = defaultdict(list)
     for owner, answer, y, n in zip(owners, classify_answers(p_yes, p_no, ctx.options.min_answer_mass), p_yes, p_no):
         answers[owner].append((answer, float(f"{y:.6g}"), float(f"{n:.6g}")))  # 6 significant digits
@@ -113,11 +115,6 @@ def score_culture(ctx: Context) -> list[dict]:
                                       "best_is_base": best_is_base, "worst_is_last": worst_is_last,
                                       "f1_base": scores[0].f1, "f1_last": scores[last].f1}))
     return rows
-
-
-def _either_case(ctx: Context, items: list[tuple], word: str):
-    """P(word) = P(Word) + P(word): the judge's probability of answering with either spelling."""
-    return ctx.probability(JUDGE, items, word.capitalize()) + ctx.probability(JUDGE, items, word)
 
 
 def _constant_answers(questions: dict[str, list[dict]], prompts: dict[str, dict]) -> dict:

@@ -39,8 +39,9 @@ ITEM_COLUMNS = ("image_sha256", "file_name", "prompt_id")
 COLUMNS = ("rater", "rater_country", "submission", "model", *ITEM_COLUMNS, "sample_idx", "country", "category",
            *QUESTIONS, "comment")
 _FIX_SCORE = "rate 1 to 5, or leave the cell empty where the rater was not asked"
-#: The metrics each question stands for (the paper correlates FAITH, VQAScore and CLIPScore with GT-FAITH).
-VALIDITY = {"GT-FAITH": ("cultivate.faith", "cultivate.align", "cultivate.vqascore"), "GT-HAL": ("cultivate.hal",),
+#: The metrics each question stands for (the paper correlates FAITH and ALIGN with GT-FAITH; judge_yes, this judge's
+#: P(yes), has no evidence of its own until a study like this one gives it).
+VALIDITY = {"GT-FAITH": ("cultivate.faith", "cultivate.align", "cultivate.judge_yes"), "GT-HAL": ("cultivate.hal",),
             "GT-EXAG": ("cultivate.exag",)}
 #: Questions whose larger answers are worse (more incorrect, more exaggerated): a metric where lower is better
 #: agrees with them when the two rise together.
