@@ -167,10 +167,27 @@ def _read_artifacts(folder: Path) -> tuple[list[Artifact], bool]:
         a.concepts.append(r.get("concept"))
         a.image = a.image or r.get("image")
         a.category = a.category or r.get("commons_category")
+    _add_activities(folder, by_id)
     for a in by_id.values():
         a.countries = sorted({c for c in a.countries if c})
         a.concepts = sorted({c for c in a.concepts if c})
     return sorted(by_id.values(), key=lambda a: a.qid), has_category
+
+
+def _add_activities(folder: Path, by_id: dict[str, Artifact]) -> None:
+    """The social activities of the ``cultivate`` prompt set (ids ``activity:...``, in no artifacts config) join the
+    artifacts to illustrate: CULTIVate's EXAG and tau compare images with real photographs of the activity."""
+    from cultureboard.dataset_folder import prompt_sets, read_prompt_set
+
+    if "cultivate" not in prompt_sets(folder):
+        return
+    for row in read_prompt_set(folder, "cultivate"):
+        qid = row.get("artifact_id")
+        if isinstance(qid, str) and qid.startswith("activity:") and qid not in by_id:
+            by_id[qid] = Artifact(qid, row.get("artifact_name") or qid.removeprefix("activity:"), [], [], None, None)
+        if isinstance(qid, str) and qid.startswith("activity:"):
+            by_id[qid].countries.append(row.get("country"))
+            by_id[qid].concepts.append(row.get("category"))
 
 
 def _unpack_previous(folder: Path, staging: Path) -> None:

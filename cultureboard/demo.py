@@ -45,7 +45,7 @@ STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate", "e
 #: The prompt sets that get a reference-photos control (their families compare images with the artifacts'
 #: photographs): made from the dataset's synthetic references on every run (a few ms), scored and shown on the
 #: site as control rows, never ranked.
-CONTROL_SETS = ("cure-ladder", "cultdiff")
+CONTROL_SETS = ("cure-ladder", "cultdiff", "cultivate")
 #: The cheats made from a stand-in's submission of a prompt set (prompt set -> control kind): CuRe's ladders answered
 #: with their category's images, ECB's edits returning their input. Scored and shown like the reference-photos
 #: controls; the site says where each lands among the models, and badges a metric a cheat tops "gameable".
@@ -71,9 +71,9 @@ BUILD_FILES = {"cultivate_activities": "data/cultivate_demo_activities.yaml", "k
 #: Generation settings of the stand-ins: 64 px images (the smallest the validator accepts, the stand-ins'
 #: size), 2 denoising steps (an edit step at strength 0.6 needs at least 2), large batches.
 STANDIN_GENERATION = {"steps": 2, "batch_size": 64}
-#: Family options with the stand-in scorers. Their judge writes random tokens that never parse: cube maps
-#: images by retrieval (the judge's answers would fall back to it anyway, after three asks per image), and
-#: cultivate asks for a short answer once (a real judge gets the defaults: 512 tokens, 2 retries).
+#: Family options with the stand-in scorers. Their judge's answers are random (always valid JSON: decoding is
+#: constrained to the schema): cube maps images by retrieval (faster, and no less meaningful here), and cultivate
+#: asks for short answers once (a real judge gets the defaults: 512 tokens, 2 retries).
 STANDIN_OPTIONS = {"cube-diversity": {"mapping": "retrieval"}, "cultivate": {"max_new_tokens": 16, "retries": 0}}
 STEPS = 5
 
