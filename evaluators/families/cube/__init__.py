@@ -99,8 +99,10 @@ DIVERSITY_EVIDENCE = ("CUBE's own ranking rule, not a human study: Table 5 ranks
 
 
 # versions: 3 (qvs, vs), 2 (within): within-culture candidates from the named country only, images of another
-# culture or matching no candidate left out of the pools, and the judge's reworded JSON retries (e6d0c74)
-def _diversity_card(name: str, title: str, formula: str, version: int = 3, **kw) -> MetricCard:
+# culture or matching no candidate left out of the pools, and the judge's reworded JSON retries (e6d0c74);
+# 4 (qvs, vs), 3 (within): the judge's choice among the candidates is scored by likelihood, never generated, and
+# its P(yes) reads both spellings in one pass (mapping=judge)
+def _diversity_card(name: str, title: str, formula: str, version: int = 4, **kw) -> MetricCard:
     return MetricCard(name, FAMILY, title, formula, "higher", "[0, 1]", (RETRIEVAL, QUALITY, JUDGE), SOURCE,
                       version=version, unit="pool", validity=(MAPPING_EVIDENCE,),
                       direction_evidence=DIVERSITY_EVIDENCE, **kw)
@@ -144,7 +146,7 @@ METRICS = (
     MetricCard("cube.retrieval", FAMILY, "Artifact mapping similarity",
                "cos(f_img(x), f_txt('An image of a.')) of the artifact a the image is mapped to; with retrieve_by="
                "references, max over a's reference photos r of cos(f_img(x), f_img(r))", "none", "[-1, 1]",
-               (RETRIEVAL, JUDGE), SOURCE + ", appendix J.2.1", version=4, validity=(MAPPING_EVIDENCE,),
+               (RETRIEVAL, JUDGE), SOURCE + ", appendix J.2.1", version=5, validity=(MAPPING_EVIDENCE,),
                description="The artifact each image is mapped to (in the row's detail), by retrieval over artifact "
                            "names (a within-culture prompt: its country's artifacts) or reference photographs and a "
                            "VLM's choice among the closest candidates; flagged when the VLM says none matches."),
@@ -160,7 +162,7 @@ METRICS = (
     _diversity_card("cube.within.vs.artifact", "Within-culture artifact diversity VS/N",
                     "mean over random groups of N images of a within-culture pool: VS_1(X; k_artifact) / N "
                     "(uniform quality; with mapping=judge, images whose P(Yes) to 'Does the ... belong to "
-                    "<country> culture?' is below 0.5 left out: appendix K)", version=2,
+                    "<country> culture?' is below 0.5 left out: appendix K)", version=3,
                     description="How many distinct artifacts the images of a prompt naming one country show."),
 )
 DIVERSITY_METRICS = tuple(m.name for m in METRICS if m.unit == "pool")
