@@ -28,7 +28,8 @@ from cultureboard.site.load import Result
 from cultureboard.site.write import Site
 
 CUBE, CURE, CULTDIFF = "cube.cultural_relevance", "cure.ita.cr", "cultdiff.dino"
-SETS = {CUBE: "cube-awareness", CURE: "cure-ladder", CULTDIFF: "cultdiff"}
+DIVERSITY = "cube.qvs.uniform"  # CUBE's second prompt set
+SETS = {CUBE: "cube-awareness", DIVERSITY: "cube-diversity", CURE: "cure-ladder", CULTDIFF: "cultdiff"}
 
 
 def card(name: str, direction: str, target: float | None = None) -> dict:
@@ -100,6 +101,20 @@ def test_overall_median_of_two_families_and_none_with_one_family():
     one = board_of(result("alpha", CUBE, 0.8), result("beta", CUBE, 0.6))
     assert answer(one, "NG").overall == [] and len(answer(one, "NG").rankings) == 1
     assert answer(one, "FR").rankings == []
+
+
+def test_a_tied_median_puts_the_model_more_families_rank_first():
+    tie = board_of(result("zed", CUBE, 0.8), result("zed", CURE, 0.8), result("bee", CULTDIFF, 0.2, direction="lower"))
+    assert [(row["key"], row["median"], row["families"]) for row in answer(tie, "NG").overall] == [
+        ("lab__zed", 1, 2), ("lab__bee", 1, 1)]
+
+
+def test_a_family_with_two_prompt_sets_counts_once_at_its_median_rank():
+    """x is 1st of 2 on cube-awareness and 3rd of 3 on cube-diversity: CUBE ranks it 2, once."""
+    both = board_of(result("x", CUBE, 0.8), result("y", CUBE, 0.5), result("y", DIVERSITY, 0.9),
+                    result("w", DIVERSITY, 0.6), result("x", DIVERSITY, 0.3), result("x", CURE, 0.8))
+    x = next(row for row in answer(both, "NG").overall if row["key"] == "lab__x")
+    assert (x["ranks"], x["median"], x["families"], x["agree"]) == ({"cube": 2, "cure": 1}, 1.5, 2, 0)
 
 
 def test_target_ranks_by_distance_and_descriptive_ranks_nobody():
