@@ -28,7 +28,8 @@ from .names import MIN_PROMPTS, display_name, model_page
 class Ranking:
     """One group's ranking of the country on its prompt set's headline."""
 
-    family: str
+    family: str  # the family's name (a prompt set's own for an unregistered one)
+    title: str  # the family's title
     prompt_set: str
     group: str  # the comparability group's name where the prompt set has several; "" otherwise
     metric: str  # the headline's title
@@ -49,13 +50,13 @@ def answer(board: Board, country: str) -> Answer:
     for prompt_set, groups in board.groups.items():
         family = board.family_for(prompt_set)
         for g in groups:
-            ranking = _ranking(board, g, family.name if family else prompt_set, country)
+            ranking = _ranking(board, g, (family.name, family.title) if family else (prompt_set, prompt_set), country)
             if ranking is not None:
                 rankings.append(ranking)
     return Answer(rankings, _overall(rankings))
 
 
-def _ranking(board: Board, group, family: str, country: str) -> Ranking | None:
+def _ranking(board: Board, group, family: tuple[str, str], country: str) -> Ranking | None:
     metric = group.metrics[0]
     key = (metric, "country", country)
     present = [r for r in group.results if (e := r.entries.get(key)) and e["value"] is not None]
@@ -76,7 +77,7 @@ def _ranking(board: Board, group, family: str, country: str) -> Ranking | None:
             unranked.append(who | {"why": f"{n} prompt{'s' * (n != 1)}: not ranked" if n < MIN_PROMPTS
                                    else "no confidence interval: not ranked"})
     rows.sort(key=lambda row: (row["rank"], row["model"]))
-    return Ranking(family, group.prompt_set, group.name if group.several else "", card["title"], rows,
+    return Ranking(*family, group.prompt_set, group.name if group.several else "", card["title"], rows,
                    sorted(unranked, key=lambda row: row["model"]), why)
 
 

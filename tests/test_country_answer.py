@@ -136,5 +136,5 @@ def test_country_page_opens_with_the_answer(tmp_path, board):
     html = (tmp_path / "country/NG.html").read_text()
     top = html[html.index("Which model for this country?"):]
     assert top.index("Overall order") < top.index("Submissions ranked on the prompts of this slice")
-    assert 'href="../models/lab__alpha.html">lab / alpha</a>: median rank 1 over 3 families; 2 of 3 agree' in top
-    assert "2 prompts: not ranked" in top
+    assert 'href="../models/lab__alpha.html">lab / alpha</a>: median rank 1 over 3 families; 2 of 3 agree (their rank range includes 1)' in top
+    assert "2 prompts: not ranked" in top and "<strong>CuRe: cultural gaps in the long tail</strong>" in top
