@@ -127,6 +127,13 @@ def test_target_ranks_by_distance_and_descriptive_ranks_nobody():
     assert (ranking.rows, ranking.unranked, ranking.why) == ([], [], "descriptive: never ranked")
 
 
+def test_a_headline_only_diagnostic_on_the_country_ranks_nobody_there():
+    rows = [{"metric": CUBE, "slice_type": "country", "slice": "NG", "n": 40, "diagnostic": True}]
+    results = [result("a", CUBE, 0.8), result("b", CUBE, 0.2)]
+    ranking = answer(Board({r.sid: r for r in results}, {}, trust_rows=rows), "NG").rankings[0]
+    assert (ranking.rows, ranking.why) == ([], "only a diagnostic here: not ranked")
+
+
 def test_country_page_opens_with_the_answer(tmp_path, board):
     site = Site(tmp_path, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 9, "code": [],
                                                       "datasets": [], "devices": [], "min_prompts": 5,
