@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from cultureboard.errors import CultureboardError
 
-from . import figures, gaming
+from . import country_answer, figures, gaming
 from .board import Board, Group
 from .names import direction_text, slice_name, slice_path, sort_rule, type_label
 from .write import Column, Site, Table
@@ -177,7 +177,8 @@ def slice_pages(site: Site, board: Board) -> None:
                                     "rename one of them in the dataset")
         title = f"{type_label(slice_type)}: {slice_name(slice_type, slice_)}"
         site.page(path, "slice.html", title, sections=sections(site, board, path, slice_type, slice_, headline_only=True),
-                  slice_type=slice_type, slice=slice_)
+                  slice_type=slice_type, slice=slice_,
+                  answer=country_answer.answer(board, slice_) if slice_type == "country" else None)
         listing.append({"type": type_label(slice_type), "slice": {"text": slice_name(slice_type, slice_), "href": path},
                         "results": sum(any(k[1:] == (slice_type, slice_) for k in r.entries)
                                        for r in board.results.values())})

@@ -25,7 +25,7 @@ from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model
 from . import plots
 from .board import Board
 from .leaderboards import prompt_set_page
-from .names import display_name, slice_name, slice_order, slice_path
+from .names import display_name, model_page, slice_name, slice_order, slice_path
 from .write import Column, Site
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -33,10 +33,6 @@ UNDER = {"label": "under-represented", "title": "The whole 95% CI of this countr
          "mean over all prompts) lies on the headline's worse side of zero: the model serves it worse than its average."}
 #: The id ``generate`` gives a local pipeline folder: no Hub page.
 LOCAL_ID = "local/"
-
-
-def model_page(key: str) -> str:
-    return f"models/{key}.html"
 
 
 def models_of(board: Board) -> dict[str, list]:

@@ -86,6 +86,11 @@ def slice_path(slice_type: str, slice_: str) -> str | None:
     return f"{SLICE_FOLDERS[slice_type]}/{name}.html"
 
 
+def model_page(key: str) -> str:
+    """The overview page of the model ``key`` (``<org>__<model>``): in ``models/``, apart from the submission pages."""
+    return f"models/{key}.html"
+
+
 def display_name(spec: dict, sid: str) -> str:
     """"Organisation / Model name (tag)" from submission.yaml, as written there; the id if it names neither."""
     org, model, tag = (get(spec, key) for key in ("organization", "model.name", "tag"))
