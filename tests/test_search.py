@@ -85,5 +85,5 @@ def test_every_page_has_the_search_box(built):
     for path in [site / "index.html", site / "country" / "IT.html", *site.glob("prompt/*/*.html")][:6]:
         source = path.read_text()
         depth = path.relative_to(site).as_posix().count("/")
-        assert f'<form class="search" role="search" data-root="{"../" * depth}" hidden>' in source, path
+        assert f'<div class="search" role="search" data-root="{"../" * depth}" hidden>' in source, path
         assert f'<script src="{"../" * depth}search-index.js" defer></script>' in source, path

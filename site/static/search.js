@@ -8,12 +8,12 @@
   "use strict";
 
   var LIMIT = 20;
-  var form = document.querySelector("form.search");
+  var box = document.querySelector("div.search");
   var index = window.cultureboardSearch;
-  if (!form || !Array.isArray(index)) return;
-  var input = form.querySelector("input");
-  var list = form.querySelector("ul");
-  var root = form.getAttribute("data-root") || "";
+  if (!box || !Array.isArray(index)) return;
+  var input = box.querySelector("input");
+  var list = box.querySelector("ul");
+  var root = box.getAttribute("data-root") || "";
 
   function fold(text) {
     return text.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
@@ -55,11 +55,12 @@
     }
   }
 
-  form.addEventListener("submit", function (event) {
+  input.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter") return;
     event.preventDefault();
     var first = list.querySelector("a");
     if (first) window.location.href = first.href;
   });
   input.addEventListener("input", show);
-  form.hidden = false;
+  box.hidden = false;
 })();
