@@ -43,7 +43,7 @@ def test_every_model_country_metric_and_prompt_page_is_indexed(built):
             pages = {p for p in pages if p.count("/") == 1}
         assert pages, f"the world has no {folder} page"
         assert pages <= hrefs, f"{folder} pages missing from the index: {sorted(pages - hrefs)[:3]}"
-    assert {e["kind"] for e in entries} >= {"model", "submission", "country", "metric", "artifact"}
+    assert {e["kind"] for e in entries} >= {"model", "submission", "country", "region group", "metric", "artifact"}
     assert any(e["kind"] == "country" and e["label"] == "Italy (IT)" and e["href"] == "country/IT.html"
                for e in entries)
     labels = {(e["kind"], e["href"]): e["label"] for e in entries}
