@@ -22,6 +22,7 @@ served; no page requests anything from another site)::
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
     thumbs/<id>/<sha256>.webp           thumbnails, longer side ``thumb_px``; images/<id>/<sha256>.<ext> full size
     static/style.css, static/app.js     sorting, filtering and the map's choice (vanilla JS, no network access)
+    search-index.js, static/search.js   the header's search box over models, slices, metrics, artifacts, prompts
 
 Every page carries a banner when any result was scored by tiny random stand-in scorers, and the build date and
 code version in its footer. The modules: :mod:`.load` (results), :mod:`.board` (groups, ranks and everything
@@ -48,6 +49,7 @@ from . import agreement_page, details, figures, gallery, leaderboards, models
 from .board import Board
 from .load import load_results as _load_results
 from .names import MIN_PROMPTS
+from .search_index import write_search_index
 from .submissions_page import submissions_page
 from .thumbs import make_media
 from .trust import load_trust
@@ -103,6 +105,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         details.trust_page(site, board)
         submissions_page(site, Path(submissions), results, Path(dataset))
         agreement_page.agreement_page(site, board)
+        write_search_index(site, board)  # after the last page: it lists the pages written
         pages_at = time.perf_counter()
         keep_media()  # last: the previous site's unchanged media folders move into the new one
     largest = max(site.sizes, key=site.sizes.get)

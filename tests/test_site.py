@@ -224,7 +224,8 @@ def test_links_resolve_and_nothing_is_fetched_from_elsewhere(world):
                     assert not re.match(r"^([a-z]+:|/)", value), f"{page.path}: {name}={value} is not relative"
                     target = (page.path.parent / value.split("#")[0]).resolve()
                     assert target.is_file() and target.is_relative_to(site), f"{page.path}: {value} is missing"
-    for path in [site / "static" / "app.js", site / "static" / "style.css", *site.glob("plots/*.svg")]:
+    for path in [site / "static" / "app.js", site / "static" / "search.js", site / "search-index.js",
+                 site / "static" / "style.css", *site.glob("plots/*.svg")]:
         text = path.read_text()
         assert not re.search(r"url\(|@import|fetch\(|XMLHttpRequest|https?://(?!www\.w3\.org/)", text), path
 
@@ -236,7 +237,7 @@ def test_csp_on_every_page_and_no_inline_code(world):
         for tag, attrs in page.tags:
             assert not [a for a in attrs if a.startswith("on") or a == "style"], f"{page.path}: <{tag} {attrs}>"
             if tag == "script":
-                assert attrs.get("src", "").endswith("static/app.js")
+                assert attrs.get("src", "").endswith(("static/app.js", "static/search.js", "search-index.js"))
             if tag == "a":
                 assert not attrs.get("href", "").lower().startswith("javascript:")
         assert all(body.strip() == "" for body in page.scripts), page.path

@@ -45,7 +45,7 @@ BULK = re.compile(r"/(prompt/[^/]+|model/[^/]+|map/[^/]+)/[^/]+\.html$")
 PER_BULK_FOLDER = 2
 #: headers that sort their table when clicked (the renderer's app.js marks them so)
 SORTABLE = "table.sortable th, th[data-sort], th.sortable"
-FILTER = "input[type=search][data-table], input[type=search], input[data-filter]"
+FILTER = "input[type=search][data-table], input[type=search]:not(#search-box), input[data-filter]"  # not the site search
 TIMEOUT_MS = 15_000
 
 
@@ -338,6 +338,23 @@ def test_filter_hides_rows(watched, root):
     assert len(shown) < len(rows)
     box.fill("")
     assert len(_visible_rows(table)) == len(rows), "clearing the filter does not show every row again"
+    assert not watched.problems, watched.report()
+
+
+def test_search_box_lists_and_opens_a_result(watched, root):
+    """Typing a country (any case) in the header's search box (static/search.js over search-index.js, file:// too)
+    lists its page as a link; Enter opens the first result."""
+    watched.goto(root + "country/IT.html")  # a page one folder down: result links must climb to the root
+    box = watched.page.locator("#search-box")
+    assert box.is_visible(), "the search box is hidden: search.js or search-index.js did not run"
+    box.fill("nigeria")
+    links = watched.page.locator("div.search ul a")
+    assert "Nigeria (NG)" in links.all_inner_texts()
+    box.fill("no such thing anywhere")
+    assert watched.page.locator("div.search ul a").count() == 0
+    box.fill("NIGERIA country")
+    box.press("Enter")
+    watched.page.wait_for_url("**/country/NG.html")
     assert not watched.problems, watched.report()
 
 
