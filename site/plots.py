@@ -149,8 +149,10 @@ def _domain(values: Iterable[float | None]) -> list[float]:
     """Nice ticks over ``values`` and zero (bars start at zero)."""
     finite = [v for v in values if v is not None] + [0.0]
     low, high = min(finite), max(finite)
-    if low == high:
-        low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
+    size = max(abs(low), abs(high))
+    if high - low <= 1e-9 * max(1.0, size):  # equal, or apart by rounding only (no ticks between)
+        pad = 0.5 * (size if size > 1e-9 else 1.0)
+        low, high = low - pad, high + pad
     return _nice_ticks(low, high)
 
 

@@ -28,13 +28,17 @@ PAGE = "submissions.html"
 
 
 def states(submissions: Path, results: Path, dataset: Path) -> list[dict]:
-    """One {submission, prompt_set, state, detail} per submission folder, sorted by folder name."""
-    revision = local_revision(dataset)
-    rows = []
-    for folder in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        rows.append({"submission": folder.name} | _state(folder, results / folder.name / "summary.json", dataset,
-                                                         revision))
-    return rows
+    """One {submission, prompt_set, state, detail} per submission folder, sorted by folder name. Without a readable
+    dataset nothing can be checked: every folder says so (the rest of the site needs no dataset)."""
+    folders = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
+    try:
+        revision = local_revision(dataset)
+        return [{"submission": f.name} | _state(f, results / f.name / "summary.json", dataset, revision)
+                for f in folders]
+    except CultureboardError as exc:
+        return [{"submission": f.name, "prompt_set": None, "state": "not checked",
+                 "detail": f"the dataset {dataset.name} cannot be read: {exc.problem} (fix: {exc.fix})"}
+                for f in folders]
 
 
 def _state(folder: Path, summary_path: Path, dataset: Path, revision: str) -> dict:

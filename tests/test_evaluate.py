@@ -94,7 +94,7 @@ def test_awareness_scores_and_summary(world, tmp_path):
     relevance = scores[scores.metric == "cube.cultural_relevance"]["value"]
     assert relevance.between(0, 1).all()
     prov = s["provenance"]
-    assert prov["family"] == "cube" and prov["metrics"]["cube.faithfulness"] == 1
+    assert prov["family"] == "cube" and prov["metrics"]["cube.faithfulness"] == 2
     assert prov["options"] == {"repetitions": 5, "group_size": 8, "candidates": 5, "mapping": "judge",
                                "retrieve_by": "auto"}
     assert prov["notes"]["cube.cultural_relevance"]["chance"] == pytest.approx(1 / 3)  # three countries
@@ -103,7 +103,7 @@ def test_awareness_scores_and_summary(world, tmp_path):
     assert all(p["revision"].startswith("local:") for p in prov["scorers"])
     assert prov["dataset"]["revision"] == local_revision(world["dataset"]) and prov["device"] == "cpu"
     assert prov["code"]["cultureboard"] and len(prov["submission"]["sha256"]) == 64
-    assert {i["name"]: i["direction"] for i in s["metrics_info"]}["cube.faithfulness"] == "higher"
+    assert {i["name"]: i["direction"] for i in s["metrics_info"]}["cube.faithfulness"] == "none"  # CUBE never relates it to its ratings
 
 
 def test_rerun_uses_the_cache_loads_no_model_and_is_identical(world, tmp_path, monkeypatch):

@@ -304,8 +304,9 @@ def test_evaluate_range_checks_the_seed_and_integer_options(capsys, tmp_path, wo
     code = main([str(a) for a in ["evaluate", world["submission"], "--dataset", world["dataset"], "--scorers",
                                   world["scorers"], "--device", "cpu", "--out", tmp_path / "results", *extra]])
     err = capsys.readouterr().err
-    lines = err.strip().splitlines()
+    lines = without_progress(err)
     assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {named}: ") and "Traceback" not in err, err
+    assert "validating" not in err  # options are checked before any work
     assert not (tmp_path / "results").exists()
 
 

@@ -197,3 +197,11 @@ def test_long_labels_are_cut_in_the_middle():
     shown = [t.text for t in root.iter(f"{NS}text") if t.text and "\u2026" in t.text]
     assert len(shown) == 2 and shown[0] != shown[1] and shown[0].endswith("run-07"), shown
     assert {b.find(f"{NS}title").text.split(":")[0] for b in by_class(root, "rect", "bar")} == set(names)
+
+
+def test_a_gap_plot_of_values_apart_by_rounding_only_draws():
+    from cultureboard.site.plots import gap_svg
+
+    svg = gap_svg([{"model": "IT", "gap": 0.0, "low": 0.0, "high": 1e-17}, {"model": "NG", "gap": -1e-17, "low": None,
+                                                                             "high": None}], "flat gaps")
+    assert svg.startswith("<svg") and "IT" in svg

@@ -85,3 +85,9 @@ def test_the_page_and_its_download(world, tmp_path):
     assert all(name in html for name in world["rows"])
     downloaded = list(csv.DictReader((tmp_path / "data" / "submissions-submissions.csv").open()))
     assert [(r["submission"], r["state"]) for r in downloaded] == [(k, r["state"]) for k, r in world["rows"].items()]
+
+
+def test_without_a_readable_dataset_every_folder_says_it_was_not_checked(world, tmp_path):
+    rows = states(world["submissions"], world["results"], tmp_path)  # an empty folder, not a dataset
+    assert [r["state"] for r in rows] == ["not checked"] * 4
+    assert all("cannot be read" in r["detail"] and "fix:" in r["detail"] for r in rows)

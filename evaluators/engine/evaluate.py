@@ -111,13 +111,13 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
 
 def _preflight(submission: Path, pool: Scorers, options: Mapping | None, overrides: tuple[str, ...]) -> None:
     """Offline, a scorer the run will read whose weights are not on this machine is an error before any work
-    (:meth:`.Scorers.preflight`). A spec too broken to name its prompt set, or bad options, are left to the checks
-    that report them."""
+    (:meth:`.Scorers.preflight`); so are bad options. A spec too broken to name its prompt set is left to
+    validation, which reports it."""
     try:
         family, pspec = family_of(get(read_spec(submission / SUBMISSION_YAML), "prompt_set.name"))
-        chosen = parse_options(family, options, overrides=overrides)
     except (CultureboardError, KeyError, TypeError):
         return
+    chosen = parse_options(family, options, overrides=overrides)
     pool.preflight(scorers_in_use(family, pspec, chosen, pool.registry))
 
 
