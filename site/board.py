@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from cultureboard.evaluators.engine.context import IN_TRAINING
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
 from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
 from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
@@ -214,10 +215,17 @@ class Board:
         return next((g for g in found or () if g.name == REGION_GAP), None)
 
     def entangled(self, result: Result, metric: str) -> list[dict]:
-        """The scorers of ``metric`` whose declared training data overlaps the submission's (``model.training_data``):
-        [{scorer, corpora}], empty when none does or either side declares nothing."""
+        """The scorers of ``metric`` whose declared training data overlaps the submission's (``model.training_data``),
+        and a learned scorer whose own training record holds some of the submission's images (rows flagged
+        :data:`~cultureboard.evaluators.engine.context.IN_TRAINING`: left out of the value, read from the model
+        folder's ``training.json``, not from free text): [{scorer, corpora}], empty when none does."""
         text = result.spec.get("model", {}).get("training_data") if isinstance(result.spec.get("model"), dict) else None
         found = []
+        overall = result.entries.get((metric, "overall", "all")) or {}
+        if n := (overall.get("flags") or {}).get(IN_TRAINING):
+            found.append({"scorer": ", ".join(self.cards[metric]["scorers"]),
+                          "corpora": [f"{n} of this submission's images are in the scorer's own training set "
+                                      "(its training.json): left out of the value"]})
         for scorer in self.cards[metric]["scorers"]:
             declared = entangle.declared(result, scorer, self._training)
             shared = entangle.overlap(declared, text)

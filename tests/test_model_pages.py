@@ -222,3 +222,15 @@ def test_the_built_site_has_one_model_page_with_both_prompt_sets(built):
     assert 'href="../model/lab__alpha__duo-b.html"' in html and 'href="../model/lab__alpha__duo-b/images-1.html"' in html
     for ps in ("duo-a", "duo-b"):
         assert 'href="../models/lab__alpha.html"' in (built / f"model/lab__alpha__{ps}.html").read_text()
+
+
+def test_a_learned_scorers_own_training_images_badge_the_metric_entangled(board):
+    """Rows a learned scorer left out because its training record holds the image (flag IN_TRAINING) badge the
+    metric "entangled" from that record, whatever the model declares as free text."""
+    from cultureboard.evaluators.engine.context import IN_TRAINING
+
+    beta = board.results["lab__beta"]
+    assert board.entangled(beta, CUBE) == []  # nothing declared in common, nothing flagged
+    beta.entries[(CUBE, "overall", "all")]["flags"] = {IN_TRAINING: 3, "unreadable answer": 1}
+    found = board.entangled(beta, CUBE)
+    assert len(found) == 1 and found[0]["scorer"] == "judge" and found[0]["corpora"][0].startswith("3 of this")

@@ -24,6 +24,9 @@ from .scorers import Scorers
 
 #: The prompt fields every score row carries, so results can be sliced without the dataset.
 SLICE_FIELDS = ("country", "continent", "region_group", "category", "subcategory", "era", "level")
+#: The flag of a row a learned scorer did not score because the image (or its artifact) is in the scorer's own
+#: training data (its model folder's record): never averaged; the site badges the metric "entangled" for it.
+IN_TRAINING = "in training set"
 
 
 @dataclass(frozen=True)

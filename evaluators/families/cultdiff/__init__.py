@@ -40,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from ...engine.context import Context, Image, score_row
+from ...engine.context import IN_TRAINING, Context, Image, score_row
 from ...engine.images import ImageSource
 from ...engine.pairwise import SquareResize
 from ...engine.registry import Family, MetricCard, PromptSetSpec, register
@@ -54,7 +54,6 @@ SOURCE = "Bayramli et al., Diffusion Models Through a Global Lens: Are They Cult
 HUMAN = "CultDiff's human image-image similarity score (mean of Q1.1-Q1.4, 1-5)"
 NO_REFERENCE = "no reference photograph"
 NO_ARTIFACT = "the prompt names no artifact"
-IN_TRAINING = "in training set"
 _REFS = ("over the artifact's first K reference photographs r_k (in the reference-photos control, the first K "
          "besides the image's own)")
 
