@@ -245,3 +245,18 @@ def _red_png() -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", (64, 64), "red").save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def test_reference_photos_of_a_prompt_set_without_any_photograph_is_refused(tmp_path, capsys):
+    """Photographs exist for some artifacts, none for this prompt set's: one error line (exit 2), no submission of
+    refusals only."""
+    build(tmp_path / "ds", countries=["ES"], prompt_sets=["cube-awareness", "cultdiff"])  # a CultDiff country
+    cube = sorted({p["artifact_id"] for p in read_prompt_set(tmp_path / "ds", "cube-awareness")})
+    others = {p["artifact_id"] for p in read_prompt_set(tmp_path / "ds", "cultdiff")}
+    synthetic_references(tmp_path / "ds", per_artifact=1, qids=[q for q in cube if q not in others][:1])
+    out = tmp_path / "control__reference-photos__cultdiff"
+    code = main(["make-control", "reference-photos", "--dataset", str(tmp_path / "ds"), "--prompt-set", "cultdiff",
+                 "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: prompt set cultdiff: has no reference photograph")
+    assert not out.exists()

@@ -90,7 +90,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         make = origin.maker(STAND_INS[kind](prompts, prompt_set))
         spec = _spec(kind, dataset, prompt_set, origin.size, named["tag"], origin)
     else:
-        make = _photographs(dataset, size) if kind == REFERENCE_PHOTOS else lambda p, k: _text_image(p["text"], size)
+        make = (_photographs(dataset, size, prompts, prompt_set) if kind == REFERENCE_PHOTOS
+                else lambda p, k: _text_image(p["text"], size))
         spec = _spec(kind, dataset, prompt_set, (size, size), named["tag"])
     rows, written = [], 0
     with atomic_dir(out, kind="submission") as tmp:
@@ -117,12 +118,18 @@ def _file(prompt_id: str, k: int) -> str:
     return f"{IMAGES}/{prompt_id}/{k}.png"
 
 
-def _photographs(dataset: Path, size: int) -> Maker:
-    """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``."""
+def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str) -> Maker:
+    """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``. A prompt
+    set none of whose artifacts has a photograph is refused (a control of nothing but refusals measures nothing)."""
     photos, missing = read_references(dataset)
     if not photos:
         raise CultureboardError(dataset, "has no reference photographs",
                                 "run `cultureboard fetch-references --dataset DIR` first")
+    if not any(photos.get(p.get("artifact_id") or "") for p in prompts):
+        raise CultureboardError(f"prompt set {prompt_set}", "has no reference photograph for any of its artifacts, "
+                                "so the control would hold refusals only",
+                                "run `cultureboard fetch-references --dataset DIR` for its artifacts, or choose a "
+                                "prompt set whose artifacts have photographs", exit_code=2)
 
     def make(p: dict, k: int) -> bytes | str:
         available = photos.get(p.get("artifact_id") or "", [])
