@@ -961,3 +961,13 @@ def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
     with pytest.raises(CultureboardError, match="has none of validity.json, correlations.json"):
         build_site(world["results"], world["dataset"], world["submissions"], tmp_path / "out", ratings=tmp_path)
     assert not (tmp_path / "out").exists()
+
+
+def test_every_page_links_the_trust_page_and_metric_pages_say_why_their_direction(world):
+    site = world["site"]
+    for page in (Page(site / "index.html"), Page(site / "country" / "IT.html")):
+        assert any(t == "a" and a.get("href", "").endswith("trust.html") for t, a in page.tags)
+    metric = Page(site / "metric" / f"{family_of('cure-ladder')[0].primary('cure-ladder')}.html")
+    assert any(t == "a" and a.get("href", "").endswith("trust.html") for t, a in metric.tags)
+    card = family_of("cure-ladder")[0].card(family_of("cure-ladder")[0].primary("cure-ladder"))
+    assert html.escape(card.direction_evidence[:40], quote=False) in (site / "metric" / f"{card.name}.html").read_text()
