@@ -23,6 +23,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from cultureboard.evaluators.results.stats import goodness
 from cultureboard.evaluators.submission.format import model_key
 
 from .board import Board, Group
@@ -144,8 +145,7 @@ def _means(group: Group, metric: str, card: dict):
     frame = pd.DataFrame(per_model).T.sort_index(axis=1)
     prompt_countries = countries.reindex(frame.columns).astype(object)
     values = frame.to_numpy(float)
-    direction = card["direction"]
-    signed = values if direction == "higher" else -values if direction == "lower" else -np.abs(values - card["target"])
+    signed = goodness(values, card["direction"], card.get("target"))
     return list(frame.index), signed, prompt_countries.where(prompt_countries.notna(), None).to_numpy(object)
 
 

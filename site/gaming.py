@@ -3,7 +3,7 @@ tops them (the metric is then badged "gameable").
 
 A control submission (``control:`` in submission.yaml) is never ranked. :func:`standings` places its value among
 the values of the ranked submissions of its comparability group, compared by the card's direction through
-:func:`goodness` (larger is better):
+:func:`~cultureboard.evaluators.results.stats.goodness` (larger is better):
 
 - ``higher``: g(v) = v; ``lower``: g(v) = -v; ``target``: g(v) = -|v - target| (closer to the target is better);
   ``none``: descriptive, never placed and never badged.
@@ -19,6 +19,8 @@ the values of the ranked submissions of its comparability group, compared by the
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from cultureboard.evaluators.results.stats import goodness
 
 from .names import MIN_PROMPTS
 
@@ -53,31 +55,20 @@ class Standing:
                 f"would rank {self.rank} of {self.models + 1}")
 
 
-def goodness(direction: str, target: float | None, value: float) -> float:
-    """``value`` on a scale where larger is better, by the card's direction (see the module docstring)."""
-    if direction == "higher":
-        return value
-    if direction == "lower":
-        return -value
-    if direction == "target":
-        return -abs(value - target)
-    raise ValueError(f"direction {direction!r} has no order")
-
-
 def standings(card: dict, models: list[float | None], controls: list[tuple[str, str, float | None]]) -> list[Standing]:
     """Where each control ``(submission id, kind, value)`` lands among the ``models``' values on the metric of
     ``card`` (its ``direction`` and ``target``); values that are None are left out. Nothing for a descriptive
     metric (direction ``none``) or when no model has a value."""
     if card["direction"] == "none":
         return []
-    scored = [goodness(card["direction"], card.get("target"), v) for v in models if v is not None]
+    scored = list(goodness([v for v in models if v is not None], card["direction"], card.get("target")))
     if not scored:
         return []
     out = []
     for sid, kind, value in controls:
         if value is None:
             continue
-        g = goodness(card["direction"], card.get("target"), value)
+        g = float(goodness([value], card["direction"], card.get("target"))[0])
         out.append(Standing(sid, kind, value, beats=sum(g > m for m in scored), models=len(scored),
                             rank=1 + sum(m > g for m in scored)))
     return out

@@ -7,8 +7,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from cultureboard.site.gaming import CHEATS, badge, goodness, group_standings, marks, standings
+from cultureboard.evaluators.results.stats import goodness as goodness_of
+from cultureboard.site.gaming import CHEATS, badge, group_standings, marks, standings
 from cultureboard.site.names import MIN_PROMPTS
+
+
+def goodness(direction, target, value):
+    """The site's one orientation rule (stats.goodness) for one value."""
+    return float(goodness_of([value], direction, target)[0])
+
 
 MODELS = [0.2, 0.5, 0.8]
 
