@@ -86,7 +86,7 @@ def test_divergences_target_zero_as_cure_ranks_them(cards, rho):
     assert len(deltas) == 6
     for name in deltas:
         card = cards[name]
-        assert (card.direction, card.target, card.version) == ("target", 0.0, 2), name
+        assert (card.direction, card.target, card.version) == ("target", 0.0, 3), name
         assert quote in card.direction_evidence and "E.1" in card.direction_evidence
         values = table1(rho, name, "phi*_PS")
         assert values[0] < 0 and values[1] < 0 and values[2] >= 0  # "negative where it works, not on SD 1.5"

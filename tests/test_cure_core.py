@@ -54,14 +54,20 @@ def test_phi_set_is_the_mean_over_seeds_and_order_free():
 def test_ps_delta_signed():
     c = np.array([[1.0, 0.0], [1.0, 0.0]])  # the category's images all point along e1
     n = np.array([[0.0, 1.0]])  # I(n): orthogonal to I(c) -> phi_PS(n) = 0
+
+    def delta(a, n_):
+        return core.ps_delta(np.asarray(a), [c] * len(a), np.asarray(n_), [c] * len(n_))
+
     # equal embeddings: exactly 0
-    assert core.ps_delta(n, n, c) == 0.0
+    assert delta(n, n) == 0.0
     # moving I(n,c) towards the category -> positive: phi(I(a)) = R, phi(I(n)) = 0
-    assert core.ps_delta([unit(1, 1)], n, c) == pytest.approx(R)
+    assert delta([unit(1, 1)], n) == pytest.approx(R)
     # and away from it -> negative, kept with its sign: phi = -R
-    assert core.ps_delta([unit(-1, 1)], n, c) == pytest.approx(-R)
+    assert delta([unit(-1, 1)], n) == pytest.approx(-R)
     # argument order matters: Delta(a) = phi(a) - phi(n)
-    assert core.ps_delta(n, [unit(1, 1)], c) == pytest.approx(-R)
+    assert delta(n, [unit(1, 1)]) == pytest.approx(-R)
+    # each image reads its own set: I(a)'s image compared with e2 alone, I(n)'s with e1 alone -> 1 - 0
+    assert core.ps_delta(n, [np.array([[0.0, 1.0]])], n, [c]) == pytest.approx(1.0)
 
 
 def test_phi_ita_by_hand():

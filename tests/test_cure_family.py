@@ -373,9 +373,36 @@ def test_reference_photos_control_leaves_each_photograph_out_of_its_own_referenc
         assert row["value"] == pytest.approx(leave_one_out, abs=1e-5)
         assert row["value"] < float(np.mean(x @ g.T)) - 1e-3 and row["value"] < 1  # the self-matches are gone
         assert json.loads(row["detail"])["left_out"] == "each image's own photograph (leave-one-out)"
-    assert metric_cards()["cure.gt"].version == 2 and metric_cards()["cure.ps"].version == 1
+    assert metric_cards()["cure.gt"].version == 2 and metric_cards()["cure.ps"].version == 2
     # a model's images are compared with every photograph (the world's own check): no detail of leaving out
     assert "left_out" not in json.loads(value(world["scores"], "cure.gt", JIAOZI)["detail"])
+
+
+def test_an_image_is_never_compared_with_its_own_copy_in_the_category_images(world):
+    """The category-images cheat answers P(n) with copies of P(c)'s images (same pixels, re-encoded: other bytes):
+    each copy is compared with the other category images only (hand-computed here), so the self-match of cosine 1
+    adds nothing."""
+    from cultureboard.evaluators.submission.controls import make_control
+
+    control = Path(make_control("category-images", world["dataset"], "cure-ladder",
+                                world["root"] / "controls" / "control__category-images",
+                                source=world["submission"])["out"])
+    out = evaluate(control, world["dataset"], world["root"] / "results", scorers=world["scorers"], device="cpu",
+                   cache=world["root"] / "cache", n_boot=100)
+    scores = pq.read_table(out / "scores.parquet").to_pandas()
+    prompts = read_prompt_set(world["dataset"], "cure-ladder")
+    [pn] = [p for p in prompts if ladder_id(p) == JIAOZI and p["level"] == "n"]
+    [pc] = [p for p in prompts if p["level"] == "c" and p["subcategory"] == "dumpling"]
+    n_files = [control / f"images/{pn['prompt_id']}/{k}.png" for k in range(SEEDS)]
+    c_files = [world["submission"] / f"images/{pc['prompt_id']}/{k}.png" for k in range(CATEGORY_IMAGES)]
+    pixels = {f: Image.open(f).convert("RGB").tobytes() for f in n_files + c_files}
+    assert {pixels[f] for f in n_files} <= {pixels[f] for f in c_files}  # the cheat's images are the category's
+    scorer = load_scorer(cure.IMAGE_ENCODERS[""], config=world["scorers"], device="cpu")
+    x, c = (scorer.embed_images([Image.open(f) for f in files]) for files in (n_files, c_files))
+    without_self = np.mean([np.mean([x[i] @ c[j] for j in range(CATEGORY_IMAGES) if pixels[c_files[j]] != pixels[n_files[i]]])
+                            for i in range(SEEDS)])
+    assert value(scores, "cure.ps", JIAOZI)["value"] == pytest.approx(float(without_self), abs=1e-5)
+    assert value(scores, "cure.ps", JIAOZI)["value"] < float(np.mean(x @ c.T)) - 1e-3  # the self-matches are gone
 
 
 def test_leave_one_out_picks_the_photograph_of_the_sample_and_flags_a_lone_one(world):

@@ -138,13 +138,16 @@ def _ps_cards(rho: dict, suffix: str, scorer: str) -> list[MetricCard]:
               "unit": "ladder", "proxy_for": _PROXY_PS}
     cards = [
         MetricCard(f"cure.ps{suffix}", title=f"Perceptual similarity to the category, {enc} (phi_PS(n))",
-                   formula="(1/N) sum_i sim(I(n)_i, I(c))", direction="higher", range="[-1, 1]",
+                   formula="(1/N) sum_i sim(I(n)_i, I(c) less any copy of I(n)_i)", direction="higher",
+                   range="[-1, 1]",
                    validity=_evidence(table1("cure.ps"), "phi*_PS", "CuRe Table 1"),
                    direction_evidence=positive("cure.ps"), cluster=PS_CLUSTER,
                    description=f"How much the images of the artifact's name look like the model's generic images "
                                f"of its category, by {enc} image embeddings; needs no ground truth. Every ladder of "
                                "a category reads the same category images, so its interval resamples categories "
-                               "first.", **common),
+                               "first.",
+                   # version 2: an image is never compared with a copy of itself in I(c)
+                   **(common | {"version": 2})),
         MetricCard(f"cure.gt{suffix}", title=f"Similarity to reference photographs, {enc} (phi_GT(n))",
                    formula="(1/N) sum_i sim(I(n)_i, G_i), G_i = the artifact's reference photographs (in the "
                            "reference-photos control, all but image i's own: leave-one-out)",
@@ -162,7 +165,8 @@ def _ps_cards(rho: dict, suffix: str, scorer: str) -> list[MetricCard]:
         values = table1(metric)
         cards.append(MetricCard(
             f"{metric}{suffix}", title=f"Perceptual-similarity divergence P(n) -> P({level}), {enc}",
-            formula=f"(1/N) sum_i sim(I({level})_i, I(c)) - (1/N) sum_i sim(I(n)_i, I(c)); ranked by |value - 0|",
+            formula=f"(1/N) sum_i sim(I({level})_i, I(c)) - (1/N) sum_i sim(I(n)_i, I(c)), each image's I(c) less any "
+                    "copy of it (cosine >= 0.9999); ranked by |value - 0|",
             direction="target", target=0.0, range="[-2, 2]", validity=_evidence(values, "phi*_PS", "CuRe Table 1"),
             direction_evidence=(
                 "CuRe appendix E.1, the ranking rule of Table 8's divergence column: 'As this scorer is a divergence, "
@@ -175,8 +179,9 @@ def _ps_cards(rho: dict, suffix: str, scorer: str) -> list[MetricCard]:
                         "the artifact (head); large: it did not (long tail). Ranked by the distance from zero, as "
                         "CuRe ranks it; the signed value is kept. Every ladder of a category reads the same "
                         "category images, so its interval resamples categories first.",
-            # version 2: ranked by |value| (CuRe E.1), no longer by the signed value
-            **(common | {"version": 2})))
+            # version 2: ranked by |value| (CuRe E.1), no longer by the signed value; version 3: an image is never
+            # compared with a copy of itself in I(c)
+            **(common | {"version": 3})))
     return cards
 
 
@@ -385,16 +390,41 @@ def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no
             for metric in ("cure.ps", "cure.ps_delta.c", "cure.ps_delta.cr"):
                 out.add(f"{metric}{suffix}", None, detail, flag)
             continue
-        c = _vectors(emb, cat_images)
-        levels = {lvl: core.phi_set(v, c, reduction) for lvl, v in x.items() if len(v)}
+        kept = {lvl: _without_copies(emb, ims, cat_images) for lvl, ims in ladder.images.items() if ims}
+        levels = {lvl: core.phi_sets(*pair, reduction) if len(pair[0]) else None for lvl, pair in kept.items()}
+        if levels["n"] is None:
+            for metric in ("cure.ps", "cure.ps_delta.c", "cure.ps_delta.cr"):
+                out.add(f"{metric}{suffix}", None, detail, "every category image is a copy of an image of P(n)")
+            continue
         out.add(f"cure.ps{suffix}", levels["n"], {**detail, "levels": levels})
         for level, key in (("n,c", "c"), ("n,c,r", "cr")):
             metric = f"cure.ps_delta.{key}{suffix}"
-            if level in levels:
-                out.add(metric, core.ps_delta(x[level], x["n"], c, reduction),
-                        {**detail, "images": n_images + len(x[level])})
+            if levels.get(level) is not None:
+                out.add(metric, core.ps_delta(*kept[level], *kept["n"], reduction),
+                        {**detail, "images": n_images + len(kept[level][0])})
             else:
-                out.add(metric, None, detail, _missing(f"P({level})", ladder.refused[level]))
+                out.add(metric, None, detail, _missing(f"P({level})", ladder.refused[level]) if level not in levels
+                        else f"every category image is a copy of an image of P({level})")
+
+
+#: Two embeddings at least this close (cosine) are one picture, whatever their files' bytes (a copy re-encoded).
+SAME_PICTURE = 0.9999
+
+
+def _without_copies(emb: dict, images: list[Image], category: list[Image]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The embeddings of ``images`` and, for each, the category's images I(c) less any copy of it (cosine of the
+    embeddings >= :data:`SAME_PICTURE`): an image is never compared with itself, so a ladder answered with its
+    category's own images (the category-images control, or a model that copies them) gains nothing from the copy.
+    Images left with no category image are dropped."""
+    c = _vectors(emb, category)
+    x, sets = [], []
+    for im in images:
+        v = emb[im.sha256]
+        others = c[c @ v < SAME_PICTURE * np.linalg.norm(v) * np.linalg.norm(c, axis=1)]
+        if len(others):
+            x.append(v)
+            sets.append(others)
+    return np.asarray(x), sets
 
 
 def _phi_references(ctx: Context, ref_emb: dict, x: np.ndarray, images: list[Image], reduction: str) -> float | None:

@@ -64,12 +64,14 @@ def phi_sets(x: np.ndarray, sets: list[np.ndarray], reduction: str = "mean_pairw
     return float(np.mean([set_similarity(row, s, reduction)[0] for row, s in zip(x, sets)]))
 
 
-def ps_delta(x_a: np.ndarray, x_n: np.ndarray, category: np.ndarray, reduction: str = "mean_pairwise") -> float:
-    """Delta phi_PS(a) = phi_PS(a) - phi_PS(n) = phi(I(a), I(c)) - phi(I(n), I(c)).
+def ps_delta(x_a: np.ndarray, sets_a: list[np.ndarray], x_n: np.ndarray, sets_n: list[np.ndarray],
+             reduction: str = "mean_pairwise") -> float:
+    """Delta phi_PS(a) = phi_PS(a) - phi_PS(n) = phi(I(a), I(c)) - phi(I(n), I(c)), each image with its own copy of
+    the category's images I(c) (``sets_a[i]`` for ``x_a[i]``: the family leaves out copies of it).
 
     Positive when adding attributes moved the images towards the category's generic images; CuRe finds it
     anti-correlated with human judgements and ranks it by its distance from zero (appendix E.1)."""
-    return phi_set(x_a, category, reduction) - phi_set(x_n, category, reduction)
+    return phi_sets(x_a, sets_a, reduction) - phi_sets(x_n, sets_n, reduction)
 
 
 def phi_ita(x_n: np.ndarray, t_n: np.ndarray, t_a: np.ndarray) -> tuple[float, float, float]:
