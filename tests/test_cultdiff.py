@@ -295,9 +295,10 @@ def test_countries_a_model_under_represents_are_gaps_to_its_own_mean(world):
     for row in (g for g in gaps if g["metric"] == "cultdiff.dino" and g["kind"] == "country"):
         assert row["value"] == pytest.approx(dino[dino.country == row["name"]]["value"].mean() - overall)
         assert row["low"] <= row["value"] <= row["high"]
-        assert row["under_represented"] == (row["high"] < 0)
+        assert row["under_represented"] == (row["p_adjusted"] < 0.05 and row["value"] < 0)  # BH q, worse side
     lpips = [g for g in gaps if g["metric"] == "cultdiff.lpips" and g["kind"] == "country"]
-    assert lpips and all(g["direction"] == "lower" and g["under_represented"] == (g["low"] > 0) for g in lpips)
+    assert lpips and all(g["direction"] == "lower" and g["under_represented"] == (g["p_adjusted"] < 0.05 and g["value"] > 0)
+                         for g in lpips)
 
 
 def test_under_and_over_represented_countries_on_both_sides(tmp_path):

@@ -114,27 +114,18 @@ def test_disparity_from_per_image_scores():
     assert {r["metric"] for r in found.values()} == {"m"}
 
 
-def test_worse_side_follows_the_direction_and_never_marks_an_untested_gap():
-    from cultureboard.evaluators.results.disparity import worse_side
-
-    assert worse_side(-0.3, -0.1, "higher") and not worse_side(-0.3, 0.1, "higher")
-    assert worse_side(0.1, 0.3, "lower") and not worse_side(-0.1, 0.3, "lower")
-    assert not worse_side(-0.3, -0.1, "lower") and not worse_side(0.1, 0.3, "higher")
-    assert not worse_side(float("nan"), float("nan"), "higher") and not worse_side(-0.3, -0.1, "none")
-
-
 def test_badges_use_the_bh_q_not_the_marginal_ci():
     """20 countries x 6 prompts, all drawn from one distribution (no country is served worse): the marginal 95% CIs
     of two gaps lie below zero by chance, so CI-based badges would mark them; the Benjamini-Hochberg q over the
     model's gaps marks none. A country made truly worse is marked either way; target and descriptive metrics never
     are, and the better side never is."""
-    from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented, worse_side
+    from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented
 
     rng = np.random.default_rng(7)
     countries = [f"C{i:02d}" for i in range(20) for _ in range(6)]
     means = rng.normal(0.5, 0.1, len(countries))
     found = gaps(means, countries, n_boot=1000, seed=0)
-    marginal = [g.name for g in found if g.kind == "country" and worse_side(g.low, g.high, "higher")]
+    marginal = [g.name for g in found if g.kind == "country" and g.high < 0]  # CIs wholly below zero
     assert marginal == ["C03", "C16"]
     assert not [g.name for g in found if under_represented(g.kind, g.value, g.p_adjusted, "higher")]
     worse = np.where(np.array(countries) == "C05", means - 0.3, means)

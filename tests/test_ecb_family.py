@@ -424,7 +424,7 @@ def test_country_gaps_badge_the_worse_side_of_each_card():
     """An under-represented (KR: lower values) and an over-represented (US: higher values) country planted among
     chain values: a higher-is-better ECB card badges KR only, a lower-is-better one would badge US only, and a
     descriptive card (DreamSim, the all-step means) badges none."""
-    from cultureboard.evaluators.results.disparity import gaps, worse_side
+    from cultureboard.evaluators.results.disparity import gaps, under_represented
 
     spread = np.linspace(-0.1, 0.1, 8)  # the same within-country spread, mean 0: KE and NG sit at the mean
     countries = [c for c in ("KE", "KR", "NG", "US") for _ in spread]
@@ -435,8 +435,9 @@ def test_country_gaps_badge_the_worse_side_of_each_card():
     family, _ = family_of("ecb")
     expected = {"higher": {"KR"}, "lower": {"US"}, "none": set()}
     for card in family.metrics:
-        assert {c for c, g in found.items() if worse_side(g.low, g.high, card.direction)} == expected[card.direction]
-    assert {c for c, g in found.items() if worse_side(g.low, g.high, "lower")} == {"US"}
+        badged = {c for c, g in found.items() if under_represented(g.kind, g.value, g.p_adjusted, card.direction)}
+        assert badged == expected[card.direction]
+    assert {c for c, g in found.items() if under_represented(g.kind, g.value, g.p_adjusted, "lower")} == {"US"}
     assert {family.card(m).direction for m in ("ecb.culture.accuracy_last", "ecb.dreamsim.base")} == {"higher", "none"}
 
 

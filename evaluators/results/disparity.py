@@ -111,13 +111,6 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
             for (kind, name, value, _, n, _), (low, high), p_i, q in zip(found, intervals, p, adjusted)]
 
 
-def worse_side(low: float, high: float, direction: str) -> bool:
-    """Whether a gap's whole CI [low, high] lies on the worse side of zero for a metric whose ``direction`` is
-    "higher" or "lower" is better (a country the model under-represents); never for an untested gap (NaN CI) or
-    a descriptive metric."""
-    return bool(high < 0) if direction == "higher" else bool(low > 0) if direction == "lower" else False
-
-
 def under_represented(kind: str, value: float, q: float, direction: str) -> bool:
     """Whether a gap marks a country the model serves worse than its own average: a country gap whose
     Benjamini-Hochberg q (over the model's gaps of the metric) is below :data:`SIGNIFICANT` and whose value lies

@@ -5,9 +5,9 @@
   prompts, n, coverage, flags);
 * :func:`underrepresented` -- per metric, each country's gap to the model's own mean over all its prompts, with a
   paired stratified bootstrap CI and Benjamini-Hochberg adjusted p-value (``results.disparity``); a country is
-  ``under_represented`` when the whole CI lies on the worse side of zero (below it for a similarity, above it for
-  a distance). The site's model page marks the same countries (``site.board.Board.under_represented``, on the
-  same per-prompt gaps of ``results.disparity``).
+  ``under_represented`` by the one rule the site uses (``results.disparity.under_represented``): its BH q is
+  below 0.05 and its gap lies on the worse side of zero (below it for a similarity, above it for a distance).
+  The site's model page marks the same countries (``site.board.Board.under_represented``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from cultureboard.errors import CultureboardError
 
-from ...results.disparity import disparity, worse_side
+from ...results.disparity import disparity, under_represented
 
 CELL = "country_x_category"
 
@@ -55,6 +55,6 @@ def underrepresented(results: str | Path, n_boot: int = 1000, level: float = 0.9
     out = []
     for row in rows:
         direction = directions[row["metric"]]
-        out.append({**row, "direction": direction, "under_represented":
-                    row["kind"] == "country" and worse_side(row["low"], row["high"], direction)})
+        out.append({**row, "direction": direction,
+                    "under_represented": under_represented(row["kind"], row["value"], row["p_adjusted"], direction)})
     return out
