@@ -1,5 +1,5 @@
 """Disparity gaps (evaluators/results/disparity.py): country minus global mean and Global North minus Global South,
-with a paired, stratified bootstrap over prompts, bootstrap p-values and Benjamini-Hochberg."""
+with a paired, stratified bootstrap over prompts, permutation p-values and Benjamini-Hochberg."""
 
 from __future__ import annotations
 
@@ -27,9 +27,12 @@ def test_hand_computed_gaps_and_intervals():
     # Gap A = M_A - (2 M_A + 4) / 6 in {2/3, 4/3, 2}; GN - GS = M_A - 1 in {1, 2, 3}.
     assert (found["A"].low, found["A"].high) == pytest.approx((2 / 3, 2))
     assert (found[REGION_GAP].low, found[REGION_GAP].high) == pytest.approx((1, 3))
-    # every replicate on one side of 0: the smallest p, 2 / (B + 1); BH over the two tested gaps: q = 2p / 2
-    for name in ("A", REGION_GAP):
-        assert found[name].p == pytest.approx(2 / 2001) and found[name].p_adjusted == pytest.approx(2 / 2001)
+    # permutation p: A's gap is as large as observed only when the shuffle gives A the prompts 2 and 4, 1 of the
+    # C(6, 2) = 15 equally likely pairs, so p -> 1/15 (binomial sd of the estimate at B = 2000: 0.0056); the
+    # regions' labels have two arrangements among two countries, each as extreme: p = 1 exactly
+    assert found["A"].p == pytest.approx(1 / 15, abs=0.02) and found[REGION_GAP].p == 1.0
+    # BH over the two tested gaps: q_A = 2 p_A / 1 (rank 1), q_region = 1
+    assert found["A"].p_adjusted == pytest.approx(2 * found["A"].p) and found[REGION_GAP].p_adjusted == 1.0
     # B's four prompts are equal: no within-country spread, so its gap is untested (value kept, no CI, no p)
     assert np.isnan([found["B"].low, found["B"].high, found["B"].p, found["B"].p_adjusted]).all()
 
@@ -138,3 +141,32 @@ def test_badges_use_the_bh_q_not_the_marginal_ci():
         assert not any(under_represented(c05.kind, s * c05.value, c05.p_adjusted, direction) for s in (1, -1))
     assert not under_represented("region_group", c05.value, c05.p_adjusted, "higher")
     assert not under_represented("country", -1.0, float("nan"), "higher")  # untested
+
+
+def test_permutation_p_values_hold_the_false_discovery_rate_at_six_prompts_a_country():
+    """The bootstrap p of a mean over 6 prompts was too small (4 of 10 null worlds of 20 countries badged one); the
+    permutation p is exact: across 40 null worlds (every country drawn from one distribution) BH at 0.05 finds a
+    country in at most 2 (the expected number under the null is at most 40 x 0.05 = 2)."""
+    from cultureboard.evaluators.results.disparity import SIGNIFICANT
+
+    worlds_with_a_finding = 0
+    countries = [f"C{i:02d}" for i in range(20) for _ in range(6)]
+    for seed in range(40):
+        means = np.random.default_rng(100 + seed).normal(0.5, 0.1, len(countries))
+        found = gaps(means, countries, n_boot=400, seed=seed)
+        worlds_with_a_finding += any(g.p_adjusted < SIGNIFICANT for g in found)
+    assert worlds_with_a_finding <= 2
+
+
+def test_permutation_p_hand_computed():
+    from cultureboard.evaluators.results.disparity import permutation_p, shuffled_means
+
+    null = np.array([[0.5, -1.0], [-2.0, 0.1], [0.2, 3.0]])
+    # column 0, observed 1: |-2| >= 1 once -> (1 + 1) / 4; column 1, observed -1: |-1| and |3| -> (1 + 2) / 4
+    assert permutation_p(null, [1.0, -1.0]).tolist() == [0.5, 0.75]
+    # shuffling keeps each label's count: label means of a permutation of [1, 2, 3, 4] with labels [0, 0, 1, 1]
+    means = shuffled_means(np.array([1.0, 2.0, 3.0, 4.0]), np.array([0, 0, 1, 1]), 2, 50, np.random.default_rng(0))
+    assert means.shape == (50, 2) and np.allclose(means.sum(axis=1), 5.0)  # the two halves' means add to 10 / 2
+    assert {tuple(r) for r in means} <= {(1.5, 3.5), (2.0, 3.0), (2.5, 2.5), (3.0, 2.0), (3.5, 1.5)}
+    weighted = shuffled_means(np.array([1.0, 3.0]), np.array([0, 1]), 2, 20, np.random.default_rng(0), np.array([1.0, 3.0]))
+    assert {tuple(r) for r in weighted} == {(1.0, 3.0), (3.0, 1.0)}

@@ -68,7 +68,7 @@ def world(tmp_path_factory, tiny_scorers):
 
 def rebuild(world, tmp_path: Path, edit=None, scores=None, **options) -> Path:
     """Build again from a copy of the results, ``edit(id, summary)`` applied to each summary and
-    ``scores(id, frame)`` to each scores table (in place); the earlier site is copied first, so its thumbnails
+    ``scores(id, frame)`` to each scores table (it returns the table to write); the earlier site is copied first, so its thumbnails
     are reused."""
     results = tmp_path / "results"
     shutil.copytree(world["results"], results)
@@ -80,7 +80,7 @@ def rebuild(world, tmp_path: Path, edit=None, scores=None, **options) -> Path:
         if scores:
             table = pq.read_table(folder / "scores.parquet")
             frame = table.to_pandas()
-            scores(folder.name, frame)
+            frame = scores(folder.name, frame)
             pq.write_table(pa.Table.from_pandas(frame, schema=table.schema, preserve_index=False),
                            folder / "scores.parquet")
     site = tmp_path / "site"
@@ -586,7 +586,8 @@ def test_model_page_marks_under_represented_countries_by_the_bh_q(world, tmp_pat
     """CultDiff's model ranks countries by their gap to its own mean: the model page marks, for each metric it
     shows, exactly the gaps of cultdiff.leaderboard.underrepresented's rows that disparity.under_represented
     calls served worse (Benjamini-Hochberg q < 0.05 on the worse side: below zero for a similarity, above it for
-    a distance). The six prompts are spread over three countries here, Italy's made worse on every metric."""
+    a distance). The six prompts are spread over three countries here and copied four times (8 prompts a country),
+    Italy's made worse on every metric."""
     from cultureboard.evaluators.families.cultdiff.leaderboard import underrepresented
     from cultureboard.evaluators.results.disparity import under_represented
 
@@ -596,14 +597,18 @@ def test_model_page_marks_under_represented_countries_by_the_bh_q(world, tmp_pat
 
     def spread_countries(s, frame):
         if s != sid:
-            return
+            return frame
         prompts = sorted(frame["prompt_id"].unique())
         assert len(prompts) == 6
         place = {p: c for p, c in zip(prompts, ["IT", "IT", "NG", "NG", "ES", "ES"])}
-        frame["country"] = frame["prompt_id"].map(place)
+        # four copies of each prompt, 8 a country: with 2 no permutation p can reach q < 0.05 (1 in C(6, 2) = 15)
+        frame = pd.concat([frame.assign(prompt_id=frame["prompt_id"] + f"~{k}", unit_id=frame["unit_id"] + f"~{k}",
+                                        value=frame["value"] + 0.01 * k) for k in range(4)], ignore_index=True)
+        frame["country"] = frame["prompt_id"].str.split("~").str[0].map(place)
         frame["region_group"] = frame["country"].map({"IT": "GN", "NG": "GS", "ES": "GN"})
         worse = frame["metric"].map({m: 0.6 if d == "lower" else -0.6 for m, d in directions.items()})
         frame["value"] = frame["value"] + worse.where(frame["country"] == "IT", 0.0)
+        return frame
 
     site = rebuild(world, tmp_path, scores=spread_countries)
     settings = summary["provenance"]["settings"]
@@ -679,6 +684,7 @@ def test_explanations_show_the_edit_instruction_whole_and_matches_readably(world
             frame.loc[rows, "detail"] = json.dumps({**lists, "edit_instruction": instruction})
             # the image's other rows (ALIGN's and HAL's own lists) left out: the cell shows this explanation alone
             frame.loc[(frame["file_name"] == first) & ~rows, "detail"] = None
+        return frame
 
     site = rebuild(world, tmp_path, scores=explained)
     sha = next(im["sha256"] for im in images if im["file_name"] == first)

@@ -12,9 +12,14 @@ Global North and Global South countries:
 Each gap gets a paired, stratified percentile bootstrap: every replicate redraws, within each country, as
 many prompts as it has (``stats.resample_indices``), and computes all the means from those same draws, so the
 country and the global mean (or the two region means) move together as they do in the data; the number of
-prompts per country stays fixed, so every replicate has every country. The p-value is the two-sided bootstrap
-p of "gap = 0" (``stats.bootstrap_p_value``), and ``p_adjusted`` is Benjamini-Hochberg over the gaps returned
-together (one family per model and metric: the country gaps and the GN - GS gap).
+prompts per country stays fixed, so every replicate has every country. The p-value of "gap = 0" is a two-sided
+permutation p (:func:`permutation_p`): a country's gap against the gaps of the same number of prompts drawn at
+random from all of them (its labels shuffled among the prompts); the GN - GS gap against the gaps of the region
+labels shuffled among the countries (a country's prompts share its culture, so they move together). A bootstrap
+p of a mean over the 5-10 prompts a country has is too small (percentile intervals undercover at such n: in 10
+null worlds of 20 countries x 6 prompts, 4 badged a country); a permutation p is exact under the null whatever n.
+``p_adjusted`` is Benjamini-Hochberg over the gaps returned together (one family per model and metric: the
+country gaps and the GN - GS gap).
 
 Untested gaps: a stratum of one prompt, or of prompts with equal means, is redrawn as itself in every replicate,
 so the bootstrap sees no uncertainty in it and would give a zero-width interval and the smallest p. A country
@@ -34,7 +39,7 @@ import pandas as pd
 
 from cultureboard.countries import load_countries
 
-from .stats import benjamini_hochberg, bootstrap_p_value, percentile_interval, resample_indices
+from .stats import benjamini_hochberg, percentile_interval, resample_indices
 
 REGION_GAP = "GN-GS"
 #: Benjamini-Hochberg q below which a gap is called significant (the under-represented badge, "served worse").
@@ -105,7 +110,14 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
                       np.ptp(gap_reps) > 0))
     untested = (np.nan, np.nan)
     intervals = [percentile_interval(r, level) if tested else untested for *_, r, _, tested in found]
-    p = [bootstrap_p_value(r) if tested else np.nan for *_, r, _, tested in found]
+    # permutation p-values (module docstring): prompts' countries shuffled; countries' region groups shuffled
+    null = shuffled_means(means, np.searchsorted(names, countries), len(names), n_boot, rng) - everything[0]
+    p = list(permutation_p(null, [value for _, _, value, *_ in found[:len(names)]]))
+    if len(found) > len(names):
+        members = north | south
+        null = shuffled_means(point[members], north[members].astype(int), 2, n_boot, rng, counts[members])
+        p.append(float(permutation_p(null[:, 1] - null[:, 0], found[-1][2])))
+    p = [p_i if tested else np.nan for p_i, (*_, tested) in zip(p, found)]
     adjusted = benjamini_hochberg(p)
     return [Gap(kind, name, float(value), low, high, p_i, float(q), n)
             for (kind, name, value, _, n, _), (low, high), p_i, q in zip(found, intervals, p, adjusted)]
@@ -142,3 +154,23 @@ def disparity(scores: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, see
             out.append({"metric": metric, **gap._asdict(),
                         "n_prompts_without_country": len(per_prompt) - len(known)})
     return out
+
+
+
+def shuffled_means(values: np.ndarray, labels: np.ndarray, n_labels: int, n_perm: int, rng: np.random.Generator,
+                   weights: np.ndarray | None = None) -> np.ndarray:
+    """(n_perm, n_labels): each label's weighted mean of ``values`` after each of ``n_perm`` random shuffles of
+    ``labels`` (integers 0..n_labels-1, one per value; ``weights`` per value, default 1): the permutation null."""
+    values = np.asarray(values, dtype=float)
+    weights = np.ones(len(values)) if weights is None else np.asarray(weights, dtype=float)
+    bins = (rng.permuted(np.tile(labels, (n_perm, 1)), axis=1) + n_labels * np.arange(n_perm)[:, None]).ravel()
+    sums = np.bincount(bins, np.tile(values * weights, n_perm), n_labels * n_perm)
+    totals = np.bincount(bins, np.tile(weights, n_perm), n_labels * n_perm)
+    return (sums / totals).reshape(n_perm, n_labels)
+
+
+def permutation_p(null: np.ndarray, observed: Sequence[float] | float) -> np.ndarray:
+    r"""Two-sided permutation p of each statistic (a column of ``null``, B rows): :math:`(1 + \#\{b :
+    |t^{(b)}| \ge |t|\}) / (B + 1)` for the observed value t; the smallest p is 1/(B + 1)."""
+    extreme = np.abs(null) >= np.abs(np.asarray(observed, dtype=float)) - 1e-12
+    return (1 + extreme.sum(axis=0)) / (len(null) + 1)

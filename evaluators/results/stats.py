@@ -3,7 +3,7 @@
 * :func:`bootstrap_ci` -- percentile bootstrap over prompts of the mean of per-prompt means;
 * :func:`cluster_bootstrap_ci` -- the same mean with a two-stage bootstrap (clusters of prompts, then prompts);
 * :func:`resample_indices`, :func:`percentile_interval`, :func:`bootstrap_p_value` -- the one bootstrap
-  machinery (draws, interval, p-value) that every bootstrap here and in ``disparity`` and ``trust`` uses;
+  machinery (draws, interval, p-value) of the bootstraps here and in ``disparity`` and ``trust``;
 * :func:`spearman_ci` -- Spearman's rho with a percentile bootstrap CI over items (pairs resampled together);
 * :func:`benjamini_hochberg` -- false-discovery-rate adjusted p-values;
 * :func:`rank_ties` -- rank ranges in which entries whose CIs overlap are tied (DESIGN principle 4);
