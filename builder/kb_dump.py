@@ -69,9 +69,10 @@ try:
 except ImportError:  # not Linux: pipes keep their default size
     F_SETPIPE_SZ = None
 
+from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
-from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, qid_number, year_of
+from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, label_codes, pick_labels, qid_number, year_of
 
 # ---------------------------------------------------------------- the parts of an entity we read
 
@@ -82,6 +83,21 @@ class _Text(msgspec.Struct, frozen=True, gc=False):
 
 class _Lang(msgspec.Struct, frozen=True, gc=False):
     en: _Text | None = None
+
+
+#: The Wikidata label languages read besides English: those that may hold a label in one of the country
+#: table's languages (:func:`~.kb.label_codes`). Other languages are skipped by the decoder.
+LABEL_LANGUAGES = tuple(sorted({code for c in load_countries() for t in c.languages for code in label_codes(t)}))
+#: (attribute, Wikidata language code) of every label read, English first.
+_LABEL_FIELDS = (("en", "en"), *((code.replace("-", "_"), code) for code in LABEL_LANGUAGES))
+_Labels = msgspec.defstruct(
+    "_Labels", [(attr, _Text | None, None) for attr, _ in _LABEL_FIELDS],
+    rename={attr: code for attr, code in _LABEL_FIELDS}, frozen=True, gc=False, module=__name__)
+
+
+def label_values(labels: _Labels) -> dict[str, str]:
+    """{Wikidata language code: label} of the languages read (English included)."""
+    return {code: text.value for attr, code in _LABEL_FIELDS if (text := getattr(labels, attr)) is not None}
 
 
 class _Aliases(msgspec.Struct, frozen=True, gc=False):
@@ -120,7 +136,7 @@ class _Entity(msgspec.Struct, gc=False):
     """An entity with every part the builder reads (the RDF export, kb_rdf, reads it whole)."""
 
     id: str
-    labels: _Lang = _Lang()
+    labels: _Labels = _Labels()
     descriptions: _Lang = _Lang()
     aliases: _Aliases = _Aliases()
     claims: _Claims = _Claims()
@@ -150,7 +166,7 @@ class _Indexed(msgspec.Struct, gc=False):
     a candidate's details need is kept as raw JSON (checked, not built) and decoded for candidates."""
 
     id: str
-    labels: _Lang = _Lang()
+    labels: _Labels = _Labels()
     descriptions: msgspec.Raw = _NO_TERMS
     aliases: msgspec.Raw = _NO_TERMS
     claims: _IndexClaims = _IndexClaims()
@@ -169,6 +185,7 @@ class _Stored(msgspec.Struct, array_like=True):
     inception_year: int | None
     time_period: list[str]
     claims: dict[str, list[str]]
+    labels: dict[str, str]  # Wikidata language code -> label, the languages of LABEL_LANGUAGES
 
 
 #: What decoding a line that is not a valid entity raises: not JSON, not the schema, not UTF-8 inside a
@@ -717,6 +734,7 @@ class DumpKnowledgeBase:
             inception_year=_earliest_year(statements("P571")),
             time_period=_item_ids(statements("P2348")),
             claims={**claims, "P2012": _item_ids(statements("P2012")), "P361": _item_ids(statements("P361"))},
+            labels={code: label for code, label in label_values(e.labels).items() if code != "en"},
         )
 
     # -- the KnowledgeBase questions
@@ -752,6 +770,18 @@ class DumpKnowledgeBase:
                 commons_category=s.commons_category, inception_year=s.inception_year, time_period=s.time_period,
                 claims=s.claims,
             )
+        return out
+
+    def native_labels(self, qids: Iterable[str], languages: Iterable[str]) -> dict[str, dict[str, str]]:
+        languages = list(languages)
+        out = {}
+        for q in qids:
+            where = self._offsets.get(qid_number(q))
+            if where is not None:
+                self._spill.seek(where[0])
+                picked = pick_labels(_decode_stored(self._spill.read(where[1])).labels, languages)
+                if picked:
+                    out[q] = picked
         return out
 
     def labels(self, qids: Iterable[str]) -> dict[str, str]:
