@@ -94,7 +94,8 @@ def _languages(provenance: dict) -> list[str]:
         f"translation are absent ({t['absent']}). {t['with_wikidata_label']} of {t['requests']} translations had the "
         "artifact's Wikidata label in the language to use.\n",
         _table(["language", "kept (file)", "kept (LLM)", "flagged", "absent"],
-               [[f"`{lang}`", c["override"], c["llm"], c["flagged"], c["absent"]] for lang, c in t["languages"].items()]),
+               [[f"`{lang}`", c["override"], c["llm"], c["flagged"], c["absent"]]
+                for lang, c in t["languages"].items()]),
     ]
 
 

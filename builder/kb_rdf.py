@@ -3,7 +3,8 @@
 Loaded into any SPARQL 1.1 store, the result answers the builder's SPARQL queries exactly as the
 Wikidata Query Service would for those entities: full statements (``p:``/``ps:`` with
 ``wikibase:rank``), truthy ``wdt:`` triples for non-deprecated values, labels in English and in the country
-table's languages (``kb_dump.LABEL_LANGUAGES``), English descriptions and aliases, and the ``wikibase:sitelinks`` count. It covers the properties the builder reads.
+table's languages (``kb_dump.LABEL_LANGUAGES``), English descriptions and aliases, and the
+``wikibase:sitelinks`` count. It covers the properties the builder reads.
 Maintainers use it to stand up a local endpoint from a dump (``cultureboard dump-to-rdf``).
 """
 

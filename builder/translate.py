@@ -26,11 +26,14 @@ default :data:`DEFAULT_THRESHOLD`) is left out of the prompt set and listed for 
 (``translations.flagged``), never used.
 
 Why 0.9: faithful back-translations of the demo's prompts score 0.91 to 1.0 (the lowest are rewordings such as
-"a very clear photo of Chapman from the food of Nigerians"), while on constructed pairs back-translations that lost or swapped the artifact score 0.72 to 0.87
-("a dance from Nigeria" for the Ite-igbo dance 0.82, "fried rice" for jollof rice 0.85, "a palace in Spain" for
-the Royal Palace of Madrid 0.86), and a refusal about 0.2. The embedder is English-only, which is why the check
-reads the back-translation and never the translation itself; it cannot see a wrong word that the back-translation
-repairs, so it is a filter for gross errors, not a substitute for a native speaker's review.
+"a very clear photo of Chapman from the food of Nigerians"), while on constructed pairs back-translations that
+lost or swapped the artifact score 0.60 to 0.86 ("a picture of a Nigerian meal" for jollof rice 0.60, "a dance
+from Nigeria" for the Ite-igbo dance 0.82, "fried rice" for jollof rice 0.85, "a palace in Spain" for the Royal
+Palace of Madrid 0.86), and a refusal about 0.2. The check is strict about names: a back-translation that keeps
+the native name ("Palacio Real de Madrid", 0.88) or describes the dish instead ("melon soup" for egusi soup,
+0.72) is flagged too, which is why the back-translation is asked for English names. The embedder is
+English-only, which is why the check reads the back-translation and never the translation itself; it cannot see
+a wrong word that the back-translation repairs, so it is a filter for gross errors, not a native speaker's review.
 """
 
 from __future__ import annotations
@@ -188,7 +191,8 @@ def translate(requests: list[Request], overrides: dict[tuple[str, str], Translat
                                        f"{threshold}; back-translation: {t.back}"))
     report = {
         "threshold": threshold, "llm": f"{llm.name}:{llm.model}" if llm else None, "calls": calls, "cache_hits": hits,
-        "languages": {lang: {k: c[k] for k in ("override", "llm", "flagged", "absent")} for lang, c in sorted(counts.items())},
+        "languages": {lang: {k: c[k] for k in ("override", "llm", "flagged", "absent")}
+                      for lang, c in sorted(counts.items())},
         "kept": len(kept), "flagged": sorted(flagged, key=lambda f: (f["prompt_id"], f["language"])),
         "absent": sum(c["absent"] for c in counts.values()),
     }
