@@ -152,7 +152,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         raise CultureboardError(f"--prompt-sets {','.join(chosen_sets)}", f"unknown prompt set(s) {', '.join(unknown)}",
                                 f"use some of {', '.join([*families, *NATIVE_VARIANTS])}")
     natives = [n for n in chosen_sets if n in NATIVE_VARIANTS]
-    overrides = load_translations(o["translations"]) if natives and o["translations"] else {}  # before the work
+    translation_file = load_translations(o["translations"]) if natives and o["translations"] else {}  # before the work
     curation = (load_curation(o["curation"], o["concepts"]) if o["curation"]
                 else {"include": [], "exclude": [], "rename": []})
     backend = backend_from_spec(o["llm"])
@@ -185,7 +185,8 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     if natives:  # the native variants, from their base sets' rows (builder/prompts_native.py)
         labels = extraction["native_labels"]
         requests = [r for n in natives for r in translation_requests(built[NATIVE_VARIANTS[n]], countries, labels)]
-        translated, cache_bytes = translation_stage(requests, backend, overrides, o["translation_threshold"], cache_bytes)
+        translated, cache_bytes = translation_stage(requests, backend, translation_file, o["translation_threshold"],
+                                                    cache_bytes)
         refined.decisions.extend(translated.decisions)
         prompt_sets += [build_native(n, built[NATIVE_VARIANTS[n]], countries, translated.kept, labels, translated.report)
                         for n in natives]

@@ -252,3 +252,8 @@ def test_the_translation_cache_replays_without_the_llm(tmp_path, monkeypatch):
     native = [r for r in rows_of(tmp_path / "two", "cube-awareness-native") if r["language"] != "en"]
     assert {r["translation_source"] for r in native} == {"llm:fake:translator"}
     assert json.loads((tmp_path / "two" / "build.json").read_text())["translations"]["llm"] == "fake:translator"
+
+
+def test_the_threshold_option_is_a_fraction(tmp_path):
+    with pytest.raises(CultureboardError, match="translation.threshold"):
+        build(tmp_path / "out", prompt_sets=["cultdiff-native"], translation_threshold=1.5)
