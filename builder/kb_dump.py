@@ -166,7 +166,7 @@ class _Indexed(msgspec.Struct, gc=False):
     a candidate's details need is kept as raw JSON (checked, not built) and decoded for candidates."""
 
     id: str
-    labels: _Labels = _Labels()
+    labels: msgspec.Raw = _NO_TERMS  # the English label is decoded for every entity, the others for candidates
     descriptions: msgspec.Raw = _NO_TERMS
     aliases: msgspec.Raw = _NO_TERMS
     claims: _IndexClaims = _IndexClaims()
@@ -196,6 +196,7 @@ _decode_entity = msgspec.json.Decoder(_Entity).decode
 _decode_indexed = msgspec.json.Decoder(_Indexed).decode
 _decode_indexed_list = msgspec.json.Decoder(list[_Indexed]).decode
 _decode_lang = msgspec.json.Decoder(_Lang).decode
+_decode_all_labels = msgspec.json.Decoder(_Labels).decode
 _decode_aliases = msgspec.json.Decoder(_Aliases).decode
 _decode_sitelinks = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_statements = msgspec.json.Decoder(list[_Statement]).decode
@@ -650,13 +651,14 @@ class DumpKnowledgeBase:
                     continue
                 c = e.claims
                 try:  # everything that can find the line malformed, before anything is recorded
+                    label = _decode_lang(e.labels).en
                     edges = _item_numbers(c.P31), _item_numbers(c.P279)
                     countries, details = [], None
                     if (edges[0] or edges[1]) and (c.P495 or c.P17):
                         origin, country = _item_numbers(c.P495), _item_numbers(c.P17)
                         countries = [(0, q) for q in origin] + [(1, q) for q in country]
                         if any(q in wanted for _, q in countries):
-                            details = _encode(self._stored(e, (*edges, origin, country)))
+                            details = _encode(self._stored(e, label, (*edges, origin, country)))
                     year = _earliest_year(c.P580) if c.P580 else None
                 except (_Malformed, *BAD_JSON):
                     malformed(lineno)
@@ -666,12 +668,12 @@ class DumpKnowledgeBase:
                     if targets:
                         children[code].extend([num] * len(targets))
                         parents[code].extend(targets)
-                if e.labels.en is not None:
+                if label is not None:
                     if edges[1] or num in always_label:
                         label_ids.append(num)
-                        label_text.append(e.labels.en.value)
+                        label_text.append(label.value)
                     elif edges[0]:  # may be the parent an artifact is found under
-                        spill_label(num, e.labels.en.value)
+                        spill_label(num, label.value)
                 if year is not None:
                     period_ids.append(num)
                     period_years.append(year)
@@ -711,10 +713,10 @@ class DumpKnowledgeBase:
         self._periods = dict(zip(period_ids, period_years))
 
     @staticmethod
-    def _stored(e: _Indexed, numbers: tuple[list[int], ...]) -> _Stored:
-        """A candidate's details, given the item numbers of its P31, P279, P495 and P17 claims; the parts
-        the index pass kept raw are decoded here (a DecodeError or ValidationError if one is not what
-        it should be)."""
+    def _stored(e: _Indexed, label: _Text | None, numbers: tuple[list[int], ...]) -> _Stored:
+        """A candidate's details, given its English label and the item numbers of its P31, P279, P495 and
+        P17 claims; the parts the index pass kept raw (its labels in other languages among them) are
+        decoded here (a DecodeError or ValidationError if one is not what it should be)."""
 
         def statements(prop: str) -> list[_Statement]:
             s = getattr(e.claims, prop)
@@ -725,7 +727,7 @@ class DumpKnowledgeBase:
         claims = {p: [f"Q{n}" for n in ns] for p, ns in zip(("P31", "P279", "P495", "P17"), numbers)}
         description = _decode_lang(e.descriptions).en
         return _Stored(
-            name=e.labels.en.value if e.labels.en else None,
+            name=label.value if label else None,
             description=description.value if description else None,
             aliases=sorted({a.value for a in _decode_aliases(e.aliases).en}),
             sitelinks=len(_decode_sitelinks(e.sitelinks)),
@@ -734,7 +736,7 @@ class DumpKnowledgeBase:
             inception_year=_earliest_year(statements("P571")),
             time_period=_item_ids(statements("P2348")),
             claims={**claims, "P2012": _item_ids(statements("P2012")), "P361": _item_ids(statements("P361"))},
-            labels={code: label for code, label in label_values(e.labels).items() if code != "en"},
+            labels={code: text for code, text in label_values(_decode_all_labels(e.labels)).items() if code != "en"},
         )
 
     # -- the KnowledgeBase questions
