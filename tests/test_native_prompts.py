@@ -65,6 +65,14 @@ def test_wikidata_labels_in_the_countries_languages_from_the_dump_and_from_sparq
     assert italy["native_labels"] == {}  # no Italian label in the sample; Spanish ones are not asked for
 
 
+def test_a_label_in_the_tag_itself_wins_over_one_in_its_language_subtag():
+    from cultureboard.builder.kb import pick_labels
+
+    assert pick_labels({"pt-br": "Feijoada (BR)", "pt": "Feijoada"}, ["pt-BR"]) == {"pt-BR": "Feijoada (BR)"}
+    assert pick_labels({"pt": "Feijoada", "es": "Paella"}, ["pt-BR", "yo"]) == {"pt-BR": "Feijoada"}
+    assert pick_labels({"zh": "饺子", "zh-hans": "饺子 (简)"}, ["zh-Hans"]) == {"zh-Hans": "饺子 (简)"}
+
+
 # ------------------------------------------------------------------------------------ translation file
 
 
