@@ -14,6 +14,7 @@ from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.records import ARTIFACT_SCHEMA, table_from_rows
 
+from .kb import qid_number
 from .kb_dump import DumpKnowledgeBase
 from .kb_sparql import SparqlKnowledgeBase
 from .traversal import extract_artifacts, load_concepts, select_concepts
@@ -84,6 +85,7 @@ def extract(
     kb = open_knowledge_base(dump, sparql, [c.qid for c in wanted], max_malformed, roots)
     with contextlib.closing(kb):
         rows, traversal = extract_artifacts(kb, selected, wanted, hops)
+        labels = kb.native_labels(sorted({r["qid"] for r in rows}), sorted({t for c in wanted for t in c.languages}))
     report = {
         "source": {"dump": str(dump)} if dump else {"sparql": sparql},
         "concepts": {c.name: [r.qid for r in c.roots] for c in selected},
@@ -91,6 +93,8 @@ def extract(
         "hops": hops,
         "traversal": dataclasses.asdict(traversal),
         "artifacts": len(rows),
+        # {qid: {BCP 47 tag: label}} in the languages of the requested countries (for the native prompt variants)
+        "native_labels": {q: dict(sorted(labels[q].items())) for q in sorted(labels, key=qid_number)},
     }
     if dump:
         report["dump"] = dataclasses.asdict(kb.report)

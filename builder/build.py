@@ -25,13 +25,15 @@ from . import artifact_space
 from .curation import apply_curation, load_curation, stratified_sample
 from .dataset import Config, artifact_config, prompt_config, write_dataset
 from .descriptors import descriptor_stage
-from .knowledge import DEFAULT_MAX_FALLBACK, knowledge_stage
+from .knowledge import DEFAULT_MAX_FALLBACK, embedder_info, knowledge_stage
 from .llm_backends import CachedLLM, backend_from_spec
 from .llm_cache import ResponseCache
-from .prompt_sets import registry
+from .prompt_sets import NATIVE_VARIANTS, prompt_set_names, registry
+from .prompts_native import build_native, translation_requests
 from .prompts_cultivate import load_activities
 from .prompts_ecb import checked_subset
 from .refine import refine
+from .translate import DEFAULT_THRESHOLD, load_translations, translation_stage
 from .yaml_file import load_yaml
 
 #: The countries of the CUBE paper plus those of CultDiff that the sample dump covers.
@@ -56,6 +58,9 @@ DEFAULTS = {
     "cure_images": None,  # cure-ladder: [images per artifact prompt, per category prompt] (None: 4, 80)
     "cube_images": None,  # cube: [images per cube-awareness prompt, per cube-diversity prompt] (None: 4, 8)
     "cultivate_activities": None,  # cultivate: an activity catalogue (YAML) in place of the packaged one
+    "translations": None,  # native variants: a translation file (builder/translate.py); None: the packaged demo file;
+    # "none": no file
+    "translation_threshold": DEFAULT_THRESHOLD,  # native variants: the least back-translation similarity kept
 }
 
 DECISION_SCHEMA = pa.schema(
@@ -67,6 +72,11 @@ DECISION_SCHEMA = pa.schema(
 def sample_dump_path() -> Path:
     """The small Wikidata dump shipped with the package (see builder/data/SAMPLE.md)."""
     return Path(str(resources.files("cultureboard.builder").joinpath("data/sample_dump.json")))
+
+
+def demo_translations_path() -> Path:
+    """The translation file shipped with the package: the demo countries' rows (see its header)."""
+    return Path(str(resources.files("cultureboard.builder").joinpath("data/translations_demo.yaml")))
 
 
 def resolve_options(config: str | Path | None, overrides: dict) -> dict:
@@ -86,7 +96,7 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
         if value is not None:
             options[key] = value
             from_config.pop(key, None)
-    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation", "knowledge"):
+    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation", "knowledge", "translations"):
         if options[key] is not None and not isinstance(options[key], (str, Path)):
             raise artifact_space.option_error(key, options[key], from_config.get(key), "is not a path or name",
                                               "give a string")
@@ -106,6 +116,12 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
             options[key] = [artifact_space.option_int(v, key, 1, source) for v in sizes]
     options["max_question_fallback"] = artifact_space.option_fraction(
         options["max_question_fallback"], "max_question_fallback", from_config.get("max_question_fallback"))
+    options["translation_threshold"] = artifact_space.option_fraction(
+        options["translation_threshold"], "translation_threshold", from_config.get("translation_threshold"))
+    if options["translations"] is None:
+        options["translations"] = str(demo_translations_path())
+    elif str(options["translations"]) == "none":
+        options["translations"] = None
     if not options["dump"] and not options["sparql"]:
         options["dump"] = str(sample_dump_path())
     return options
@@ -130,11 +146,13 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         families["cultivate"] = partial(families["cultivate"], activities=catalogue)
     if o["ecb_subset"] is not None:  # a slice of the ecb set (the demo's is small)
         families["ecb"] = partial(families["ecb"], subset=checked_subset(o["ecb_subset"]))
-    chosen_sets = o["prompt_sets"] or list(families)
-    unknown = [n for n in chosen_sets if n not in families]
+    chosen_sets = o["prompt_sets"] or prompt_set_names()
+    unknown = [n for n in chosen_sets if n not in families and n not in NATIVE_VARIANTS]
     if unknown:
         raise CultureboardError(f"--prompt-sets {','.join(chosen_sets)}", f"unknown prompt set(s) {', '.join(unknown)}",
-                                f"use some of {', '.join(families)}")
+                                f"use some of {', '.join([*families, *NATIVE_VARIANTS])}")
+    natives = [n for n in chosen_sets if n in NATIVE_VARIANTS]
+    translation_file = load_translations(o["translations"]) if natives and o["translations"] else {}  # before the work
     curation = (load_curation(o["curation"], o["concepts"]) if o["curation"]
                 else {"include": [], "exclude": [], "rename": []})
     backend = backend_from_spec(o["llm"])
@@ -155,12 +173,29 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     selected, curation_report = apply_curation(selected, space, curation, str(o["curation"]))
     selected.sort(key=lambda r: (r["concept"], r["country"], r["qid"]))
 
-    prompt_sets = [families[name](selected, countries) for name in chosen_sets]
+    built = {name: families[name](selected, countries)
+             for name in dict.fromkeys([*(n for n in chosen_sets if n in families), *(NATIVE_VARIANTS[n] for n in natives)])}
+    prompt_sets = [built[name] for name in chosen_sets if name in families]
     described, descriptor_decisions, descriptor_report, cache_bytes = descriptor_stage(
         prompt_sets, backend, o["descriptor_proposers"] or [], countries, cache_bytes)
     refined.decisions.extend(descriptor_decisions)
     knowledge_configs, knowledge_report, cache_bytes = knowledge_stage(
         prompt_sets, backend, o["knowledge"], o["max_question_fallback"], countries, cache_bytes)
+    translation_report = None
+    if natives:  # the native variants, from their base sets' rows (builder/prompts_native.py)
+        labels = extraction["native_labels"]
+        requests = [r for n in natives for r in translation_requests(built[NATIVE_VARIANTS[n]], countries, labels)]
+        translated, cache_bytes = translation_stage(requests, backend, translation_file, o["translation_threshold"],
+                                                    cache_bytes)
+        refined.decisions.extend(translated.decisions)
+        prompt_sets += [build_native(n, built[NATIVE_VARIANTS[n]], countries, translated.kept, labels, translated.report)
+                        for n in natives]
+        translation_report = translated.report | {
+            "file": Path(o["translations"]).name if o["translations"] else None,
+            "file_sha256": file_sha256(o["translations"]) if o["translations"] else None,
+            "embedder": embedder_info(),
+            "requests": len(requests), "with_wikidata_label": sum(r.label is not None for r in requests),
+        }
     configs: list[Config] = [
         artifact_config("artifacts", space, "The artifact space (CUBE-CSpace style): every artifact found in the knowledge "
                         "base for the requested concepts and countries, after the LLM stage.", "CC0-1.0"),
@@ -183,13 +218,15 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         | {"concepts_file": Path(o["concepts_file"]).name if o["concepts_file"] else None,
            "curation": Path(o["curation"]).name if o["curation"] else None,
            "curation_sha256": file_sha256(o["curation"]) if o["curation"] else None},
-        "extraction": {k: v for k, v in extraction.items() if k != "source"} | {"dump": _portable(extraction.get("dump"))},
+        "extraction": {k: v for k, v in extraction.items() if k not in ("source", "native_labels")}
+        | {"dump": _portable(extraction.get("dump"))},
         "llm": refined.report,
         **({"descriptors": descriptor_report} if descriptor_report else {}),
         **({"cultivate_activities": {"file": Path(o["cultivate_activities"]).name,
                                      "sha256": file_sha256(o["cultivate_activities"])}}
            if o["cultivate_activities"] is not None else {}),
         **({"knowledge": knowledge_report} if knowledge_report else {}),
+        **({"translations": translation_report} if translation_report else {}),
         "curation": curation_report,
         "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)} for ps in prompt_sets},
         "rows": {c.name: c.table.num_rows for c in configs},

@@ -51,6 +51,10 @@ FEATURES = {
     "era": "null where it does not apply", "level": "CuRe ladder level, ECB chain stage, CUBE diversity scope",
     "edit_step": "I2I chains: step 1-5, null for text-to-image", "source_prompt_id": "I2I chains: the prompt whose image is edited",
     "images_per_prompt": "images a submission generates per prompt", "seeds": "one seed per image, in order",
+    "language": "BCP 47 tag of `text` on the rows of a -native set (`en` for its English rows); null (English) elsewhere",
+    "translation_of": "on a translated row: the prompt_id of the English row of the same set it translates",
+    "translation_check": "on a translated row: similarity of its back-translation to the English prompt, in [0, 1]",
+    "translation_source": "on a translated row: `override` (the translation file) or `llm:<backend>:<model>`",
 }
 
 
@@ -67,6 +71,32 @@ def _absent(configs: list["Config"]) -> list[str]:
     return [f"\nNot in this build, because it gave them no rows: {names}. A prompt set has no rows when none of the "
             "build's artifacts is in its countries and categories (CultDiff covers ten countries, for example: build "
             "with some of them to get it); `datasets` cannot load a config without rows, so none is written.\n"]
+
+
+def _languages(provenance: dict) -> list[str]:
+    """The languages of the native variants: per language, where its translations came from and how they were
+    checked (nothing when the build made no native variant)."""
+    t = provenance.get("translations")
+    if not t:
+        return []
+    sources = [f"the translation file `{t['file']}` (sha256 {t['file_sha256']})" if t["file"] else None,
+               f"the LLM `{t['llm']}` through the build's response cache (llm/cache.jsonl; every call in "
+               "llm-decisions, stage translation)" if t["llm"] else None]
+    sources = [s for s in sources if s] or ["none (no translation file and --llm none)"]
+    return [
+        "\n## Languages\n",
+        "The `-native` configs hold prompts in the languages of their countries (cultureboard/data/countries.csv, "
+        "BCP 47), each paired with its English row (`translation_of`). Translations came from "
+        + " and ".join(sources) + ", the file's entries winning. Each was checked by back-translation into English "
+        f"(the file's recorded `back`, or the LLM's): the cosine of {t['embedder']['model']} embeddings of the "
+        f"back-translation and the English prompt is `translation_check`; rows below {t['threshold']} are flagged "
+        f"for review in build.json (`translations.flagged`: {len(t['flagged'])}) and left out; rows without a "
+        f"translation are absent ({t['absent']}). {t['with_wikidata_label']} of {t['requests']} translations had the "
+        "artifact's Wikidata label in the language to use.\n",
+        _table(["language", "kept (file)", "kept (LLM)", "flagged", "absent"],
+               [[f"`{lang}`", c["override"], c["llm"], c["flagged"], c["absent"]]
+                for lang, c in t["languages"].items()]),
+    ]
 
 
 def render_card(configs: list["Config"], provenance: dict, yaml_header: str, absent: list["Config"] = ()) -> str:
@@ -103,6 +133,7 @@ def render_card(configs: list["Config"], provenance: dict, yaml_header: str, abs
     for c in configs:
         for note in c.notes:
             parts.append(f"- **{c.name}**: {note}")
+    parts += _languages(provenance)
     from .references import card_section  # the reference images' licences and attribution, when present
     parts += card_section(configs)
     parts += [

@@ -55,6 +55,28 @@ class KnowledgeBase(Protocol):
     def start_years(self, qids: Iterable[str]) -> dict[str, int]:
         """Start year (P580) of time periods, to give an era to artifacts that only have P2348."""
 
+    def native_labels(self, qids: Iterable[str], languages: Iterable[str]) -> dict[str, dict[str, str]]:
+        """For each artifact (a candidate whose details are known) with any, its labels in the BCP 47
+        ``languages``: {qid: {tag: label}}, chosen by :func:`pick_labels`."""
+
+
+def label_codes(tag: str) -> tuple[str, ...]:
+    """The Wikidata label languages that may hold a label in BCP 47 ``tag``, best first: the tag in lower
+    case, then its language subtag alone (``pt-BR``: ``pt-br``, then ``pt``)."""
+    full, primary = tag.lower(), tag.split("-")[0].lower()
+    return (full,) if full == primary else (full, primary)
+
+
+def pick_labels(found: dict[str, str], tags: Iterable[str]) -> dict[str, str]:
+    """{tag: label} for each BCP 47 tag of ``tags`` that has a label among ``found`` (Wikidata language code ->
+    label), the first of :func:`label_codes` that has one."""
+    out = {}
+    for tag in tags:
+        label = next((found[code] for code in label_codes(tag) if found.get(code)), None)
+        if label:
+            out[tag] = label
+    return out
+
 
 _YEAR = re.compile(r"^([+-]?)0*(\d+)-")
 

@@ -69,9 +69,10 @@ try:
 except ImportError:  # not Linux: pipes keep their default size
     F_SETPIPE_SZ = None
 
+from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
-from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, qid_number, year_of
+from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, label_codes, pick_labels, qid_number, year_of
 
 # ---------------------------------------------------------------- the parts of an entity we read
 
@@ -82,6 +83,21 @@ class _Text(msgspec.Struct, frozen=True, gc=False):
 
 class _Lang(msgspec.Struct, frozen=True, gc=False):
     en: _Text | None = None
+
+
+#: The Wikidata label languages read besides English: those that may hold a label in one of the country
+#: table's languages (:func:`~.kb.label_codes`). Other languages are skipped by the decoder.
+LABEL_LANGUAGES = tuple(sorted({code for c in load_countries() for t in c.languages for code in label_codes(t)}))
+#: (attribute, Wikidata language code) of every label read, English first.
+_LABEL_FIELDS = (("en", "en"), *((code.replace("-", "_"), code) for code in LABEL_LANGUAGES))
+_Labels = msgspec.defstruct(
+    "_Labels", [(attr, _Text | None, None) for attr, _ in _LABEL_FIELDS],
+    rename={attr: code for attr, code in _LABEL_FIELDS}, frozen=True, gc=False, module=__name__)
+
+
+def label_values(labels: _Labels) -> dict[str, str]:
+    """{Wikidata language code: label} of the languages read (English included)."""
+    return {code: text.value for attr, code in _LABEL_FIELDS if (text := getattr(labels, attr)) is not None}
 
 
 class _Aliases(msgspec.Struct, frozen=True, gc=False):
@@ -120,7 +136,7 @@ class _Entity(msgspec.Struct, gc=False):
     """An entity with every part the builder reads (the RDF export, kb_rdf, reads it whole)."""
 
     id: str
-    labels: _Lang = _Lang()
+    labels: _Labels = _Labels()
     descriptions: _Lang = _Lang()
     aliases: _Aliases = _Aliases()
     claims: _Claims = _Claims()
@@ -150,7 +166,7 @@ class _Indexed(msgspec.Struct, gc=False):
     a candidate's details need is kept as raw JSON (checked, not built) and decoded for candidates."""
 
     id: str
-    labels: _Lang = _Lang()
+    labels: msgspec.Raw = _NO_TERMS  # the English label is decoded for every entity, the others for candidates
     descriptions: msgspec.Raw = _NO_TERMS
     aliases: msgspec.Raw = _NO_TERMS
     claims: _IndexClaims = _IndexClaims()
@@ -169,6 +185,7 @@ class _Stored(msgspec.Struct, array_like=True):
     inception_year: int | None
     time_period: list[str]
     claims: dict[str, list[str]]
+    labels: dict[str, str]  # Wikidata language code -> label, the languages of LABEL_LANGUAGES
 
 
 #: What decoding a line that is not a valid entity raises: not JSON, not the schema, not UTF-8 inside a
@@ -179,6 +196,7 @@ _decode_entity = msgspec.json.Decoder(_Entity).decode
 _decode_indexed = msgspec.json.Decoder(_Indexed).decode
 _decode_indexed_list = msgspec.json.Decoder(list[_Indexed]).decode
 _decode_lang = msgspec.json.Decoder(_Lang).decode
+_decode_all_labels = msgspec.json.Decoder(_Labels).decode
 _decode_aliases = msgspec.json.Decoder(_Aliases).decode
 _decode_sitelinks = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _decode_statements = msgspec.json.Decoder(list[_Statement]).decode
@@ -633,13 +651,14 @@ class DumpKnowledgeBase:
                     continue
                 c = e.claims
                 try:  # everything that can find the line malformed, before anything is recorded
+                    label = _decode_lang(e.labels).en
                     edges = _item_numbers(c.P31), _item_numbers(c.P279)
                     countries, details = [], None
                     if (edges[0] or edges[1]) and (c.P495 or c.P17):
                         origin, country = _item_numbers(c.P495), _item_numbers(c.P17)
                         countries = [(0, q) for q in origin] + [(1, q) for q in country]
                         if any(q in wanted for _, q in countries):
-                            details = _encode(self._stored(e, (*edges, origin, country)))
+                            details = _encode(self._stored(e, label, (*edges, origin, country)))
                     year = _earliest_year(c.P580) if c.P580 else None
                 except (_Malformed, *BAD_JSON):
                     malformed(lineno)
@@ -649,12 +668,12 @@ class DumpKnowledgeBase:
                     if targets:
                         children[code].extend([num] * len(targets))
                         parents[code].extend(targets)
-                if e.labels.en is not None:
+                if label is not None:
                     if edges[1] or num in always_label:
                         label_ids.append(num)
-                        label_text.append(e.labels.en.value)
+                        label_text.append(label.value)
                     elif edges[0]:  # may be the parent an artifact is found under
-                        spill_label(num, e.labels.en.value)
+                        spill_label(num, label.value)
                 if year is not None:
                     period_ids.append(num)
                     period_years.append(year)
@@ -694,10 +713,10 @@ class DumpKnowledgeBase:
         self._periods = dict(zip(period_ids, period_years))
 
     @staticmethod
-    def _stored(e: _Indexed, numbers: tuple[list[int], ...]) -> _Stored:
-        """A candidate's details, given the item numbers of its P31, P279, P495 and P17 claims; the parts
-        the index pass kept raw are decoded here (a DecodeError or ValidationError if one is not what
-        it should be)."""
+    def _stored(e: _Indexed, label: _Text | None, numbers: tuple[list[int], ...]) -> _Stored:
+        """A candidate's details, given its English label and the item numbers of its P31, P279, P495 and
+        P17 claims; the parts the index pass kept raw (its labels in other languages among them) are
+        decoded here (a DecodeError or ValidationError if one is not what it should be)."""
 
         def statements(prop: str) -> list[_Statement]:
             s = getattr(e.claims, prop)
@@ -708,7 +727,7 @@ class DumpKnowledgeBase:
         claims = {p: [f"Q{n}" for n in ns] for p, ns in zip(("P31", "P279", "P495", "P17"), numbers)}
         description = _decode_lang(e.descriptions).en
         return _Stored(
-            name=e.labels.en.value if e.labels.en else None,
+            name=label.value if label else None,
             description=description.value if description else None,
             aliases=sorted({a.value for a in _decode_aliases(e.aliases).en}),
             sitelinks=len(_decode_sitelinks(e.sitelinks)),
@@ -717,6 +736,7 @@ class DumpKnowledgeBase:
             inception_year=_earliest_year(statements("P571")),
             time_period=_item_ids(statements("P2348")),
             claims={**claims, "P2012": _item_ids(statements("P2012")), "P361": _item_ids(statements("P361"))},
+            labels={code: text for code, text in label_values(_decode_all_labels(e.labels)).items() if code != "en"},
         )
 
     # -- the KnowledgeBase questions
@@ -752,6 +772,18 @@ class DumpKnowledgeBase:
                 commons_category=s.commons_category, inception_year=s.inception_year, time_period=s.time_period,
                 claims=s.claims,
             )
+        return out
+
+    def native_labels(self, qids: Iterable[str], languages: Iterable[str]) -> dict[str, dict[str, str]]:
+        languages = list(languages)
+        out = {}
+        for q in qids:
+            where = self._offsets.get(qid_number(q))
+            if where is not None:
+                self._spill.seek(where[0])
+                picked = pick_labels(_decode_stored(self._spill.read(where[1])).labels, languages)
+                if picked:
+                    out[q] = picked
         return out
 
     def labels(self, qids: Iterable[str]) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 Loaded into any SPARQL 1.1 store, the result answers the builder's SPARQL queries exactly as the
 Wikidata Query Service would for those entities: full statements (``p:``/``ps:`` with
-``wikibase:rank``), truthy ``wdt:`` triples for non-deprecated values, English labels, descriptions
-and aliases, and the ``wikibase:sitelinks`` count. It covers the properties the builder reads.
+``wikibase:rank``), truthy ``wdt:`` triples for non-deprecated values, labels in English and in the country
+table's languages (``kb_dump.LABEL_LANGUAGES``), English descriptions and aliases, and the
+``wikibase:sitelinks`` count. It covers the properties the builder reads.
 Maintainers use it to stand up a local endpoint from a dump (``cultureboard dump-to-rdf``).
 """
 
@@ -18,7 +19,7 @@ from urllib.parse import quote
 
 from cultureboard.atomic import atomic_write_text
 
-from .kb_dump import BAD_JSON, _decode_entity, _Entity, _Statement, dump_lines
+from .kb_dump import BAD_JSON, _decode_entity, _Entity, _Statement, dump_lines, label_values
 
 WD = "http://www.wikidata.org/entity/"
 WDS = "http://www.wikidata.org/entity/statement/"
@@ -64,8 +65,8 @@ def _object(value) -> str | None:
 
 def entity_triples(e: _Entity) -> Iterator[str]:
     s = f"<{WD}{e.id}>"
-    if e.labels.en:
-        yield f"{s} <{RDFS_LABEL}> {_lit(e.labels.en.value, 'en')} ."
+    for code, label in label_values(e.labels).items():
+        yield f"{s} <{RDFS_LABEL}> {_lit(label, code)} ."
     if e.descriptions.en:
         yield f"{s} <{SCHEMA_DESCRIPTION}> {_lit(e.descriptions.en.value, 'en')} ."
     for alias in e.aliases.en:

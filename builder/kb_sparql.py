@@ -21,7 +21,7 @@ from cultureboard import __version__
 from cultureboard.errors import CultureboardError
 from cultureboard.http import with_retries
 
-from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, qid_number, year_of
+from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, label_codes, pick_labels, qid_number, year_of
 from .kb_rdf import COMMONS, WD
 
 PREFIXES = """PREFIX wd: <http://www.wikidata.org/entity/>
@@ -234,6 +234,22 @@ class SparqlKnowledgeBase:
             ):
                 out[self._item(b)] = b["label"]["value"]
         return out
+
+    def native_labels(self, qids: Iterable[str], languages: Iterable[str]) -> dict[str, dict[str, str]]:
+        languages = list(languages)
+        codes = sorted({code for tag in languages for code in label_codes(tag)})
+        if not codes:
+            return {}
+        found: dict[str, dict[str, str]] = defaultdict(dict)
+        wanted = ", ".join(f'"{code}"' for code in codes)  # codes are checked BCP 47 tags: nothing to escape
+        for values in self._batched(qids):
+            for b in self._query(
+                f"SELECT ?item ?label WHERE {{ VALUES ?item {{ {values} }} ?item rdfs:label ?label "
+                f"FILTER(LCASE(lang(?label)) IN ({wanted})) }}",
+                ("item", "label"),
+            ):
+                found[self._item(b)][b["label"].get("xml:lang", "").lower()] = b["label"]["value"]
+        return {q: picked for q, labels in found.items() if (picked := pick_labels(labels, languages))}
 
     def start_years(self, qids: Iterable[str]) -> dict[str, int]:
         out: dict[str, int] = {}

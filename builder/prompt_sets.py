@@ -27,6 +27,11 @@ class PromptSet:
 
 Builder = Callable[[list[dict], CountryTable], PromptSet]
 
+#: The native-language variants (``builder/prompts_native.py``): variant name -> the base set it translates. They
+#: are built from their base set's rows by the build's translation stage, not from artifacts, so they are not in
+#: :func:`registry`.
+NATIVE_VARIANTS = {"cube-awareness-native": "cube-awareness", "cultdiff-native": "cultdiff"}
+
 
 def registry() -> dict[str, Builder]:
     from . import prompts_cube, prompts_cultdiff, prompts_cultivate, prompts_cure, prompts_ecb
@@ -39,3 +44,8 @@ def registry() -> dict[str, Builder]:
         "cultivate": prompts_cultivate.build_cultivate,
         "ecb": prompts_ecb.build_ecb,
     }
+
+
+def prompt_set_names() -> list[str]:
+    """Every prompt set a build can make, in build order: the registry's, then the native variants."""
+    return [*registry(), *NATIVE_VARIANTS]

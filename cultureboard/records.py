@@ -14,6 +14,7 @@ import pyarrow as pa
 _str = pa.string()
 _strs = pa.list_(pa.string())
 _int = pa.int64()
+_float = pa.float64()
 
 #: Wikidata properties recorded for every artifact (the ones CUBE's extraction is defined by).
 WIKIDATA_PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361")
@@ -69,6 +70,11 @@ PROMPT_SCHEMA = pa.schema(
         ("images_per_prompt", _int),
         ("seeds", pa.list_(_int)),
         ("seed_scheme", _str),
+        # native-language variants (builder/prompts_native.py); null on English rows
+        ("language", _str),  # BCP 47 tag of ``text`` ("es", "yo", "pt-BR"); null means English
+        ("translation_of", _str),  # the prompt_id of the English row of the same set that this row translates
+        ("translation_check", _float),  # back-translation similarity to the English text, in [0, 1]
+        ("translation_source", _str),  # "override" (the translation file) or "llm:<backend spec>"
     ]
 )
 

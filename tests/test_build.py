@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from cultureboard.builder import build, import_dataset, publish_dataset
-from cultureboard.builder.prompt_sets import registry
+from cultureboard.builder.prompt_sets import prompt_set_names
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.records import ARTIFACT_SCHEMA, PROMPT_SCHEMA
@@ -34,12 +34,13 @@ def card_header(folder: Path) -> dict:
 def test_every_config_loads_with_datasets(built):
     out, provenance = built
     names = [c["config_name"] for c in card_header(out)["configs"]]
-    # no llm-decisions (the stage was skipped); cultivate's reference descriptors come from the seed rows
-    assert names == ["artifacts", "artifacts-curated", *registry(), "cultivate-descriptors"]
+    # no llm-decisions (the stage was skipped); cultivate's reference descriptors come from the seed rows; the native
+    # variants' rows from the packaged translation file
+    assert names == ["artifacts", "artifacts-curated", *prompt_set_names(), "cultivate-descriptors"]
     for name in names:
         ds = datasets.load_dataset(str(out), name, split="test")
         assert ds.num_rows == provenance["rows"][name]
-        if name in registry():
+        if name in prompt_set_names():
             assert ds.column_names == PROMPT_SCHEMA.names and ds.num_rows > 0
             assert len(set(ds["prompt_id"])) == ds.num_rows
         elif name.startswith("artifacts"):
