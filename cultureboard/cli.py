@@ -168,15 +168,19 @@ def build() -> None:
 @click.option("--seed", type=int, help="Seed of the stratified sampling (default 0).")
 @click.option("--knowledge", type=click.Path(file_okay=False),
               help="ECB culture questions: a folder of country articles with sources.yaml (builder/knowledge.py).")
+@click.option("--translations", help="Native-language variants: a translation file (builder/translate.py), or "
+                                      "'none' (default: the packaged file of the demo countries).")
+@click.option("--translation-threshold", type=float,
+              help="The least back-translation similarity a translation needs to be kept (default 0.9).")
 @json_option
 def build_dataset(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed,
-                  knowledge, as_json):
+                  knowledge, translations, translation_threshold, as_json):
     """Build the benchmark dataset folder: artifact spaces and the prompt sets of the five families."""
     from cultureboard.builder import build as run
 
     provenance = run(out, config=config, dump=dump, sparql=sparql, concepts=_csv(concepts), countries=_csv(countries),
                      hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed,
-                     knowledge=knowledge)
+                     knowledge=knowledge, translations=translations, translation_threshold=translation_threshold)
     _print_rows(out, provenance["rows"], as_json)
 
 

@@ -265,3 +265,17 @@ def test_the_translation_cache_replays_without_the_llm(tmp_path, monkeypatch):
 def test_the_threshold_option_is_a_fraction(tmp_path):
     with pytest.raises(CultureboardError, match="translation.threshold"):
         build(tmp_path / "out", prompt_sets=["cultdiff-native"], translation_threshold=1.5)
+
+
+def test_the_cli_passes_the_translation_options(tmp_path, capsys):
+    from cultureboard.cli import main
+
+    out = tmp_path / "ds"
+    code = main(["build", "--out", str(out), "--countries", "NG", "--concepts", "cuisine",
+                 "--prompt-sets", "cube-awareness-native", "--translations", "none", "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["rows"]["cube-awareness-native"] == 0
+    assert json.loads((out / "build.json").read_text())["translations"]["kept"] == 0
+    code = main(["build", "--out", str(tmp_path / "other"), "--prompt-sets", "cultdiff-native",
+                 "--translation-threshold", "1.5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--translation-threshold 1.5: is not a fraction" in err and "Traceback" not in err
