@@ -14,6 +14,7 @@ import pyarrow as pa
 _str = pa.string()
 _strs = pa.list_(pa.string())
 _int = pa.int64()
+_float = pa.float64()
 
 #: Wikidata properties recorded for every artifact (the ones CUBE's extraction is defined by).
 WIKIDATA_PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361")
@@ -69,6 +70,10 @@ PROMPT_SCHEMA = pa.schema(
         ("images_per_prompt", _int),
         ("seeds", pa.list_(_int)),
         ("seed_scheme", _str),
+        ("language", _str),  # BCP 47 tag of ``text`` on a native variant's rows; null (English) elsewhere
+        ("translation_of", _str),  # a native row: the prompt_id of the English row of the same set it translates
+        ("translation_check", _float),  # a native row: the back-translation check's score in [0, 1]
+        ("translation_source", _str),  # a native row: "override" or "llm:<backend spec>"
     ]
 )
 
