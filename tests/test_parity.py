@@ -21,6 +21,7 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision
 from cultureboard.evaluators import evaluate
+from cultureboard.evaluators.engine.evaluate import merge_shards
 from cultureboard.evaluators.engine.context import score_row
 from cultureboard.evaluators.engine.parity import (ENGLISH_REFUSED, PAIR_UNIT, SCORER_TEXT, native_variant, pair_rows,
                                                    parity_card)
@@ -185,7 +186,8 @@ def _submission(parent: Path, dataset: Path, greys: dict, prompt_set: str = "lin
 
 @pytest.fixture(scope="module")
 def lingo_results(tmp_path_factory):
-    """(summary entries by (metric, slice type, slice), scores, provenance) of the toy submission."""
+    """(summary entries by (metric, slice type, slice), scores, provenance, (root, dataset, submission)) of the toy
+    submission."""
     register(LINGO)
     try:
         root = tmp_path_factory.mktemp("lingo")
@@ -195,7 +197,8 @@ def lingo_results(tmp_path_factory):
         out = evaluate(folder, dataset, root / "results", device="cpu", n_boot=N_BOOT, cache=root / "cache")
         summary = json.loads((out / "summary.json").read_text())
         scores = pd.read_parquet(out / "scores.parquet")
-        yield {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}, scores, summary["provenance"]
+        entries = {(e["metric"], e["slice_type"], e["slice"]): e for e in summary["metrics"]}
+        yield entries, scores, summary["provenance"], (root, dataset, folder)
     finally:
         unregister("lingo")
 
@@ -208,7 +211,7 @@ def _gaps(country: str, lang: str) -> list[float]:
 
 
 def test_the_gap_is_native_minus_english_per_country_and_language(lingo_results):
-    entries, _, _ = lingo_results
+    entries, *_ = lingo_results
     es, yo, ha = _gaps("ES", "es"), _gaps("NG", "yo"), _gaps("NG", "ha")
     assert es == pytest.approx([10 / 255, 3 / 255, 9 / 255]) and ha == [0.0, 0.0]  # brighter in Spanish
     assert yo == pytest.approx([-8 / 255, -12 / 255, -18 / 255])  # darker in Yoruba
@@ -223,7 +226,7 @@ def test_the_ci_is_the_paired_bootstrap_over_pairs(lingo_results):
     """The CI resamples pairs (each with both sides): the interval of the pairs' differences. The English rows
     range over most of [0, 1] while each translation follows its row within 0.05, so a bootstrap that resampled the
     two languages apart would give an interval wider than 0.3; the paired one is narrower than 0.06."""
-    entries, _, _ = lingo_results
+    entries, *_ = lingo_results
     e = entries["lingo.brightness.parity", "language", "yo"]
     ci = bootstrap_ci([[g] for g in _gaps("NG", "yo")], n_boot=N_BOOT, seed=0)
     assert (e["ci_low"], e["ci_high"]) == pytest.approx((ci.low, ci.high))
@@ -231,7 +234,7 @@ def test_the_ci_is_the_paired_bootstrap_over_pairs(lingo_results):
 
 
 def test_country_gaps_are_tested_against_zero_and_adjusted_across_countries(lingo_results):
-    entries, _, _ = lingo_results
+    entries, *_ = lingo_results
     es, ng = entries["lingo.brightness.parity", "country", "ES"], entries["lingo.brightness.parity", "country", "NG"]
     yo, ha = _gaps("NG", "yo"), _gaps("NG", "ha")
     in_id_order = [ha[0], yo[0], ha[1], yo[1], yo[2]]  # the units' order: prompt ids .../NG/<k>/<language>
@@ -251,7 +254,7 @@ def test_country_gaps_are_tested_against_zero_and_adjusted_across_countries(ling
 def test_native_rows_are_scored_with_their_english_text(lingo_results):
     """lingo.letters counts the text the scorer reads: the English text for a native row, so every gap is 0, while
     the texts themselves differ in length."""
-    entries, scores, provenance = lingo_results
+    entries, scores, provenance, _ = lingo_results
     assert entries["lingo.letters.parity", "overall", "all"]["value"] == 0.0
     letters = scores[(scores["metric"] == "lingo.letters") & (scores["language"] == "yo")]
     assert set(letters["value"]) == {len("a dish from NG number 0")}
@@ -262,7 +265,7 @@ def test_native_rows_are_scored_with_their_english_text(lingo_results):
 def test_refusals_are_counted_per_language(lingo_results):
     """The model refused the third Hausa prompt (both images): no gap row, counted refused in Hausa's slice and in
     the gap's per-language counts."""
-    entries, scores, provenance = lingo_results
+    entries, scores, provenance, _ = lingo_results
     assert entries["lingo.brightness.parity", "language", "ha"]["n_refused"] == 1
     assert entries["lingo.brightness.parity", "language", "ha"]["coverage"] == pytest.approx(2 / 3)
     assert entries["lingo.brightness.parity", "language", "yo"]["n_refused"] == 0
@@ -270,6 +273,17 @@ def test_refusals_are_counted_per_language(lingo_results):
     assert counts == {"es English refused": 0, "es pairs": 3, "es refused": 0, "ha English refused": 0,
                       "ha pairs": 3, "ha refused": 1, "yo English refused": 0, "yo pairs": 3, "yo refused": 0}
     assert entries["lingo.brightness", "language", "ha"]["n_refused"] == 1  # the base metric counts it too
+
+
+def test_sharded_runs_merge_into_the_unsharded_gaps(lingo_results):
+    """An English prompt and its translations are one shard unit, so every gap is computed within one shard and the
+    per-language counts add up: merged shards give exactly the unsharded summary."""
+    entries, _, provenance, (root, dataset, folder) = lingo_results
+    for i in range(2):
+        evaluate(folder, dataset, root / "sharded", shard=(i, 2), device="cpu", n_boot=N_BOOT, cache=root / "cache")
+    merged = json.loads((merge_shards(root / "sharded", folder.name, dataset) / "summary.json").read_text())
+    assert {(e["metric"], e["slice_type"], e["slice"]): e for e in merged["metrics"]} == entries
+    assert merged["provenance"]["notes"] == provenance["notes"]
 
 
 # ------------------------------------------------------------------------------------ cube-awareness-native
