@@ -153,8 +153,8 @@ def _rows(prompt_set: str = "lingo-native") -> list[dict]:
     return rows
 
 
-def _submission(parent: Path, dataset: Path, greys: dict, prompt_set: str = "lingo-native") -> Path:
-    spec = {"format_version": 1, "organization": "lab", "contact": "lab@example.org", "date": "2026-01-15",
+def _spec(dataset: Path, prompt_set: str) -> dict:
+    return {"format_version": 1, "organization": "lab", "contact": "lab@example.org", "date": "2026-01-15",
             "model": {"name": "m", "id": "lab/m", "revision": "0" * 40, "license": "mit", "weights": "open"},
             "generation": {"pipeline": "StableDiffusionPipeline", "scheduler": "DDIMScheduler", "steps": 2,
                            "guidance_scale": 7.5, "width": 64, "height": 64, "negative_prompt": False,
@@ -162,6 +162,10 @@ def _submission(parent: Path, dataset: Path, greys: dict, prompt_set: str = "lin
             "seeds": {"scheme": "prompt-set"},
             "prompt_set": {"name": prompt_set, "dataset": dataset.name, "revision": local_revision(dataset)},
             "images": {"location": "images"}}
+
+
+def _submission(parent: Path, dataset: Path, greys: dict, prompt_set: str = "lingo-native") -> Path:
+    spec = _spec(dataset, prompt_set)
     out = parent / submission_id(spec)
     lines = []
     for p in _rows(prompt_set):
@@ -322,3 +326,56 @@ def test_cube_awareness_native_scores_native_images_against_the_english_text(tmp
     means = scores[scores["metric"] == "cube.faithfulness"].groupby("prompt_id")["value"].mean()
     for p in yo:
         assert gaps[p["prompt_id"]] == pytest.approx(means[p["prompt_id"]] - means[p["translation_of"]])
+
+
+def test_cultdiff_native_gaps_are_the_differences_of_each_pairs_similarities(tmp_path, tiny_scorers):
+    """cultdiff-native compares every image with its artifact's photographs as cultdiff does; each gap is the
+    native image's value minus its English original's, and a pair whose artifact has no photograph is a flagged
+    gap row, counted, never a value."""
+    import pyarrow.parquet as pq
+
+    from cultureboard.builder import build
+    from cultureboard.builder.dataset import shard_path
+    from cultureboard.builder.references import synthetic_references
+    from cultureboard.dataset_folder import read_prompt_set
+    from cultureboard.records import PROMPT_SCHEMA, table_from_rows
+    from test_cultdiff import scorer_config
+
+    dataset = tmp_path / "dataset"
+    build(dataset, countries=["ES"], prompt_sets=["cultdiff"])
+    rows = []
+    for p in read_prompt_set(dataset, "cultdiff")[:4]:
+        english = {**p, "prompt_set": "cultdiff-native", "prompt_id": f"{p['prompt_id']}/en", "language": "en",
+                   "images_per_prompt": 1, "seeds": p["seeds"][:1]}
+        rows += [english, {**english, "prompt_id": f"{p['prompt_id']}/es", "text": f"una foto: {p['artifact_name']}",
+                           "language": "es", "translation_of": english["prompt_id"], "translation_check": 1.0,
+                           "translation_source": "override"}]
+    (dataset / shard_path("cultdiff-native")).parent.mkdir(parents=True)
+    pq.write_table(table_from_rows(rows, PROMPT_SCHEMA), dataset / shard_path("cultdiff-native"))
+    bare = rows[-1]["artifact_id"]
+    synthetic_references(dataset, qids=sorted({r["artifact_id"] for r in rows} - {bare}), size=64)
+    folder = tmp_path / "subs" / "lab__m"
+    rng = np.random.default_rng(3)
+    lines = []
+    for r in rows:
+        rel = f"images/{r['prompt_id'].replace('/', '_')}.png"
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        PILImage.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(folder / rel)
+        lines.append({"file_name": rel, "prompt_id": r["prompt_id"], "sample_idx": 0, "seed": r["seeds"][0],
+                      "sha256": file_sha256(folder / rel)})
+    spec = _spec(dataset, "cultdiff-native")
+    write_submission(folder, spec, lines)
+    out = evaluate(folder, dataset, tmp_path / "results", scorers=scorer_config(tiny_scorers, tmp_path),
+                   device="cpu", n_boot=50, cache=tmp_path / "cache")
+    scores = pd.read_parquet(out / "scores.parquet")
+    for metric in ("cultdiff.dino", "cultdiff.lpips", "cultdiff.ssim"):
+        values = scores[scores["metric"] == metric].set_index("prompt_id")["value"]
+        gaps = scores[scores["metric"] == f"{metric}.parity"].set_index("unit_id")
+        for r in rows[1:-2:2]:  # the native rows of the artifacts with photographs
+            assert gaps.loc[r["prompt_id"], "value"] == pytest.approx(values[r["prompt_id"]]
+                                                                      - values[r["translation_of"]])
+        assert gaps.loc[rows[-1]["prompt_id"], "flag"] == f"no {metric} score for the native or English prompt"
+    summary = json.loads((out / "summary.json").read_text())
+    overall = next(e for e in summary["metrics"] if (e["metric"], e["slice_type"]) == ("cultdiff.dino.parity",
+                                                                                      "overall"))
+    assert overall["n_prompts"] == 3 and overall["n_flagged"] == 1 and overall["coverage"] == pytest.approx(3 / 4)
