@@ -99,6 +99,16 @@ def test_the_native_sets_are_registered_with_a_gap_per_metric_and_a_language_sli
     assert spec.shard_unit({"prompt_id": "y1", "translation_of": "e1"}) == spec.shard_unit({"prompt_id": "e1"})
 
 
+def test_the_bootstrap_test_shares_the_ci_draws_and_is_untested_without_spread():
+    """Differences all above 0: every replicate is, so p is the smallest the +1 rule allows, 2 / (B + 1); the
+    interval is bootstrap_ci's (same draws); equal differences leave nothing to test."""
+    diffs = [[0.1], [0.3], [0.2], [0.25]]
+    ci, p = bootstrap_test(diffs, 0.0, n_boot=99, seed=4)
+    assert p == pytest.approx(2 / 100) and ci == bootstrap_ci(diffs, n_boot=99, seed=4)
+    assert bootstrap_test([[0.1], [0.5], [-0.4]], 0.0, n_boot=99, seed=4)[1] > 0.5  # about centred on 0
+    assert bootstrap_test([[0.2], [0.2]], 0.0, n_boot=99)[1] is None
+
+
 # ------------------------------------------------------------------------------------------- a toy family
 
 

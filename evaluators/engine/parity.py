@@ -98,8 +98,9 @@ def native_variant(base: PromptSetSpec, cards: Mapping[str, MetricCard]) -> tupl
         rows = base.score(ctx)
         for metric in base.metrics:
             ctx.note(metric, "scorer_text", SCORER_TEXT)
+        counts = refusal_counts(ctx)
         for card in gaps:
-            ctx.note(card.name, "counts", refusal_counts(ctx))
+            ctx.note(card.name, "counts", counts)
         return rows + pair_rows(rows, ctx.prompts, ctx.refused, base.metrics)
 
     spec = PromptSetSpec(native_name(base.name), score, base.metrics + tuple(c.name for c in gaps),
