@@ -54,10 +54,11 @@ def overview_pages(site: Site, board: Board, image_pages: dict[str, str]) -> Non
     for key, results in models_of(board).items():
         page = model_page(key)
         first = results[0]
+        languages = _language_table(board, results)
         site.page(page, "model_overview.html", display_name({**first.spec, "tag": None}, key), key=key,
                   prompt_sets=site.table(page, "prompt-sets", *_prompt_set_table(board, results, image_pages)),
                   countries=site.table(page, "countries", *_country_table(board, results)),
-                  languages=site.table(page, "languages", *_language_table(board, results)),
+                  languages=site.table(page, "languages", *languages) if languages[1] else None,
                   figures=_gap_figures(site, board, page, results),
                   card=[(path, get(first.spec, path)) for path in MODEL_IDENTITY if get(first.spec, path) is not None],
                   links=_links([r.spec for r in results]))

@@ -54,7 +54,7 @@ def result(model: str, gaps: dict[tuple[str, str], tuple[float, float]], counts:
 
 
 @pytest.fixture
-def site(tmp_path) -> tuple[Site, Board]:
+def parity_site(tmp_path) -> tuple[Site, Board]:
     """alpha: Yoruba darker than English (q 0.01: badged), Spanish on par, one Hausa prompt refused and a
     language tag that is markup; beta: small gaps."""
     alpha = result("alpha", {("overall", "all"): (-0.06, 0.01), ("country", "NG"): (-0.09, 0.01),
@@ -76,15 +76,15 @@ def rows(site: Site, stem: str) -> list[dict]:
     return json.loads((site.root / f"data/{stem}.json").read_text())["rows"]
 
 
-def test_the_gap_is_beside_the_headline_and_never_taken_for_a_scorer_variant(site):
-    site, board = site
+def test_the_gap_is_beside_the_headline_and_never_taken_for_a_scorer_variant(parity_site):
+    site, board = parity_site
     group = board.groups[PS][0]
     assert group.headline == [HEAD, GAP] and group.shown[:2] == [HEAD, GAP]
     assert board.variants(HEAD, group.metrics) == [HEAD]  # not "<metric>.<scorer>": no rank spread
 
 
-def test_leaderboards_and_country_pages_have_a_gap_column_ranked_by_distance_to_zero(site):
-    site, board = site
+def test_leaderboards_and_country_pages_have_a_gap_column_ranked_by_distance_to_zero(parity_site):
+    site, board = parity_site
     leaderboards.overview(site, board)
     leaderboards.slice_pages(site, board)
     top = rows(site, f"index-{PS}-g1")
@@ -99,8 +99,8 @@ def test_leaderboards_and_country_pages_have_a_gap_column_ranked_by_distance_to_
     assert board.ranks(board.groups[PS][0], GAP, "country", "NG")["lab__beta"]["rank"] == 1
 
 
-def test_the_model_page_has_a_per_language_table_with_refusals(site):
-    site, board = site
+def test_the_model_page_has_a_per_language_table_with_refusals(parity_site):
+    site, board = parity_site
     overview_pages(site, board, {sid: f"model/{sid}/images-1.html" for sid in board.results})
     table = rows(site, "models-lab__alpha-languages")
     by = {r["language"]: r for r in table}
@@ -110,10 +110,11 @@ def test_the_model_page_has_a_per_language_table_with_refusals(site):
     html = (site.root / "models/lab__alpha.html").read_text()
     assert "Per language" in html and HOSTILE not in html and "&lt;script&gt;" in html
     assert "Per language" not in (site.root / "models/lab__beta.html").read_text()  # no language slices
+    assert not (site.root / "data/models-lab__beta-languages.json").exists()  # nor an empty download
 
 
-def test_world_maps_colour_countries_by_the_gap_centred_on_zero(site):
-    site, board = site
+def test_world_maps_colour_countries_by_the_gap_centred_on_zero(parity_site):
+    site, board = parity_site
     group = board.groups[PS][0]
     found = figures.group_figures(site, board, f"leaderboard/{PS}.html", group)
     assert any(f["href"] == figures.map_page(group, GAP) for f in found)
