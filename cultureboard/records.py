@@ -70,10 +70,10 @@ PROMPT_SCHEMA = pa.schema(
         ("images_per_prompt", _int),
         ("seeds", pa.list_(_int)),
         ("seed_scheme", _str),
-        ("language", _str),  # BCP 47 tag of ``text`` on a native variant's rows; null (English) elsewhere
-        ("translation_of", _str),  # a native row: the prompt_id of the English row of the same set it translates
-        ("translation_check", _float),  # a native row: the back-translation check's score in [0, 1]
-        ("translation_source", _str),  # a native row: "override" or "llm:<backend spec>"
+        ("language", _str),
+        ("translation_of", _str),
+        ("translation_check", _float),
+        ("translation_source", _str),
     ]
 )
 
