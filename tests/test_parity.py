@@ -75,6 +75,16 @@ def test_a_refused_native_prompt_has_no_row_and_a_refused_english_prompt_flags_i
     assert [(r["unit_id"], round(r["value"], 9)) for r in partly if r["flag"] is None] == [("y1", 0.3)]
 
 
+def test_a_native_row_whose_english_row_is_missing_is_one_error_line():
+    from cultureboard.errors import CultureboardError
+    from cultureboard.evaluators.engine.context import Context
+    from cultureboard.evaluators.engine.parity import in_english
+
+    ctx = Context([], {"y1": _prompt("y1", "NG", "yo", "e9")}, Path("dataset"), None, None)
+    with pytest.raises(CultureboardError, match="prompt y1 translates e9, which is not in its prompt set"):
+        in_english(ctx)
+
+
 def test_a_gap_card_targets_zero_says_whose_measure_it_is_and_versions_with_its_base():
     base = MetricCard("lingo.x", "lingo", "X", "x", "higher", "[0, 1]", ("s",), "a paper", version=3,
                       direction_evidence="a test")
