@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from cultureboard.evaluators.engine.context import IN_TRAINING
+from cultureboard.evaluators.engine.parity import is_parity, parity_name
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
 from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
 from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
@@ -59,6 +60,12 @@ class Group:
     @property
     def everyone(self) -> list[Result]:
         return self.results + self.controls
+
+    @property
+    def headline(self) -> list[str]:
+        """The headline, and beside it its language-parity gap where the group has one (a native variant)."""
+        gap = parity_name(self.metrics[0])
+        return self.metrics[:1] + ([gap] if gap in self.metrics else [])
 
 
 @dataclass
@@ -164,7 +171,8 @@ class Board:
     def variants(self, metric: str, available) -> list[str]:
         """``metric`` and the metrics that recompute it with another scorer (named ``<metric>.<scorer>``, e.g. CuRe's
         ITA per OpenCLIP backbone) among ``available``; just ``[metric]`` when it has none."""
-        return [metric] + sorted(m for m in available if m.startswith(metric + ".") and "." not in m[len(metric) + 1:])
+        return [metric] + sorted(m for m in available if m.startswith(metric + ".") and "." not in m[len(metric) + 1:]
+                                 and not is_parity(m))
 
     def spread(self, group: Group, result: Result, metric: str) -> dict | None:
         """How far ``result``'s rank on ``metric`` moves across the metric's scorer variants (overall), as
@@ -274,13 +282,14 @@ def _metric_order(prompt_set: str, metrics: list[str]) -> list[str]:
 
 
 def _shown(metrics: list[str], cards: dict[str, dict]) -> list[str]:
-    """The headline and up to :data:`SHOWN_BESIDE` others: those with a direction, variants of another metric
-    (shown as its spread) left out."""
+    """The headline, its language-parity gap where there is one, and up to :data:`SHOWN_BESIDE` others: those with
+    a direction, variants of another metric (shown as its spread) and the other gaps left out."""
     def variant(m):
-        return any(m.startswith(o + ".") for o in metrics if o != m)
+        return is_parity(m) or any(m.startswith(o + ".") for o in metrics if o != m)
 
+    gap = [m for m in metrics if m == parity_name(metrics[0])]
     beside = [m for m in metrics[1:] if cards[m]["direction"] != "none" and not variant(m)]
-    return metrics[:1] + beside[:SHOWN_BESIDE]
+    return metrics[:1] + gap + beside[:SHOWN_BESIDE]
 
 
 def _gaps(result: Result, metric: str):

@@ -44,12 +44,16 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
     if countries := _by_country(ranked, metric):
         out.append({"src": site.plot(page, f"{group.name}-heatmap", plots.heatmap_svg(countries, f"{title} by country")),
                     "alt": f"Heatmap of {title}, submissions by country", "href": map_page(group, metric)})
-        means = _country_means([r for r in group.results], metric)
-        if means:
-            svg = worldmap.map_svg(means, f"{title}: mean of the ranked submissions per country",
-                                   names={c: country_name(c) for c in means})
-            out.append({"src": site.plot(page, f"{group.name}-map", svg), "href": map_page(group, metric),
-                        "alt": f"World map of {title}, the mean of the ranked submissions per country; open the map "
+        for shown in group.headline:  # the headline, and its language-parity gap where there is one
+            means = _country_means(group.results, shown)
+            if not means:
+                continue
+            what = title.replace(board.cards[metric]["title"], board.cards[shown]["title"], 1)
+            svg = worldmap.map_svg(means, f"{what}: mean of the ranked submissions per country",
+                                   names={c: country_name(c) for c in means}, centre=board.cards[shown].get("target"))
+            out.append({"src": site.plot(page, f"{group.name}-map" + ("-parity" if shown != metric else ""), svg),
+                        "href": map_page(group, shown),
+                        "alt": f"World map of {what}, the mean of the ranked submissions per country; open the map "
                                "page to choose a submission or another metric"})
     eras = [{"model": r.label, "era": s, "value": e["value"], "low": e["ci_low"], "high": e["ci_high"]}
             for r in ranked for (m, t, s), e in sorted(r.entries.items(), key=lambda kv: slice_order("era", kv[0][2]))
@@ -239,7 +243,7 @@ def _map_page(site: Site, board: Board, group: Group, metric: str, metrics: list
                         "values": [(r.entries.get((metric, "country", c)) or {}).get("value") for c in countries]})
     for ch in choices:  # what the page's data holds is what it draws
         ch["values"] = [None if v is None else round(v, 6) for v in ch["values"]]
-    vmin, vmax, digits = worldmap.scale_of(v for ch in choices for v in ch["values"])
+    vmin, vmax, digits = worldmap.scale_of((v for ch in choices for v in ch["values"]), card.get("target"))
     data = {"countries": countries, "digits": digits, "vmin": vmin, "vmax": vmax,
             "names": [names[c] for c in countries], "choices": choices}
     svg = worldmap.map_body(dict(zip(countries, choices[0]["values"])), f"World map of {card['title']} per country",

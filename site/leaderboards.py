@@ -11,6 +11,7 @@ rest are on the metric and submission pages and in the downloads.
 from __future__ import annotations
 
 from cultureboard.errors import CultureboardError
+from cultureboard.evaluators.results.disparity import SIGNIFICANT
 
 from . import country_answer, figures, gaming
 from .board import Board, Group
@@ -75,7 +76,8 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
                "weights": str(r.spec.get("model", {}).get("weights")),
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
-               **{m: r.entries.get((m, slice_type, slice_)) for m in metrics}, "_marks": marks(board, r, metrics)}
+               **{m: r.entries.get((m, slice_type, slice_)) for m in metrics},
+               "_marks": marks(board, r, metrics, slice_type, slice_)}
         if any(c.key == "spread" for c in columns):
             row["spread"] = board.spread(group, r, metrics[0])
             if badge := _entangled_badge(e for v in variants for e in board.entangled(r, v)):
@@ -103,9 +105,24 @@ CONTROLS = {
 }
 
 
-def marks(board: Board, r, metrics: list[str]) -> dict[str, list[dict]]:
-    """Per-cell badges: the scorer of a metric shares training data with the submission (entanglement)."""
-    return {m: badge for m in metrics if (badge := _entangled_badge(board.entangled(r, m)))}
+def marks(board: Board, r, metrics: list[str], slice_type: str, slice_: str) -> dict[str, list[dict]]:
+    """Per-cell badges: the scorer of a metric shares training data with the submission (entanglement); a
+    language-parity gap that differs from 0 (:func:`gap_badge`)."""
+    out = {m: badge for m in metrics if (badge := _entangled_badge(board.entangled(r, m)))}
+    for m in metrics:
+        if badge := gap_badge(r.entries.get((m, slice_type, slice_))):
+            out[m] = out.get(m, []) + badge
+    return out
+
+
+def gap_badge(entry: dict | None) -> list[dict]:
+    """The "language gap" badge of a parity entry whose Benjamini-Hochberg q (across the slices of its type:
+    countries on a country page) is below :data:`~cultureboard.evaluators.results.disparity.SIGNIFICANT`."""
+    q = (entry or {}).get("p_adjusted")
+    if q is None or q >= SIGNIFICANT:
+        return []
+    return [{"label": "language gap", "title": f"Native-language prompts score {'above' if entry['value'] > 0 else 'below'} "
+             f"their English originals: the gap differs from 0 (bootstrap test, Benjamini-Hochberg q = {q:.3f})."}]
 
 
 def _entangled_badge(found) -> list[dict]:
@@ -132,7 +149,7 @@ def _prompt_set_parts(site: Site, board: Board, page: str, slice_type: str, slic
     for prompt_set, groups in board.groups.items():
         tables = []
         for g in groups:
-            table = leaderboard(site, board, page, g, slice_type, slice_, g.shown[:1] if headline_only else None,
+            table = leaderboard(site, board, page, g, slice_type, slice_, g.headline if headline_only else None,
                                 limit=limit)
             if table is not None:
                 tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows)})

@@ -7,7 +7,10 @@ its headline over all prompts with the 95% CI and its rank range within its comp
 submission's own page (model/<submission id>.html) and to its images; then a per-country table of each
 submission's headline (columns are never averaged: each family's headline has its own scale); then the model card
 (model id, revision, weights, licence, training data, links: the model's Hub page for an open model's Hub id).
-Per submission, a bar chart of each country's gap to the model's own mean on the headline, with its CI. Badges: a
+Per submission, a bar chart of each country's gap to the model's own mean on the headline, with its CI. A
+submission of a native-language variant (``<prompt set>-native``) adds a per-language table: each language's
+pairs, the prompts the model refused in it (declared refusals, counted, never dropped) and the headline's
+language-parity gap, native minus English, with its CI. Badges: a
 headline whose scorers learned from the training data the model declares is marked entangled, and a
 country whose gap to the model's own mean lies wholly on the headline's worse side is marked under-represented.
 
@@ -20,11 +23,12 @@ from __future__ import annotations
 
 import re
 
+from cultureboard.evaluators.engine.parity import parity_name
 from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model_key
 
 from . import plots
 from .board import Board
-from .leaderboards import prompt_set_page
+from .leaderboards import gap_badge, prompt_set_page
 from .names import display_name, model_page, slice_name, slice_order, slice_path
 from .write import Column, Site
 
@@ -50,9 +54,11 @@ def overview_pages(site: Site, board: Board, image_pages: dict[str, str]) -> Non
     for key, results in models_of(board).items():
         page = model_page(key)
         first = results[0]
+        languages = _language_table(board, results)
         site.page(page, "model_overview.html", display_name({**first.spec, "tag": None}, key), key=key,
                   prompt_sets=site.table(page, "prompt-sets", *_prompt_set_table(board, results, image_pages)),
                   countries=site.table(page, "countries", *_country_table(board, results)),
+                  languages=site.table(page, "languages", *languages) if languages[1] else None,
                   figures=_gap_figures(site, board, page, results),
                   card=[(path, get(first.spec, path)) for path in MODEL_IDENTITY if get(first.spec, path) is not None],
                   links=_links([r.spec for r in results]))
@@ -108,6 +114,38 @@ def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict
                **{f"s{i}": r.entries.get((_headline(board, r), "country", c)) for i, r in enumerate(results)}}
         marks = {f"s{i}": [UNDER] for i in range(len(results)) if c in under[i]}
         rows.append(row | ({"_marks": marks} if marks else {}))
+    return columns, rows
+
+
+def _language_table(board: Board, results: list) -> tuple[list[Column], list[dict]]:
+    """One row per (submission with a language-parity gap on its headline, native language): the pairs the run
+    held, the native prompts the model refused and the pairs whose English prompt it refused (the gap's notes,
+    :func:`~cultureboard.evaluators.engine.parity.refusal_counts`), the refusal rate, and the gap with its CI
+    (badged where its Benjamini-Hochberg q across the languages is below 0.05)."""
+    columns = [Column("submission", "Submission", "link"), Column("language", "Language", "text", "BCP 47 tag"),
+               Column("pairs", "Pairs", "num", "Native prompts of this language in the run, each with its English "
+                      "original"),
+               Column("refused", "Refused", "num", "Native prompts whose every image the model declared refused: "
+                      "counted, never dropped", better="lower"),
+               Column("english_refused", "English refused", "num", "Pairs whose English prompt the model refused",
+                      better="lower"),
+               Column("refusal_rate", "Refusal rate", "pct", "Refused / pairs", better="lower"),
+               Column("gap", "Headline gap, native - English", "score", "The headline's language-parity gap: mean "
+                      "over the pairs of native minus English, 95% paired bootstrap CI; 0 is no gap", better="lower",
+                      target=0.0)]
+    rows = []
+    for r in results:
+        gap = parity_name(_headline(board, r))
+        counts = r.summary["provenance"].get("notes", {}).get(gap, {}).get("counts", {})
+        languages = {s for (m, t, s) in r.entries if m == gap and t == "language"}
+        languages |= {k.rsplit(" ", 1)[0] for k in counts if k.endswith(" pairs")}
+        for lang in sorted(languages):
+            pairs, refused = counts.get(f"{lang} pairs", 0), counts.get(f"{lang} refused", 0)
+            entry = r.entries.get((gap, "language", lang))
+            row = {"submission": {"text": r.sid, "href": f"model/{r.sid}.html"}, "language": lang, "pairs": pairs,
+                   "refused": refused, "english_refused": counts.get(f"{lang} English refused", 0),
+                   "refusal_rate": refused / pairs if pairs else None, "gap": entry}
+            rows.append(row | ({"_marks": {"gap": badge}} if (badge := gap_badge(entry)) else {}))
     return columns, rows
 
 

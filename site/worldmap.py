@@ -174,17 +174,23 @@ def _legend(vmin: float, vmax: float, y: float, digits: int) -> list[str]:
     return body
 
 
-def scale_of(values) -> tuple[float, float, int]:
-    """(vmin, vmax, digits) of the legend for the finite ``values`` (0..1 when there are none)."""
+def scale_of(values, centre: float | None = None) -> tuple[float, float, int]:
+    """(vmin, vmax, digits) of the legend for the finite ``values`` (0..1 when there are none); with a ``centre``
+    (a gap's 0, a target metric's target) the range is widened to be symmetric about it, so the centre is the
+    ramp's middle colour and equal gaps either side are equally far from it."""
     finite = [v for v in values if v is not None]
     vmin, vmax = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    if centre is not None:
+        half = max(abs(vmin - centre), abs(vmax - centre)) or 1.0
+        vmin, vmax = centre - half, centre + half
     return vmin, vmax, _distinct_digits([vmin, (vmin + vmax) / 2, vmax], 2)
 
 
 def map_svg(values: dict[str, float | None], title: str, *, names: dict[str, str], vmin: float | None = None,
-            vmax: float | None = None, desc: str | None = None) -> str:
-    """A standalone SVG world map of ``values`` (iso2 -> value or None; the countries of the data)."""
-    low, high, digits = scale_of(values.values())
+            vmax: float | None = None, desc: str | None = None, centre: float | None = None) -> str:
+    """A standalone SVG world map of ``values`` (iso2 -> value or None; the countries of the data); ``centre``: see
+    :func:`scale_of`."""
+    low, high, digits = scale_of(values.values(), centre)
     vmin, vmax = low if vmin is None else vmin, high if vmax is None else vmax
     _, width, height = shapes()
     top = 28.0

@@ -44,6 +44,7 @@ from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, ge
 from ..submission.validate import validate
 from .cache import Cache
 from .context import SLICE_FIELDS, Context, Image
+from .parity import is_parity
 from .registry import Family, PromptSetSpec, family_of, options_dict, parse_options
 from .scorers import Scorers
 
@@ -332,7 +333,8 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         "provenance": provenance,
         "metrics_info": [family.card(m).to_dict() for m in metrics],
         "metrics": summarize(scores, units, expected, slice_types, seed=settings["seed"], n_boot=settings["n_boot"],
-                             refused=refused, clusters=clusters) if len(scores) else [],
+                             refused=refused, clusters=clusters,
+                             tested={m: family.card(m).target for m in metrics if is_parity(m)}) if len(scores) else [],
     }
     progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:

@@ -11,8 +11,12 @@ within each drawn cluster (:func:`.stats.cluster_bootstrap_ci`); a slice of one 
 ``complete`` when it is 1, and ``n_refused`` the prompts of the slice a model declared it refused (not scored,
 but not missing either); rows flagged by the family (a pool too small to rank, a judge that never answered
 usably, a missing reference) are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count
-per reason. A slice that lacks units is reported with its coverage, never silently averaged away. The summary
-depends only on the rows (sorted first), so shards merged give exactly the unsharded result.
+per reason. A slice that lacks units is reported with its coverage, never silently averaged away. A metric
+tested against a null value (``tested``: a language-parity gap against 0) also gets ``p``, the two-sided bootstrap
+p-value of "value = null" from the same replicates as its CI (:func:`.stats.bootstrap_test`; null when untested:
+one unit, or units of equal value), and ``p_adjusted``, Benjamini-Hochberg over the slices of one slice type
+(across countries for the country slices; :func:`.stats.benjamini_hochberg`). The summary depends only on the
+rows (sorted first), so shards merged give exactly the unsharded result.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.registry import IMAGE_UNIT
-from .stats import bootstrap_ci, cluster_bootstrap_ci
+from .stats import benjamini_hochberg, bootstrap_ci, bootstrap_test, cluster_bootstrap_ci
 
 #: Slice types every prompt set is summarised by; a prompt set adds its own (``PromptSetSpec.slice_fields``).
 SLICE_TYPES = ("overall", "country", "continent", "region_group", "category", "era")
@@ -40,16 +44,18 @@ NO_CI = "no CI: 1 prompt"
 def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[str, Mapping[str, dict]],
               slice_types: tuple[str, ...] = SLICE_TYPES, seed: int = 0, n_boot: int = 1000,
               refused: Mapping[str, set[str]] | None = None,
-              clusters: Mapping[str, Mapping[str, object]] | None = None) -> list[dict]:
+              clusters: Mapping[str, Mapping[str, object]] | None = None,
+              tested: Mapping[str, float] | None = None) -> list[dict]:
     """``units``: metric -> its unit kind (from the cards); ``expected``: unit kind -> {unit id: slice values} of
     the whole prompt set (a value may be a tuple: the unit then counts in each of those slices); ``refused``: unit
     kind -> units whose every image the model declared refused (``n_refused`` per slice: not scored, and not
     missing either); ``clusters``: metric -> {unit id: its cluster} for the metrics bootstrapped in two stages
-    (a unit without an entry, or with None, is a cluster of its own).
+    (a unit without an entry, or with None, is a cluster of its own); ``tested``: metric -> the null value its
+    entries are tested against (``p``, ``p_adjusted``; not for a clustered metric).
 
     Each metric's rows become numpy arrays once (unit codes in sorted unit order, values, flags, images per row)
     and each slice type is factorised once; an entry then only indexes those arrays."""
-    refused, clusters = refused or {}, clusters or {}
+    refused, clusters, tested = refused or {}, clusters or {}, tested or {}
     scores = scores.sort_values(ROW_ORDER, na_position="first", kind="stable")
     counts: dict[tuple[str, str], tuple[dict, dict]] = {}
     out = []
@@ -62,10 +68,14 @@ def summarize(scores: pd.DataFrame, units: Mapping[str, str], expected: Mapping[
             if (unit, slice_type) not in counts:
                 counts[unit, slice_type] = _expected_counts(expected[unit], slice_type, refused.get(unit, ()))
             totals, refusals = counts[unit, slice_type]
-            for key, idx in _slices(rows, slice_type):
-                entry = arrays.entry(idx, totals.get(key), seed, n_boot)
-                out.append({"metric": metric, "slice_type": slice_type, "slice": key, **entry,
-                            "n_refused": refusals.get(key, 0)})
+            entries = [{"metric": metric, "slice_type": slice_type, "slice": key,
+                        **arrays.entry(idx, totals.get(key), seed, n_boot, tested.get(metric)),
+                        "n_refused": refusals.get(key, 0)} for key, idx in _slices(rows, slice_type)]
+            if metric in tested:
+                adjusted = benjamini_hochberg([np.nan if e["p"] is None else e["p"] for e in entries])
+                for e, q in zip(entries, adjusted):
+                    e["p_adjusted"] = None if np.isnan(q) else float(q)
+            out += entries
     return out
 
 
@@ -107,7 +117,7 @@ class _Rows:
         self.flagged = rows["flag"].notna().to_numpy()
         self.images = _images(rows, unit)
 
-    def entry(self, idx: np.ndarray, total: int | None, seed: int, n_boot: int) -> dict:
+    def entry(self, idx: np.ndarray, total: int | None, seed: int, n_boot: int, null: float | None = None) -> dict:
         flagged = self.flagged[idx]
         good = idx[~flagged]
         entry = {"n_flagged": int(flagged.sum()),
@@ -119,10 +129,18 @@ class _Rows:
         coverage = len(by_unit) / total if total else None
         entry.update(n_prompts=len(by_unit), coverage=coverage, complete=coverage == 1.0,
                      n_images=int(self.images[good].sum()))
+        if null is not None:
+            if self.cluster is not None:
+                raise ValueError("a metric bootstrapped in clusters is not tested against a null value")
+            entry["p"] = None
         if by_unit:
-            ci = (bootstrap_ci(by_unit, n_boot=n_boot, seed=seed) if self.cluster is None else
-                  cluster_bootstrap_ci(by_unit, [self.cluster[u] for u in units[np.r_[0, starts]]], n_boot=n_boot,
-                                       seed=seed))
+            if null is not None:
+                ci, entry["p"] = bootstrap_test(by_unit, null, n_boot=n_boot, seed=seed)
+            elif self.cluster is None:
+                ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
+            else:
+                ci = cluster_bootstrap_ci(by_unit, [self.cluster[u] for u in units[np.r_[0, starts]]], n_boot=n_boot,
+                                          seed=seed)
             if len(by_unit) == 1:  # one unit: no spread to estimate, so no CI rather than [v, v]
                 entry.update(value=ci.value, ci_low=None, ci_high=None, ci_note=NO_CI)
             else:

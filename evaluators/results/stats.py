@@ -1,6 +1,7 @@
 """Statistics for the leaderboard: prompt-level bootstrap CIs, rank ties, rater agreement, correlations.
 
 * :func:`bootstrap_ci` -- percentile bootstrap over prompts of the mean of per-prompt means;
+* :func:`bootstrap_test` -- that CI and the bootstrap p-value of "the mean equals a null value";
 * :func:`cluster_bootstrap_ci` -- the same mean with a two-stage bootstrap (clusters of prompts, then prompts);
 * :func:`resample_indices`, :func:`percentile_interval`, :func:`bootstrap_p_value` -- the one bootstrap
   machinery (draws, interval, p-value) of the bootstraps here and in ``disparity`` and ``trust``;
@@ -55,15 +56,31 @@ def bootstrap_ci(
     Raises:
         ValueError: no prompts, a prompt without values, a non-finite value, n_boot < 1, level not in (0, 1).
     """
+    value, replicates = _prompt_replicates(values_by_prompt, statistic, n_boot, level, seed)
+    return ConfidenceInterval(value, *percentile_interval(replicates, level))
+
+
+def bootstrap_test(values_by_prompt: Mapping[str, Sequence[float]] | Sequence[Sequence[float]], null: float = 0.0,
+                   n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[ConfidenceInterval, float | None]:
+    """:func:`bootstrap_ci` of the mean (the same draws, so the same interval) and the two-sided bootstrap p-value
+    of "the mean equals ``null``" (:func:`bootstrap_p_value`) from those replicates; p is None (untested) when
+    the replicates do not vary (one prompt, or prompts with equal means: the bootstrap sees no uncertainty, and
+    would give the smallest p). Paired differences (one value per pair) make this the paired bootstrap test."""
+    value, replicates = _prompt_replicates(values_by_prompt, np.mean, n_boot, level, seed)
+    p = bootstrap_p_value(replicates, null) if np.ptp(replicates) > 0 else None
+    return ConfidenceInterval(value, *percentile_interval(replicates, level)), p
+
+
+def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float, seed: int) -> tuple[float, np.ndarray]:
+    """(statistic over the per-prompt means, its ``n_boot`` bootstrap replicates over prompts)."""
     _check_bootstrap(n_boot, level)
     items = values_by_prompt.items() if isinstance(values_by_prompt, Mapping) else enumerate(values_by_prompt)
     means = [_unit_mean(prompt, values) for prompt, values in items]
     if not means:
         raise ValueError("no prompts: a confidence interval needs at least one prompt")
     means = np.asarray(means)
-    value = float(statistic(means))
     replicates = statistic(means[resample_indices(len(means), n_boot, np.random.default_rng(seed))], axis=1)
-    return ConfidenceInterval(value, *percentile_interval(replicates, level))
+    return float(statistic(means)), replicates
 
 
 def cluster_bootstrap_ci(values_by_unit: Sequence[Sequence[float]], clusters: Sequence, n_boot: int = 1000,

@@ -44,6 +44,10 @@ Global prompts (concept only) and within-culture prompts (concept and country) a
 
 A pool (the rephrasings of one level x concept x country) left with fewer images than the group size is
 flagged and not ranked.
+
+``cube-awareness-native`` is cube-awareness in each country's own language(s), scored the same way with the
+English prompt's text for every image-text scorer, plus each metric's native-minus-English gap
+(``<metric>.parity``, :mod:`...engine.parity`).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
 from ...engine.context import Context, Image, score_row
+from ...engine.parity import native_variant
 from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
 from ...results.aggregate import unit_slices
 from ..vendi import CUBE_KERNEL_PRESETS
@@ -396,6 +401,12 @@ def score_diversity(ctx: Context) -> list[dict]:
     return rows
 
 
+AWARENESS = PromptSetSpec("cube-awareness", score_awareness,
+                          ("cube.faithfulness", "cube.cultural_relevance", "cube.country_top1", "cube.quality"),
+                          shard_unit=lambda prompt: prompt["prompt_id"])
+#: cube-awareness in each country's own language(s), its metrics' native-minus-English gaps (:mod:`...engine.parity`)
+AWARENESS_NATIVE, AWARENESS_GAPS = native_variant(AWARENESS, {m.name: m for m in METRICS})
+
 register(Family(
     name=FAMILY,
     title="CUBE: cultural awareness and cultural diversity",
@@ -407,12 +418,11 @@ register(Family(
     papers={"paper": "https://arxiv.org/abs/2407.06863",
             "code and data": "https://github.com/google-research-datasets/cube"},
     prompt_sets=(
-        PromptSetSpec("cube-awareness", score_awareness,
-                      ("cube.faithfulness", "cube.cultural_relevance", "cube.country_top1", "cube.quality"),
-                      shard_unit=lambda prompt: prompt["prompt_id"]),
+        AWARENESS,
         PromptSetSpec("cube-diversity", score_diversity, ("cube.retrieval", "cube.quality", *DIVERSITY_METRICS),
                       shard_unit=pool_id, units={"pool": pool_id}),
+        AWARENESS_NATIVE,
     ),
-    metrics=METRICS,
+    metrics=METRICS + AWARENESS_GAPS,
     options=CubeOptions,
 ))

@@ -31,6 +31,10 @@ the row's detail), counted in the summary and never scored. These scores are aut
 human image-image similarity rating; the human study is imported by ``results/studies/cultdiff.py`` and
 analysed by :mod:`.human`. The summary has a country x category slice (CultDiff ranks models per cell); the
 countries a model under-represents come from :mod:`.leaderboard`.
+
+``cultdiff-native`` is the same prompts in each country's own language(s): every image is compared with the
+artifact's photographs as above (no scorer reads text), plus each metric's native-minus-English gap
+(``<metric>.parity``, :mod:`...engine.parity`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import numpy as np
 from ...engine.context import IN_TRAINING, Context, Image, score_row
 from ...engine.images import ImageSource
 from ...engine.pairwise import SquareResize
+from ...engine.parity import native_variant
 from ...engine.registry import Family, MetricCard, PromptSetSpec, register
 from . import core
 from .learned import TRAINING_FILE, configured, model_folder, trained_on
@@ -224,6 +229,12 @@ def score_cultdiff(ctx: Context) -> list[dict]:
     return rows + _rows("cultdiff.ssim", plan, values, True, opts.reduction)
 
 
+CULTDIFF = PromptSetSpec("cultdiff", score_cultdiff, tuple(m.name for m in METRICS),
+                         shard_unit=lambda prompt: prompt["prompt_id"],
+                         cross_slices=(("country", "category"),))  # CultDiff ranks per country x category
+#: cultdiff in each country's own language(s), and its metrics' native-minus-English gaps (:mod:`...engine.parity`)
+CULTDIFF_NATIVE, NATIVE_GAPS = native_variant(CULTDIFF, {m.name: m for m in METRICS})
+
 register(Family(
     name=FAMILY,
     title="CultDiff: similarity to real photographs of cultural artifacts",
@@ -233,9 +244,7 @@ register(Family(
                  "similarity learned from human ratings. In the paper, native annotators of ten countries rated the "
                  "images; these automatic scores stand in for those ratings and agree with them only weakly."),
     papers={"paper": "https://arxiv.org/abs/2502.08914", "ACL anthology": "https://aclanthology.org/2025.acl-long.1503"},
-    prompt_sets=(PromptSetSpec("cultdiff", score_cultdiff, tuple(m.name for m in METRICS),
-                               shard_unit=lambda prompt: prompt["prompt_id"],
-                               cross_slices=(("country", "category"),)),),  # CultDiff ranks per country x category
-    metrics=METRICS,
+    prompt_sets=(CULTDIFF, CULTDIFF_NATIVE),
+    metrics=METRICS + NATIVE_GAPS,
     options=CultDiffOptions,
 ))
