@@ -26,7 +26,7 @@ from cultureboard.evaluators.engine.context import score_row
 from cultureboard.evaluators.engine.parity import (ENGLISH_REFUSED, PAIR_UNIT, SCORER_TEXT, native_variant, pair_rows,
                                                    parity_card)
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, family_of, register, unregister
-from cultureboard.evaluators.results.stats import benjamini_hochberg, bootstrap_ci, bootstrap_test
+from cultureboard.evaluators.results.stats import benjamini_hochberg, bootstrap_ci, paired_test
 from cultureboard.evaluators.submission.format import submission_id, write_submission
 from cultureboard.provenance import file_sha256
 
@@ -109,14 +109,16 @@ def test_the_native_sets_are_registered_with_a_gap_per_metric_and_a_language_sli
     assert spec.shard_unit({"prompt_id": "y1", "translation_of": "e1"}) == spec.shard_unit({"prompt_id": "e1"})
 
 
-def test_the_bootstrap_test_shares_the_ci_draws_and_is_untested_without_spread():
-    """Differences all above 0: every replicate is, so p is the smallest the +1 rule allows, 2 / (B + 1); the
-    interval is bootstrap_ci's (same draws); equal differences leave nothing to test."""
+def test_the_paired_test_gives_bootstrap_ci_and_the_exact_sign_flip_p():
+    """Four differences all above 0: of the 2^4 sign flips only the two with one sign for all reach |mean| >= the
+    observed mean (flipping 0.1 alone gives 0.1625 < 0.2125), so p -> 2/16 (random flips: sd 0.005 at B = 4000);
+    the interval is bootstrap_ci's (same draws); differences at the null, or a single pair, leave nothing to test."""
     diffs = [[0.1], [0.3], [0.2], [0.25]]
-    ci, p = bootstrap_test(diffs, 0.0, n_boot=99, seed=4)
-    assert p == pytest.approx(2 / 100) and ci == bootstrap_ci(diffs, n_boot=99, seed=4)
-    assert bootstrap_test([[0.1], [0.5], [-0.4]], 0.0, n_boot=99, seed=4)[1] > 0.5  # about centred on 0
-    assert bootstrap_test([[0.2], [0.2]], 0.0, n_boot=99)[1] is None
+    ci, p = paired_test(diffs, 0.0, n_boot=4000, seed=4)
+    assert p == pytest.approx(2 / 16, abs=0.03) and ci == bootstrap_ci(diffs, n_boot=4000, seed=4)
+    assert paired_test(diffs, 0.2125, n_boot=4000, seed=4)[1] > 0.95  # centred on the null: every flip is as large
+    assert paired_test([[0.1], [0.5], [-0.4]], 0.0, n_boot=999, seed=4)[1] > 0.5  # about centred on 0
+    assert paired_test([[0.2], [0.2]], 0.2, n_boot=99)[1] is None and paired_test([[0.2]], 0.0, n_boot=99)[1] is None
 
 
 # ------------------------------------------------------------------------------------------- a toy family
@@ -263,12 +265,14 @@ def test_country_gaps_are_tested_against_zero_and_adjusted_across_countries(ling
     yo, ha = _gaps("NG", "yo"), _gaps("NG", "ha")
     in_id_order = [ha[0], yo[0], ha[1], yo[1], yo[2]]  # the units' order: prompt ids .../NG/<k>/<language>
     for e, gaps in ((es, _gaps("ES", "es")), (ng, in_id_order)):
-        assert e["p"] == pytest.approx(bootstrap_test([[g] for g in gaps], 0.0, n_boot=N_BOOT, seed=0)[1])
+        assert e["p"] == pytest.approx(paired_test([[g] for g in gaps], 0.0, n_boot=N_BOOT, seed=0)[1])
     # Benjamini-Hochberg over the two countries: the larger p stays, the smaller doubles (capped by the larger)
     small, large = sorted([es["p"], ng["p"]])
     assert sorted([es["p_adjusted"], ng["p_adjusted"]]) == pytest.approx([min(2 * small, large), large])
     assert [es["p_adjusted"], ng["p_adjusted"]] == pytest.approx(list(benjamini_hochberg([es["p"], ng["p"]])))
-    assert es["p"] < 0.05  # every Spanish pair is brighter
+    # every Spanish pair is brighter, but there are 3: only 2 of the 2^3 sign flips are as extreme, p -> 1/4 (random
+    # flips at B = 200: sd 0.03); three pairs can never make a gap significant, however large
+    assert len(_gaps("ES", "es")) == 3 and es["p"] == pytest.approx(0.25, abs=0.1)
     # Hausa's gaps are all 0: nothing varies, so nothing is tested; its untested p does not count in BH
     ha = entries["lingo.brightness.parity", "language", "ha"]
     assert ha["p"] is None and ha["p_adjusted"] is None and ha["ci_note"] is None

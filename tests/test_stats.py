@@ -12,7 +12,6 @@ from scipy import stats
 from cultureboard.evaluators.results.stats import (
     benjamini_hochberg,
     bootstrap_ci,
-    bootstrap_p_value,
     cluster_bootstrap_ci,
     correlations,
     fleiss_kappa,
@@ -308,17 +307,6 @@ def test_bootstrap_ci_draws_through_resample_indices():
     idx = resample_indices(4, 300, np.random.default_rng(5))
     expected = percentile_interval(means[idx].mean(axis=1), 0.9)
     assert bootstrap_ci([[m] for m in means], n_boot=300, level=0.9, seed=5)[1:] == pytest.approx(expected)
-
-
-def test_bootstrap_p_value_hand_computed():
-    # B = 4: one replicate <= 0, three >= 0 -> 2 * min(1 + 1, 1 + 3) / 5
-    assert bootstrap_p_value([-1.0, 1.0, 2.0, 3.0]) == pytest.approx(0.8)
-    assert bootstrap_p_value([1.0, 2.0, 3.0, 4.0]) == pytest.approx(0.4)  # none <= 0: the floor 2 / (B + 1)
-    assert bootstrap_p_value([-1.0, 1.0]) == 1.0  # capped at 1
-    assert bootstrap_p_value([4.0, 5.0, 6.0], null=5.0) == 1.0  # a tie counts on both sides
-
-
-# --- Spearman with a bootstrap CI ---------------------------------------------------------------------
 
 
 def test_spearman_ci_value_is_scipy_and_replicates_resample_pairs():

@@ -12,9 +12,9 @@ within each drawn cluster (:func:`.stats.cluster_bootstrap_ci`); a slice of one 
 but not missing either); rows flagged by the family (a pool too small to rank, a judge that never answered
 usably, a missing reference) are never averaged in: ``n_flagged`` counts them and ``flags`` gives the count
 per reason. A slice that lacks units is reported with its coverage, never silently averaged away. A metric
-tested against a null value (``tested``: a language-parity gap against 0) also gets ``p``, the two-sided bootstrap
-p-value of "value = null" from the same replicates as its CI (:func:`.stats.bootstrap_test`; null when untested:
-one unit, or units of equal value), and ``p_adjusted``, Benjamini-Hochberg over the slices of one slice type
+tested against a null value (``tested``: a language-parity gap against 0) also gets ``p``, the two-sided sign-flip
+permutation p-value of "value = null" over its units (:func:`.stats.paired_test`; null when untested: one unit, or
+every unit at the null value), and ``p_adjusted``, Benjamini-Hochberg over the slices of one slice type
 (across countries for the country slices; :func:`.stats.benjamini_hochberg`). The summary depends only on the
 rows (sorted first), so shards merged give exactly the unsharded result.
 """
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.registry import IMAGE_UNIT
-from .stats import benjamini_hochberg, bootstrap_ci, bootstrap_test, cluster_bootstrap_ci
+from .stats import benjamini_hochberg, bootstrap_ci, paired_test, cluster_bootstrap_ci
 
 #: Slice types every prompt set is summarised by; a prompt set adds its own (``PromptSetSpec.slice_fields``).
 SLICE_TYPES = ("overall", "country", "continent", "region_group", "category", "era")
@@ -135,7 +135,7 @@ class _Rows:
             entry["p"] = None
         if by_unit:
             if null is not None:
-                ci, entry["p"] = bootstrap_test(by_unit, null, n_boot=n_boot, seed=seed)
+                ci, entry["p"] = paired_test(by_unit, null, n_boot=n_boot, seed=seed)
             elif self.cluster is None:
                 ci = bootstrap_ci(by_unit, n_boot=n_boot, seed=seed)
             else:

@@ -1,10 +1,10 @@
 """Statistics for the leaderboard: prompt-level bootstrap CIs, rank ties, rater agreement, correlations.
 
 * :func:`bootstrap_ci` -- percentile bootstrap over prompts of the mean of per-prompt means;
-* :func:`bootstrap_test` -- that CI and the bootstrap p-value of "the mean equals a null value";
+* :func:`paired_test` -- that CI and the sign-flip permutation p-value of "the mean equals a null value";
 * :func:`cluster_bootstrap_ci` -- the same mean with a two-stage bootstrap (clusters of prompts, then prompts);
-* :func:`resample_indices`, :func:`percentile_interval`, :func:`bootstrap_p_value` -- the one bootstrap
-  machinery (draws, interval, p-value) of the bootstraps here and in ``disparity`` and ``trust``;
+* :func:`resample_indices`, :func:`percentile_interval` -- the one bootstrap machinery (draws, interval) of the
+  bootstraps here and in ``disparity`` and ``trust``;
 * :func:`spearman_ci` -- Spearman's rho with a percentile bootstrap CI over items (pairs resampled together);
 * :func:`benjamini_hochberg` -- false-discovery-rate adjusted p-values;
 * :func:`rank_ties` -- rank ranges in which entries whose CIs overlap are tied (DESIGN principle 4);
@@ -60,15 +60,29 @@ def bootstrap_ci(
     return ConfidenceInterval(value, *percentile_interval(replicates, level))
 
 
-def bootstrap_test(values_by_prompt: Mapping[str, Sequence[float]] | Sequence[Sequence[float]], null: float = 0.0,
-                   n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[ConfidenceInterval, float | None]:
-    """:func:`bootstrap_ci` of the mean (the same draws, so the same interval) and the two-sided bootstrap p-value
-    of "the mean equals ``null``" (:func:`bootstrap_p_value`) from those replicates; p is None (untested) when
-    the replicates do not vary (one prompt, or prompts with equal means: the bootstrap sees no uncertainty, and
-    would give the smallest p). Paired differences (one value per pair) make this the paired bootstrap test."""
+def paired_test(values_by_prompt: Mapping[str, Sequence[float]] | Sequence[Sequence[float]], null: float = 0.0,
+                n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[ConfidenceInterval, float | None]:
+    r""":func:`bootstrap_ci` of the mean of per-prompt means :math:`d_i` (one per pair: paired differences) and the
+    two-sided sign-flip permutation p-value of "the mean equals ``null``" (:func:`sign_flip_p`), exact under a
+    null symmetric about ``null`` whatever the number of pairs (a bootstrap p of a mean over 5-10 pairs is too
+    small). p is None (untested) when every :math:`d_i` equals ``null`` or there is a single pair."""
     value, replicates = _prompt_replicates(values_by_prompt, np.mean, n_boot, level, seed)
-    p = bootstrap_p_value(replicates, null) if np.ptp(replicates) > 0 else None
+    items = values_by_prompt.values() if isinstance(values_by_prompt, Mapping) else values_by_prompt
+    centred = np.array([_unit_mean(i, v) for i, v in enumerate(items)]) - null
+    tested = len(centred) > 1 and np.abs(centred).max() > 0
+    p = sign_flip_p(centred, n_boot, np.random.default_rng([seed, 1])) if tested else None
     return ConfidenceInterval(value, *percentile_interval(replicates, level)), p
+
+
+def sign_flip_p(centred: np.ndarray, n_perm: int, rng: np.random.Generator) -> float:
+    r"""Two-sided sign-flip p of "the mean of ``centred`` is 0": with :math:`t = |\bar d|` and B random sign
+    vectors :math:`s^{(b)}` (each :math:`\pm 1` with probability 1/2), :math:`p = (1 + \#\{b : |\overline{s^{(b)}
+    d}| \ge t\}) / (B + 1)`. Under the null each difference is as likely to have either sign, so every flip is as
+    likely as the data; the smallest p is 1/(B + 1), and about 2 / 2^n for n differences."""
+    centred = np.asarray(centred, dtype=float)
+    signs = rng.integers(0, 2, (n_perm, len(centred))) * 2 - 1
+    null = np.abs(signs @ centred) / len(centred)
+    return float((1 + (null >= abs(centred.mean()) - 1e-12).sum()) / (n_perm + 1))
 
 
 def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float, seed: int) -> tuple[float, np.ndarray]:
@@ -148,20 +162,6 @@ def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, fl
     (numpy's linear interpolation)."""
     low, high = np.quantile(np.asarray(replicates, dtype=float), [(1 - level) / 2, (1 + level) / 2])
     return float(low), float(high)
-
-
-def bootstrap_p_value(replicates: np.ndarray, null: float = 0.0) -> float:
-    r"""Two-sided bootstrap p-value of the hypothesis "the statistic equals ``null``".
-
-    With B replicates :math:`t_b`: :math:`p = \min\bigl(1,\ 2\min(\frac{1 + \#\{t_b \le null\}}{B + 1},
-    \frac{1 + \#\{t_b \ge null\}}{B + 1})\bigr)`: twice the smaller tail of the bootstrap distribution at
-    ``null``, with the +1 that keeps p above 0 (the smallest p is 2/(B+1)). Small p: the replicates lie
-    on one side of ``null``; a 1 - level percentile interval excludes ``null`` roughly when p < 1 - level.
-    """
-    replicates = np.asarray(replicates, dtype=float)
-    b = len(replicates)
-    below, above = (replicates <= null).sum(), (replicates >= null).sum()
-    return float(min(1.0, 2 * min(1 + below, 1 + above) / (b + 1)))
 
 
 class SpearmanCI(NamedTuple):
