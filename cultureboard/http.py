@@ -5,7 +5,9 @@ connection, HTTP 429 or 5xx); the wait doubles from ``backoff`` seconds, is capp
 and a server's ``Retry-After`` (seconds) is honoured up to that cap. Anything else is raised at once.
 
 A socket timeout bounds one read only: a server that sends a byte a second never trips it. A body is
-therefore read with :func:`read_body`, which also bounds the whole read by a deadline on the monotonic clock.
+therefore read with :func:`read_body`, which also bounds the whole read by a deadline on the monotonic clock;
+:class:`Deadlines` gives each answer (or file) its deadline within the run's: every client that reads the
+network (Commons, SPARQL, the LLM server, the official downloads) reads through both.
 """
 
 from __future__ import annotations
@@ -41,6 +43,27 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:  # an HTTP date: fall back to the exponential wait
         return None
+
+
+class Deadlines:
+    """A client's overall time limits: ``per_answer`` seconds for one answer or file (all its attempts together)
+    and ``per_run`` seconds for everything it reads, counted from its creation (the start of the run)."""
+
+    def __init__(self, per_answer: float, per_run: float):
+        self.per_answer, self.per_run = per_answer, per_run
+        self.run_ends = time.monotonic() + per_run
+
+    def next(self) -> float:
+        """The deadline of the next answer (a ``time.monotonic()`` value): ``per_answer`` from now, or the end of
+        the run if that is earlier; :class:`DeadlinePassed` once the run's end has passed."""
+        now = time.monotonic()
+        if now > self.run_ends:
+            raise DeadlinePassed(f"the run went on past its time limit of {self.per_run:g} s")
+        return min(now + self.per_answer, self.run_ends)
+
+    def limits(self) -> str:
+        """The limits in words, for an error line."""
+        return f"the limits are {self.per_answer:g} s an answer and {self.per_run:g} s a run"
 
 
 def read_body(response, *, max_bytes: int, deadline: float, chunk: int = 65536) -> bytes:

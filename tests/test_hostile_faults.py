@@ -80,3 +80,98 @@ def test_a_refused_write_ends_any_command_in_one_line(capsys, tmp_path, request,
     assert code != 0 and fix in line, line
     assert not [p for p in out.iterdir() if not p.name.startswith(".")] and not list(out.glob(".*tmp*")), \
         list(out.iterdir())
+
+
+# --- network peers that drip
+
+
+class DripServer:
+    """An HTTP server on 127.0.0.1 that answers every request 200 with a long body sent one byte at a time,
+    ``pause`` seconds apart (never tripping a per-read socket timeout), until the client goes away."""
+
+    def __init__(self, pause: float = 0.5):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stop = self.stop = threading.Event()
+
+        class Handler(BaseHTTPRequestHandler):
+            def _drip(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(10**6))
+                self.end_headers()
+                try:
+                    while not stop.wait(pause):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                except OSError:  # the client gave up: what the deadline is for
+                    pass
+
+            do_GET = do_POST = _drip
+
+            def log_message(self, *args):
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> "DripServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def finishes(call, seconds: float = 60.0):
+    """``call()``'s value, run on a thread: a hang (the defect these tests guard against) fails instead of waiting."""
+    import threading
+
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("value", call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), "the command hung"
+    return box["value"]
+
+
+# (id, module, its per-answer and per-run limits as set for the test, the command with URL for the server's)
+DRIPS = [
+    ("sparql-answer", "kb_sparql", {"QUERY_SECONDS": 1.0}, EXTRACT[:1] + ["--sparql", "URL/sparql"] + EXTRACT[3:]),
+    ("llm-answer", "llm_backends", {"CALL_SECONDS": 1.0},
+     ["build", "--llm", "openai:drip", "--countries", "IT", "--concepts", "cuisine", "--prompt-sets", "cube-awareness"]),
+    ("official-download", "importers", {"FILE_SECONDS": 1.0}, ["import", "cube-1k", "URL/cube_1k.json"]),
+]
+
+
+@pytest.mark.parametrize("module, limits, args", [pytest.param(*c[1:], id=c[0]) for c in DRIPS])
+def test_a_dripping_peer_ends_the_command_at_its_deadline(capsys, tmp_path, monkeypatch, module, limits, args):
+    import importlib
+
+    target = importlib.import_module(f"cultureboard.builder.{module}")
+    for name, seconds in limits.items():
+        monkeypatch.setattr(target, name, seconds)
+    with DripServer() as server:
+        monkeypatch.setenv("CULTUREBOARD_LLM_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("CULTUREBOARD_LLM_API_KEY", "sk-test")
+        code = finishes(lambda: main([a.replace("URL", server.url) for a in args] + ["--out", str(tmp_path / "out")]))
+    line = one_line(capsys.readouterr().err)
+    assert code == 1 and "too slowly" in line and "time limit" in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dripping_sparql_endpoint_ends_at_the_run_deadline(capsys, tmp_path, monkeypatch):
+    """Each answer may take long, the run may not."""
+    from cultureboard.builder import kb_sparql
+
+    monkeypatch.setattr(kb_sparql, "RUN_SECONDS", 1.0)
+    with DripServer() as server:
+        code = finishes(lambda: main(EXTRACT[:1] + ["--sparql", server.url + "/sparql"] + EXTRACT[3:]
+                                     + ["--out", str(tmp_path / "out")]))
+    line = one_line(capsys.readouterr().err)
+    assert code == 1 and "too slowly" in line and "1 s a run" in line, line
