@@ -175,3 +175,25 @@ def test_a_dripping_sparql_endpoint_ends_at_the_run_deadline(capsys, tmp_path, m
                                      + ["--out", str(tmp_path / "out")]))
     line = one_line(capsys.readouterr().err)
     assert code == 1 and "too slowly" in line and "1 s a run" in line, line
+
+
+# --- a worker process alive but never answering (the site's thumbnail workers: tests/test_hostile_submissions.py)
+
+def test_a_hung_decompressor_ends_the_command_in_one_line(capsys, tmp_path, monkeypatch):
+    """The .gz dump's decompressing child sleeps instead: killed once it has been silent for the stall limit."""
+    import gzip
+    import shutil
+
+    from cultureboard import workers
+    from cultureboard.builder import kb_dump
+
+    dump = tmp_path / "dump.json.gz"
+    with open(DUMP, "rb") as source, gzip.open(dump, "wb") as target:
+        shutil.copyfileobj(source, target)
+    monkeypatch.setattr(workers, "STALL_SECONDS", 1.0)
+    monkeypatch.setattr(kb_dump, "_decompress_command",
+                        lambda path: [sys.executable, "-c", "import time; time.sleep(3600)"])
+    code = finishes(lambda: main(["extract-artifacts", "--dump", str(dump), *EXTRACT[3:], "--out", str(tmp_path / "out")]))
+    line = one_line(capsys.readouterr().err)
+    assert code == 1 and line.startswith(f"error: {dump}: ") and "the process decompressing it is alive but sent nothing" in line, line
+    assert not (tmp_path / "out").exists()
