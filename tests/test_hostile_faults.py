@@ -10,8 +10,9 @@ half-written (outputs are written atomically); every network read has a deadline
 worker process is bounded by a stall limit (``cultureboard.workers``): a worker that sends nothing for that long
 is killed and the command ends in one line.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 11 cases, 11 rejected cleanly, 0 accepted
-by design (OS_ERRORS: 5, DRIPS: 3, HUNG_WORKERS: 2, and a dripping SPARQL run past its run deadline).
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 10 cases, 10 rejected cleanly, 0 accepted
+by design (OS_ERRORS, DRIPS, a dripping SPARQL endpoint past the run's deadline, a hung decompressor; the hung
+thumbnail worker is a case of ``test_hostile_submissions.py``).
 """
 
 from __future__ import annotations
