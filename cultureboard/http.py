@@ -13,6 +13,7 @@ network (Commons, SPARQL, the LLM server, the official downloads) reads through 
 from __future__ import annotations
 
 import http.client
+import threading
 import time
 import urllib.error
 from typing import Callable, TypeVar
@@ -81,6 +82,29 @@ def read_body(response, *, max_bytes: int, deadline: float, chunk: int = 65536) 
         parts.append(piece)
         n += len(piece)
     return b"".join(parts)
+
+
+def finish_within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()`` -- a library's download that reads the network with per-read timeouts only (the Hugging Face
+    Hub client) -- waited for at most ``seconds``: :class:`DeadlinePassed` after that. The call goes on in a daemon
+    thread, which ends with the process once its command has ended on the error (the Hub client writes each file
+    under a temporary name and renames it when complete, so nothing half-downloaded is ever used)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise DeadlinePassed(f"still downloading after its time limit of {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def with_retries(call: Callable[[], T], *, retries: int = 3, backoff: float = 1.0, max_wait: float = 30.0,
