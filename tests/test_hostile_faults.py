@@ -198,3 +198,32 @@ def test_a_hung_decompressor_ends_the_command_in_one_line(capsys, tmp_path, monk
     line = one_line(capsys.readouterr().err)
     assert code == 1 and line.startswith(f"error: {dump}: ") and "the process decompressing it is alive but sent nothing" in line, line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_hung_image_decoding_worker_ends_in_one_error(tmp_path, monkeypatch):
+    """The scoring engine's DataLoader workers (not counted above: through the engine's image loading, which
+    ``evaluate`` uses): a worker that sleeps instead of decoding ends the loading with one error at the stall limit."""
+    import time
+
+    from PIL import Image
+
+    from cultureboard import workers
+    from cultureboard.errors import CultureboardError
+    from cultureboard.evaluators.engine.images import ImageSource, decode_batches
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    monkeypatch.setattr(workers, "STALL_SECONDS", 2.0)
+    items = [ImageSource("0" * 64, path=tmp_path / "a.png")] * 2
+
+    def sleeps(_image):
+        time.sleep(3600)
+
+    def load():
+        try:
+            return list(decode_batches(items, sleeps, batch_size=1, num_workers=1))
+        except CultureboardError as exc:
+            return exc.message
+
+    message = finishes(load)
+    assert isinstance(message, str) and message.startswith("an image decoding worker process: failed ("), message
+    assert "timed out" in message, message
