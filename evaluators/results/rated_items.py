@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cultureboard.atomic import output_folders
@@ -52,22 +53,26 @@ def _from_metadata(folder: Path) -> _Images:
 
 def _from_scores(folder: Path) -> _Images:
     path = folder / "scores.parquet"
-    names = set(pq.read_schema(path).names)
-    table = pq.read_table(path, columns=[c for c in ("sha256", "file_name", "prompt_id", "sample_idx") if c in names])
-    columns = table.to_pydict()
+    try:
+        names = set(pq.read_schema(path).names)
+        keys = [c for c in ("sha256", "file_name", "prompt_id", "sample_idx") if c in names]
+        columns = pq.read_table(path, columns=keys).to_pydict()
+    except (OSError, pa.ArrowException) as exc:
+        raise CultureboardError(path, f"cannot be read as parquet ({exc.__class__.__name__})",
+                                "evaluate the submission into this results folder again") from None
     slots = zip(columns.get("prompt_id", []), columns.get("sample_idx", []))
     return _Images(set(columns.get("sha256", [])), set(columns.get("file_name", [])), set(slots))
 
 
-def _submissions(submissions: Path | None, results: Path | None) -> tuple[Path, dict[str, Path], Callable[[Path], _Images]]:
+def _submissions(submissions: Path | None, results: Path | None
+                 ) -> tuple[Path, dict[str, Path], Callable[[Path], _Images]]:
     """(the folder, submission id -> its folder, the reader of a folder's images)."""
-    if submissions is not None:
-        if (submissions / METADATA).is_file():
-            return submissions, {submissions.name: submissions}, _from_metadata
-        found = {p.name: p for p in output_folders(submissions) if (p / METADATA).is_file()} if submissions.is_dir() else {}
-        return submissions, found, _from_metadata
-    found = {p.name: p for p in output_folders(results) if (p / "scores.parquet").is_file()} if results.is_dir() else {}
-    return results, found, _from_scores
+    if submissions is not None and (submissions / METADATA).is_file():
+        return submissions, {submissions.name: submissions}, _from_metadata
+    folder, holds, read = ((submissions, METADATA, _from_metadata) if submissions is not None
+                           else (results, "scores.parquet", _from_scores))
+    found = {p.name: p for p in output_folders(folder) if (p / holds).is_file()} if folder.is_dir() else {}
+    return folder, found, read
 
 
 def check_rated(rows: pd.DataFrame, path: str | Path, *, submissions: str | Path | None = None,
