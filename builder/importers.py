@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import http.client
 import io
 import json
 import re
@@ -74,7 +75,7 @@ def fetch(source: str | Path, what: str, fix: str = "", deadlines: Deadlines | N
         except DeadlinePassed as exc:
             raise CultureboardError(source, f"sent {what} too slowly ({exc}; {deadlines.limits()})",
                                     "try again later, or download the file and pass its local path") from None
-        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, refused connections
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts, refused, cut
             raise CultureboardError(
                 source, f"could not download {what} ({exc})",
                 "check the URL and the network, or download the file and pass its local path",

@@ -71,13 +71,16 @@ def read_body(response, *, max_bytes: int, deadline: float, chunk: int = 65536) 
     """At most ``max_bytes + 1`` bytes of ``response`` (a caller compares the length with ``max_bytes``), read
     in pieces of at most ``chunk`` bytes until the end or :class:`DeadlinePassed` once ``time.monotonic()`` is past
     ``deadline``: each piece waits at most the socket timeout, so the whole read ends by ``deadline`` plus one
-    timeout whatever the server's pace."""
+    timeout whatever the server's pace. A connection that ends before its Content-Length is
+    ``http.client.IncompleteRead``, as ``response.read()`` says it."""
     parts, n = [], 0
     while n <= max_bytes:
         if time.monotonic() > deadline:
             raise DeadlinePassed(f"still sending after its time limit ({n:,} bytes so far)")
         piece = response.read1(min(chunk, max_bytes + 1 - n))
         if not piece:
+            if getattr(response, "length", None):  # http.client: bytes the Content-Length promised and never came
+                raise http.client.IncompleteRead(b"".join(parts), response.length)
             break
         parts.append(piece)
         n += len(piece)
