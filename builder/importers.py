@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import http.client
 import io
 import json
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from cultureboard.countries import CountryTable, load_countries
 from cultureboard.errors import CultureboardError
+from cultureboard.http import Deadlines, DeadlinePassed, read_body
 from cultureboard.naming import slug
 from cultureboard.records import WIKIDATA_PROPERTIES
 
@@ -36,6 +38,9 @@ CURE_AXES = ("architecture", "art", "celebrations", "fashion", "food", "people")
 #: ``Time`` is optional: only architecture, art and people have it.
 CURE_COLUMNS = ("Category", "Region", "Item", "Continent", "Wikimedia_Category", "Global North/South")
 TIMEOUT_S = 30
+#: Overall limits on a download (``cultureboard.http.Deadlines``): one file, and every file of one import; the
+#: largest file (CUBE-1K's JSON and CuRe's CSVs are a few MB).
+FILE_SECONDS, RUN_SECONDS, MAX_FILE_BYTES = 600.0, 1800.0, 1 << 30
 
 _QID = re.compile(r"Q\d+")
 _CUBE_DOMAINS = {"cuisine": "cuisine", "landmarks": "landmarks", "landscapes": "landmarks", "art": "art"}
@@ -54,15 +59,23 @@ def _is_url(source) -> bool:
     return str(source).startswith(("http://", "https://"))
 
 
-def fetch(source: str | Path, what: str, fix: str = "") -> bytes:
+def fetch(source: str | Path, what: str, fix: str = "", deadlines: Deadlines | None = None) -> bytes:
     """The bytes of a local file or an http(s) URL; a clear error (with ``fix``, if given) when it cannot
-    be read."""
+    be read. A download ends by the deadlines of ``deadlines`` (default: this file's own, :data:`FILE_SECONDS`)."""
     if _is_url(source):
+        deadlines = deadlines or Deadlines(FILE_SECONDS, RUN_SECONDS)
         try:
             request = urllib.request.Request(str(source), headers={"User-Agent": "cultureboard"})
+            ends = deadlines.next()
             with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-                return response.read()
-        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, refused connections
+                data = read_body(response, max_bytes=MAX_FILE_BYTES, deadline=ends)
+            if len(data) > MAX_FILE_BYTES:
+                raise ValueError(f"larger than {MAX_FILE_BYTES:,} bytes")
+            return data
+        except DeadlinePassed as exc:
+            raise CultureboardError(source, f"sent {what} too slowly ({exc}; {deadlines.limits()})",
+                                    "try again later, or download the file and pass its local path") from None
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # URLError, HTTPError, timeouts, refused, cut
             raise CultureboardError(
                 source, f"could not download {what} ({exc})",
                 "check the URL and the network, or download the file and pass its local path",
@@ -263,7 +276,7 @@ def import_cube_1k(
 # ---------------------------------------------------------------------------------------------- CuRe
 
 
-def _cure_rows(source, axis: str) -> tuple[str, list[dict]]:
+def _cure_rows(source, axis: str, deadlines: Deadlines) -> tuple[str, list[dict]]:
     """(where, rows) of one CuRe CSV, checked for the required columns."""
     if _is_url(source):
         where = str(source).rstrip("/") + f"/{axis}.csv"
@@ -274,7 +287,7 @@ def _cure_rows(source, axis: str) -> tuple[str, list[dict]]:
                                     f"pass the folder holding {', '.join(a + '.csv' for a in CURE_AXES)}, or {CURE_URL}")
         where = str(folder / f"{axis}.csv")
     data = fetch(where, f"the CuRe {axis} CSV", f"the CuRe folder must hold {', '.join(a + '.csv' for a in CURE_AXES)} "
-                 f"(prepare_data/cure_dataset_csv/ of aniketrege/cure-bench); or pass {CURE_URL}")
+                 f"(prepare_data/cure_dataset_csv/ of aniketrege/cure-bench); or pass {CURE_URL}", deadlines)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -336,8 +349,9 @@ def import_cure(
     continent_conflicts: Counter = Counter()
     group_conflicts: Counter = Counter()
     renamed: set[tuple[str, str]] = set()
+    deadlines = Deadlines(FILE_SECONDS, RUN_SECONDS)  # the six downloads share the run's limit
     for axis in CURE_AXES:
-        where, rows = _cure_rows(source, axis)
+        where, rows = _cure_rows(source, axis, deadlines)
         for line, row in enumerate(rows, start=2):
             row = {k: (v or "").strip() for k, v in row.items() if k is not None}
             region, item = row["Region"], row["Item"]

@@ -69,6 +69,7 @@ try:
 except ImportError:  # not Linux: pipes keep their default size
     F_SETPIPE_SZ = None
 
+from cultureboard import workers
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
@@ -349,16 +350,20 @@ def _from_child(path: Path, command: list[str]) -> Iterator[bytes]:
 
     Each read returns what the child has written so far (up to ``_READ``), so while this process
     parses a block the child fills the pipe on another core. The child is killed and reaped when
-    the reading stops early (an error, or the generator closed)."""
+    the reading stops early (an error, the generator closed, or the child hung: ``cultureboard.workers``)."""
     with tempfile.TemporaryFile(prefix="cultureboard-decompress-") as err:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, bufsize=0)
         try:
             if F_SETPIPE_SZ is not None:
                 with contextlib.suppress(OSError):  # refused above /proc/sys/fs/pipe-max-size: keep the default
                     fcntl(proc.stdout.fileno(), F_SETPIPE_SZ, _PIPE_SIZE)
-            while data := proc.stdout.read(_READ):
-                yield data
-            status = proc.wait()
+            try:  # a child silent for workers.STALL_SECONDS is hung: killed below, one error line
+                while data := workers.read_some(proc.stdout, _READ):
+                    yield data
+                status = workers.wait_for(proc)
+            except workers.WorkerStalled as exc:
+                raise CultureboardError(path, f"cannot be read: the process decompressing it is alive but {exc} (hung)",
+                                        "check the machine's load and the file, then run again") from None
         finally:
             if proc.poll() is None:
                 proc.kill()

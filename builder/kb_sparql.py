@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 from cultureboard import __version__
 from cultureboard.errors import CultureboardError
-from cultureboard.http import with_retries
+from cultureboard.http import Deadlines, DeadlinePassed, read_body, with_retries
 
 from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, label_codes, pick_labels, qid_number, year_of
 from .kb_rdf import COMMONS, WD
@@ -32,6 +32,11 @@ PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX schema: <http://schema.org/>
 PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
 """
+
+#: Overall limits on reading answers (``cultureboard.http.Deadlines``): one query's answer, all its attempts
+#: together (the Wikidata Query Service stops a query at 60 s), and every answer of one run; and the largest answer.
+QUERY_SECONDS, RUN_SECONDS = 300.0, 6 * 3600.0
+MAX_ANSWER_BYTES = 1 << 30
 
 DETAIL_PROPERTIES = ("P31", "P279", "P495", "P17", "P2012", "P361", "P18", "P373", "P571", "P2348")
 
@@ -83,6 +88,7 @@ class SparqlKnowledgeBase:
     def __init__(self, url: str, batch: int = 200, timeout: float = 60.0, retries: int = 3):
         self.url, self.batch, self.timeout, self.retries = url, batch, timeout, retries
         self.queries = 0
+        self.deadlines = Deadlines(QUERY_SECONDS, RUN_SECONDS)
 
     # -- transport
 
@@ -100,12 +106,15 @@ class SparqlKnowledgeBase:
         )
         def attempt() -> bytes:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
+                body = read_body(response, max_bytes=MAX_ANSWER_BYTES, deadline=deadline)
             self.queries += 1
             return body
 
         try:
+            deadline = self.deadlines.next()
             body = with_retries(attempt, retries=self.retries)
+        except DeadlinePassed as exc:  # before TimeoutError, which it is
+            problem = f"answered too slowly ({exc}; {self.deadlines.limits()})"
         except urllib.error.HTTPError as exc:
             problem = f"answered HTTP {exc.code} ({exc.reason})"
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
@@ -115,6 +124,8 @@ class SparqlKnowledgeBase:
         except ValueError as exc:  # not an http(s) URL
             problem = f"cannot be opened ({exc})"
         else:
+            if len(body) > MAX_ANSWER_BYTES:
+                raise self._wrong(f"an answer larger than {MAX_ANSWER_BYTES:,} bytes")
             try:
                 return _bindings(json.loads(body), required)
             except _WrongShape as exc:

@@ -23,11 +23,16 @@ from typing import Any
 
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
-from cultureboard.http import with_retries
+from cultureboard.http import Deadlines, DeadlinePassed, read_body, with_retries
 
 from .llm_cache import ResponseCache, request_key
 
 Messages = list[dict[str, str]]
+
+#: Overall limits on reading answers (``cultureboard.http.Deadlines``): one call's answer, all its attempts together,
+#: and every answer of one run (one backend); and the largest answer.
+CALL_SECONDS, RUN_SECONDS = 600.0, 24 * 3600.0
+MAX_ANSWER_BYTES = 64 << 20
 
 SPEC_FORMS = "'none', 'openai:MODEL' or 'transformers:PATH_OR_HUB_ID'"
 
@@ -48,7 +53,9 @@ class OpenAIChatBackend:
     """POST ``{base_url}/chat/completions`` and return ``choices[0].message.content``.
 
     Timeouts, HTTP 429 / 5xx and connection errors are retried ``max_retries`` times, waiting
-    ``backoff * 2**attempt`` seconds in between; other HTTP errors and unreadable bodies are not.
+    ``backoff * 2**attempt`` seconds in between; other HTTP errors and unreadable bodies are not. An answer still
+    arriving after :data:`CALL_SECONDS`, or once the run has read answers for :data:`RUN_SECONDS`, ends the build
+    in one line (a server that slow is not fixed by asking again).
     """
 
     name = "openai"
@@ -61,6 +68,7 @@ class OpenAIChatBackend:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
+        self.deadlines = Deadlines(CALL_SECONDS, RUN_SECONDS)
 
     def generate(self, messages: Messages, params: dict[str, Any]) -> str:
         body = json.dumps({"model": self.model, "messages": messages, **params}).encode("utf-8")
@@ -68,14 +76,22 @@ class OpenAIChatBackend:
             f"{self.base_url}/chat/completions", data=body, method="POST",
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
         )
-        return with_retries(lambda: self._post(request), retries=self.max_retries, backoff=self.backoff,
-                            transient=lambda exc: isinstance(exc, LLMCallError) and exc.retryable)
+        try:
+            deadline = self.deadlines.next()
+            return with_retries(lambda: self._post(request, deadline), retries=self.max_retries, backoff=self.backoff,
+                                transient=lambda exc: isinstance(exc, LLMCallError) and exc.retryable)
+        except DeadlinePassed as exc:
+            raise CultureboardError(f"--llm openai:{self.model} at {self.base_url}",
+                                    f"answered too slowly ({exc}; {self.deadlines.limits()})",
+                                    "check the server's load and network, or build with --llm none") from None
 
-    def _post(self, request: urllib.request.Request) -> str:
-        """One attempt; every failure becomes an :class:`LLMCallError`."""
+    def _post(self, request: urllib.request.Request, deadline: float) -> str:
+        """One attempt; every failure becomes an :class:`LLMCallError`, except a deadline that passed."""
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
+                raw = read_body(response, max_bytes=MAX_ANSWER_BYTES, deadline=deadline)
+        except DeadlinePassed:
+            raise
         except urllib.error.HTTPError as exc:
             if exc.code in (401, 403):  # every later call would fail the same way: stop the build
                 raise CultureboardError(
@@ -94,6 +110,8 @@ class OpenAIChatBackend:
             raise LLMCallError("refused_connection", f"{request.full_url}: {exc}", retryable=True) from None
         except http.client.HTTPException as exc:  # a truncated or malformed HTTP answer
             raise LLMCallError("bad_response", f"{request.full_url}: {exc!r}", retryable=True) from None
+        if len(raw) > MAX_ANSWER_BYTES:
+            raise LLMCallError("bad_response", f"an answer larger than {MAX_ANSWER_BYTES:,} bytes from {request.full_url}")
         try:
             content = json.loads(raw)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):

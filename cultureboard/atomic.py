@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CultureboardError
+from .errors import CultureboardError, os_error_fix
 
 #: Written into every output folder, naming its kind, so that only a rerun of the same kind replaces it.
 MARKER = ".cultureboard-output"
@@ -167,10 +167,8 @@ def _check_target(target: Path, kind: str | None) -> None:
 
 
 def _os_error(target: Path, exc: OSError, doing: str, elsewhere: str = "choose another --out") -> CultureboardError:
-    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
     return CultureboardError(target, f"could not be {doing}: {exc.strerror or exc} (nothing was left half-written)",
-                             f"free space on that disk, or {elsewhere}" if full
-                             else f"make its folder writable, or {elsewhere}")
+                             os_error_fix(exc.errno, elsewhere))
 
 
 def check_writable(path: str | os.PathLike, what: str | None = None) -> None:
@@ -195,10 +193,8 @@ def check_writable(path: str | os.PathLike, what: str | None = None) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         raise CultureboardError(what, f"cannot be written: {folder}: {exc.strerror or exc}",
-                                "free space on that disk, or choose another folder" if full
-                                else "choose a folder you can write to") from None
+                                os_error_fix(exc.errno, "choose another folder")) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(probe)

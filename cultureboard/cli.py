@@ -25,7 +25,7 @@ import click
 
 from . import __version__
 from .demo import DEMO_COUNTRIES
-from .errors import CultureboardError
+from .errors import CultureboardError, os_error_line
 from .evaluators.submission.format import CONTROL_KINDS
 from .hub import DOWNLOAD_COMMAND, OFFICIAL_DATASET
 
@@ -669,6 +669,9 @@ def main(argv: list[str] | None = None) -> int:
     except CultureboardError as exc:
         click.echo(f"error: {exc.message}", err=True)
         return exc.exit_code
+    except OSError as exc:  # the rule for every command: one line naming the path and the fix, no traceback
+        click.echo(f"error: {os_error_line(exc)}", err=True)  # every output is atomic: none is half-written
+        return 1
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:

@@ -5,12 +5,15 @@ connection, HTTP 429 or 5xx); the wait doubles from ``backoff`` seconds, is capp
 and a server's ``Retry-After`` (seconds) is honoured up to that cap. Anything else is raised at once.
 
 A socket timeout bounds one read only: a server that sends a byte a second never trips it. A body is
-therefore read with :func:`read_body`, which also bounds the whole read by a deadline on the monotonic clock.
+therefore read with :func:`read_body`, which also bounds the whole read by a deadline on the monotonic clock;
+:class:`Deadlines` gives each answer (or file) its deadline within the run's: every client that reads the
+network (Commons, SPARQL, the LLM server, the official downloads) reads through both.
 """
 
 from __future__ import annotations
 
 import http.client
+import threading
 import time
 import urllib.error
 from typing import Callable, TypeVar
@@ -43,21 +46,68 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
+class Deadlines:
+    """A client's overall time limits: ``per_answer`` seconds for one answer or file (all its attempts together)
+    and ``per_run`` seconds for everything it reads, counted from its creation (the start of the run)."""
+
+    def __init__(self, per_answer: float, per_run: float):
+        self.per_answer, self.per_run = per_answer, per_run
+        self.run_ends = time.monotonic() + per_run
+
+    def next(self) -> float:
+        """The deadline of the next answer (a ``time.monotonic()`` value): ``per_answer`` from now, or the end of
+        the run if that is earlier; :class:`DeadlinePassed` once the run's end has passed."""
+        now = time.monotonic()
+        if now > self.run_ends:
+            raise DeadlinePassed(f"the run went on past its time limit of {self.per_run:g} s")
+        return min(now + self.per_answer, self.run_ends)
+
+    def limits(self) -> str:
+        """The limits in words, for an error line."""
+        return f"the limits are {self.per_answer:g} s an answer and {self.per_run:g} s a run"
+
+
 def read_body(response, *, max_bytes: int, deadline: float, chunk: int = 65536) -> bytes:
     """At most ``max_bytes + 1`` bytes of ``response`` (a caller compares the length with ``max_bytes``), read
     in pieces of at most ``chunk`` bytes until the end or :class:`DeadlinePassed` once ``time.monotonic()`` is past
     ``deadline``: each piece waits at most the socket timeout, so the whole read ends by ``deadline`` plus one
-    timeout whatever the server's pace."""
+    timeout whatever the server's pace. A connection that ends before its Content-Length is
+    ``http.client.IncompleteRead``, as ``response.read()`` says it."""
     parts, n = [], 0
     while n <= max_bytes:
         if time.monotonic() > deadline:
             raise DeadlinePassed(f"still sending after its time limit ({n:,} bytes so far)")
         piece = response.read1(min(chunk, max_bytes + 1 - n))
         if not piece:
+            if getattr(response, "length", None):  # http.client: bytes the Content-Length promised and never came
+                raise http.client.IncompleteRead(b"".join(parts), response.length)
             break
         parts.append(piece)
         n += len(piece)
     return b"".join(parts)
+
+
+def finish_within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()`` -- a library's download that reads the network with per-read timeouts only (the Hugging Face
+    Hub client) -- waited for at most ``seconds``: :class:`DeadlinePassed` after that. The call goes on in a daemon
+    thread, which ends with the process once its command has ended on the error (the Hub client writes each file
+    under a temporary name and renames it when complete, so nothing half-downloaded is ever used)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise DeadlinePassed(f"still downloading after its time limit of {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def with_retries(call: Callable[[], T], *, retries: int = 3, backoff: float = 1.0, max_wait: float = 30.0,

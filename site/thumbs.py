@@ -31,6 +31,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from cultureboard.workers import WorkerStalled, read_to_end, wait_for
 from cultureboard.errors import CultureboardError
 
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
@@ -240,7 +241,8 @@ _FIX = "check the free space, the file size limit (ulimit -f) and the memory of 
 
 def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]:
     """The status of each job. A write that fails, or a worker process that dies (killed, out of memory, a write
-    refused), ends the build with one error: the parent never waits on a dead worker nor redoes its part."""
+    refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``), ends the build with one error: the parent never waits
+    on a dead or hung worker nor redoes its part."""
     workers = max(1, workers or os.cpu_count() or 1)
     if len(jobs) < PROCESS_THRESHOLD or workers == 1:
         try:
@@ -261,9 +263,12 @@ def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]
                 pass
         answers = []
         for proc, part, err in zip(procs, parts, errors):
-            text = proc.stdout.read()  # ends when the worker exits, however it exits
-            code = proc.wait()
-            done = json.loads(text) if code == 0 and text else None
+            try:  # a status line per job: a worker silent for STALL_SECONDS is hung, and killed below
+                text = read_to_end(proc.stdout)  # ends when the worker exits, however it exits
+                code = wait_for(proc)
+            except WorkerStalled as exc:
+                raise CultureboardError("a thumbnail worker process", f"is alive but {exc} (hung)", _FIX) from None
+            done = _statuses(text) if code == 0 else None
             if not isinstance(done, list) or len(done) != len(part):
                 err.seek(0)
                 last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
@@ -280,6 +285,14 @@ def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]
     for k, done in enumerate(answers):
         statuses[k::workers] = done
     return statuses
+
+
+def _statuses(text: bytes) -> list[str] | None:
+    """A worker's output, one JSON status a line, as a list; None when it is not that."""
+    try:
+        return [json.loads(line) for line in text.splitlines()]
+    except ValueError:
+        return None
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -313,13 +326,13 @@ def _json_or_none(path: Path):
 
 
 def main() -> None:
-    """Worker: {px, jobs: [[source, target], ...]} on stdin -> the statuses as a JSON list on stdout."""
+    """Worker: {px, jobs: [[source, target], ...]} on stdin -> each job's status on stdout, one JSON string a line."""
     task = json.load(sys.stdin)
     try:
-        statuses = [thumbnail(source, target, task["px"]) for source, target in task["jobs"]]
+        for source, target in task["jobs"]:  # a line per job, at once: the parent sees the worker is alive
+            print(json.dumps(thumbnail(source, target, task["px"])), flush=True)
     except OSError as exc:  # one line for the parent's error, not a traceback
         sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
-    json.dump(statuses, sys.stdout)
 
 
 if __name__ == "__main__":

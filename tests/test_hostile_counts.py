@@ -10,6 +10,7 @@ from pathlib import Path
 
 import test_hostile_builder
 import test_hostile_evaluate
+import test_hostile_faults
 import test_hostile_ratings
 import test_hostile_references
 import test_hostile_submissions
@@ -42,7 +43,7 @@ def test_the_evaluate_corpus_count():
     """test_hostile_evaluate's docstring (its corpus has no count test of its own)."""
     cases = (len(test_hostile_evaluate.MERGE_SHARDS) + len(test_hostile_evaluate.BAD_IDS) + len(test_hostile_evaluate.COMPARE)
              + len(test_hostile_evaluate.SHARD_ROWS) + len(test_hostile_evaluate.OUT_OF_RANGE)
-             + len(test_hostile_evaluate.UNWRITABLE) + 1)  # + the Hub images
+             + len(test_hostile_evaluate.UNWRITABLE) + 2)  # + the Hub images, the dripping Hub
     assert docstring_counts(test_hostile_evaluate) == (cases, cases, 0)
 
 
@@ -55,20 +56,28 @@ def test_the_references_corpus_count():
 
 
 def test_the_ratings_corpus_count():
-    assert docstring_counts(test_hostile_ratings) == (len(test_hostile_ratings.RATINGS),) * 2 + (0,)
+    cases = len(test_hostile_ratings.RATINGS) + len(test_hostile_ratings.UNKNOWN_IDS)
+    assert docstring_counts(test_hostile_ratings) == (cases, cases, 0)
+
+
+def test_the_faults_corpus_count():
+    """test_hostile_faults's docstring: its lists, plus the SPARQL run deadline and the hung decompressor."""
+    cases = len(test_hostile_faults.OS_ERRORS) + len(test_hostile_faults.DRIPS) + 2
+    assert docstring_counts(test_hostile_faults) == (cases, cases, 0)
 
 
 def test_the_readme_table_matches_the_tests():
     rows = readme_rows()
     for word, module in (("builder", test_hostile_builder), ("submissions", test_hostile_submissions),
                          ("scoring", test_hostile_evaluate),
-                         ("references", test_hostile_references), ("ratings", test_hostile_ratings)):
+                         ("references", test_hostile_references), ("ratings", test_hostile_ratings),
+                         ("faults", test_hostile_faults)):
         cases, rejected, accepted = docstring_counts(module)
         assert [int(re.match(r"\d+", cell)[0]) for cell in rows[word][:3]] == [cases, rejected, accepted], word
     for word, test_file in (("outputs", "test_outputs.py"), ("cache", "test_cache.py")):
         assert rows[word][0].startswith(f"{collected(test_file)} tests"), word
     inputs = sum(docstring_counts(m)[0] for m in (test_hostile_builder, test_hostile_submissions, test_hostile_evaluate,
-                                                  test_hostile_references, test_hostile_ratings))
+                                                  test_hostile_references, test_hostile_ratings, test_hostile_faults))
     faults = collected("test_outputs.py") + collected("test_cache.py")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(rf"\b{inputs}\s+hostile\s+inputs\s+and\s+{faults}\s+fault\s+tests", readme)

@@ -3,12 +3,12 @@ CLI), ``compare-results`` on runs that differ in settings and on pathological JS
 that cannot be written and a seed or option out of range (refused before any scoring), Hub images whose bytes are
 not the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 43 cases, 43 rejected cleanly, 0
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 44 cases, 44 rejected cleanly, 0
 accepted by design. Rejected: merge-shards 26 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
 SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
-compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 9
+compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 10
 (OUT_OF_RANGE: a seed or an integer option below 0 or beyond 64 bits; UNWRITABLE: an --out or --cache inside a
-file or on a read-only folder; and Hub images that differ from their declared sha256). The merge of
+file or on a read-only folder; Hub images that differ from their declared sha256, and a Hub dripping its answer). The merge of
 sound shards and the EXIF test are not counted.
 """
 
@@ -333,6 +333,32 @@ def test_hub_images_that_differ_from_their_sha256_are_refused(tmp_path, world, m
                                            "sha256 metadata.jsonl declares"), caught.value.message
     assert not (tmp_path / "results" / SID).exists() and not list((tmp_path / "results").glob(f".{SID}*"))
     assert not list(tmp_path.glob("cache/**/shard-*.npz"))
+
+
+def test_a_dripping_hub_ends_evaluate_at_its_deadline(capsys, tmp_path, world, monkeypatch):
+    """images.location hf://...: a Hub that answers a byte at a time (its client has per-read timeouts only)
+    ends the run in one line at format.HUB_SECONDS; no results folder."""
+    from huggingface_hub import constants
+    from test_hostile_faults import DripServer, finishes
+
+    from cultureboard.evaluators.submission import format as submission_format
+
+    hub = shutil.copytree(world["submission"], tmp_path / "submissions" / SID, ignore=shutil.ignore_patterns("images"))
+    spec = yaml.safe_load((hub / "submission.yaml").read_text())
+    spec["images"]["location"] = "hf://datasets/lab/model-images@" + "a" * 40
+    (hub / "submission.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    monkeypatch.setattr(submission_format, "HUB_SECONDS", 1.0)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with DripServer() as server:
+        monkeypatch.setattr(constants, "ENDPOINT", server.url)
+        code = finishes(lambda: main([str(a) for a in ["evaluate", hub, "--dataset", world["dataset"], "--scorers",
+                                                       world["scorers"], "--device", "cpu",
+                                                       "--out", tmp_path / "results"]]))
+    lines = without_progress(capsys.readouterr().err)
+    assert code == 1 and len(lines) == 1 and "time limit" in lines[0], lines
+    assert lines[0].startswith(f"error: hf://datasets/lab/model-images@{'a' * 40}: "), lines
+    assert not (tmp_path / "results" / SID).exists()
 
 
 # ------------------------------------------------------------------------------------ EXIF in scoring

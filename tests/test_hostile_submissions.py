@@ -1,14 +1,14 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 95 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 96 CLI cases, none ending in a traceback.
 
-* 75 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
-  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 24
+* 76 rejected cleanly: validate 35 (VALIDATE_REJECTED, and a 20,000-line broken metadata.jsonl whose report is
+  capped), package 16 (PACKAGE_REJECTED, and 25 mapping problems reported at once), site build 25
   (SITE_SKIPPED: the bad entry is left out with a warning line and a note in the footer, the rest is built;
   a results folder with no usable entry, which is one error; and SITE_UNVERIFIED: an image whose bytes are not
   the declared, valid ones is not published, with a warning naming the submission; WORKER_DEATHS: a thumbnail
-  worker killed, out of memory or refused a write ends the build in one error line);
+  worker killed, out of memory, refused a write or alive but silent (hung) ends the build in one error line);
 * 20 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 7 (a raw
   U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation; and
   CSV_FORMULAS: names a spreadsheet would run as a formula after whitespace, a line feed or in full-width forms,
@@ -790,6 +790,7 @@ WORKER_DEATHS = [
     ("out-of-memory", "raise MemoryError"),
     ("file-too-large", "import resource; resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)); "
                        "from cultureboard.site.thumbs import main; main()"),
+    ("hung", "import time; time.sleep(3600)"),  # alive, never answering: killed after workers.STALL_SECONDS
 ]
 
 
@@ -798,9 +799,11 @@ def test_a_dead_thumbnail_worker_ends_the_build_in_one_line(capsys, tmp_path, sc
     import os
     import sys
 
+    from cultureboard import workers
     from cultureboard.site import thumbs
 
     monkeypatch.setattr(thumbs, "WORKER", [sys.executable, "-c", code])
+    monkeypatch.setattr(workers, "STALL_SECONDS", 2.0)
     monkeypatch.setattr(thumbs, "PROCESS_THRESHOLD", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     paths = board(tmp_path, scored)
@@ -897,4 +900,4 @@ def test_corpus_count():
     rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1 + len(SITE_UNVERIFIED)
     rejected += len(WORKER_DEATHS)
     accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3 + len(CSV_FORMULAS)
-    assert (rejected, accepted, rejected + accepted) == (75, 20, 95)
+    assert (rejected, accepted, rejected + accepted) == (76, 20, 96)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from cultureboard import workers
 from cultureboard.errors import CultureboardError
 from cultureboard.images import open_rgb
 
@@ -65,14 +66,26 @@ def _collate(batch):
 def decode_batches(items: list[ImageSource], transform: Callable, batch_size: int = 32,
                    num_workers: int | None = None) -> Iterator[tuple[list[ImageSource], object]]:
     """(items of the batch, stacked transformed images) in order; a tensor batch when the transform gives
-    tensors, else a list. An image that cannot be decoded is a :class:`CultureboardError` naming it."""
+    tensors, else a list. An image that cannot be decoded is a :class:`CultureboardError` naming it; so is a
+    worker process that dies or sends no batch for ``cultureboard.workers.STALL_SECONDS`` (one line, never a wait
+    forever)."""
     from torch.utils.data import DataLoader
 
     if num_workers is None:
         num_workers = min(8, (os.cpu_count() or 1) - 1) if len(items) > batch_size else 0
     loader = DataLoader(_Decoded(items, transform), batch_size=batch_size, num_workers=num_workers,
-                        collate_fn=_collate)
-    for indices, stacked, errors in loader:
+                        collate_fn=_collate, timeout=workers.STALL_SECONDS if num_workers else 0)
+    batches = iter(loader)
+    while True:
+        try:
+            indices, stacked, errors = next(batches)
+        except StopIteration:
+            return
+        except RuntimeError as exc:  # from the loader itself: a worker that died, or sent no batch for the limit
+            if not num_workers:
+                raise
+            raise CultureboardError("an image decoding worker process", f"failed ({str(exc).splitlines()[0][:200]})",
+                                    "check the memory and the load of this machine, then run again") from None
         if errors:
             name, problem = errors[0]
             raise CultureboardError(name, f"cannot read the image: {problem}",

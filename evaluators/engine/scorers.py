@@ -138,14 +138,21 @@ def _first_line(exc: BaseException) -> str:
 
 # ------------------------------------------------------------------------------------------ locating
 
+#: The overall time limit of downloading one scorer's model from the Hub.
+MODEL_SECONDS = 3 * 3600.0
+
+
 def hub_files(name: str, repo: str, revision: str, patterns: list[str]) -> tuple[Path, str]:
-    """The snapshot folder of ``repo`` at ``revision`` (downloaded, or found in the cache when offline) and
-    the commit hash that names it."""
+    """The snapshot folder of ``repo`` at ``revision`` (downloaded within :data:`MODEL_SECONDS`, or found in the
+    cache when offline) and the commit hash that names it."""
     from huggingface_hub import constants, snapshot_download
 
+    from cultureboard.http import finish_within
+
     try:
-        folder = Path(snapshot_download(repo, revision=revision, allow_patterns=patterns))
-    except Exception as exc:  # offline and not cached, unknown repo or revision, network errors
+        folder = Path(finish_within(MODEL_SECONDS, lambda: snapshot_download(repo, revision=revision,
+                                                                             allow_patterns=patterns)))
+    except Exception as exc:  # offline and not cached, unknown repo or revision, network errors, past MODEL_SECONDS
         offline = constants.HF_HUB_OFFLINE
         problem = (f"{repo}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids the "
                    "download" if offline else f"cannot get {repo}@{revision} ({_first_line(exc)})")

@@ -261,7 +261,7 @@ def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: 
     path = Path(path)
     check_replaceable(Path(out), kind="ratings")  # before the work
     prompts = read_prompt_set(dataset, prompt_set)
-    rows = import_study("cube", path, prompts=prompts, submissions=submissions)
+    rows = import_study("cube", path, prompts=prompts, submissions=submissions, rated_in={"submissions": submissions})
     ratings = from_common(rows)
     items = consensus(ratings)
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,

@@ -377,14 +377,21 @@ def parse_location(value: str) -> ImageLocation | None:
     return None
 
 
+#: The overall time limit of downloading a submission's Hub images (one download a run).
+HUB_SECONDS = 3 * 3600.0
+
+
 def fetch_hub_images(location: ImageLocation, files: list[str], cache_dir: str | Path | None = None) -> Path:
-    """Download ``files`` from the Hub dataset at the pinned revision; returns the local root."""
+    """Download ``files`` from the Hub dataset at the pinned revision, within :data:`HUB_SECONDS`; returns the
+    local root."""
     from huggingface_hub import snapshot_download
 
+    from cultureboard.http import finish_within
+
     try:
-        return Path(snapshot_download(location.path, repo_type="dataset", revision=location.revision,
-                                      allow_patterns=files, cache_dir=cache_dir))
-    except Exception as exc:  # offline mode, missing repo or revision, network: the transport's own errors
+        return Path(finish_within(HUB_SECONDS, lambda: snapshot_download(
+            location.path, repo_type="dataset", revision=location.revision, allow_patterns=files, cache_dir=cache_dir)))
+    except Exception as exc:  # offline mode, missing repo or revision, network, a download past HUB_SECONDS
         raise CultureboardError(
             f"hf://datasets/{location.path}@{location.revision}", f"cannot be fetched ({exc.__class__.__name__}: {exc})",
             "check the repository and revision exist and are public, and that this machine can reach the Hub",

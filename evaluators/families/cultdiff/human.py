@@ -94,7 +94,8 @@ def import_study(path: str | Path, dataset: str | Path, out: str | Path, *, prom
     ``validity.json`` (:func:`metric_validity`); each JSON carries a provenance block. Returns counts."""
     path, out = Path(path), Path(out)
     check_replaceable(out, kind="ratings")
-    rows = run_importer("cultdiff", path, prompts=read_prompt_set(dataset, prompt_set), submissions=submissions)
+    rows = run_importer("cultdiff", path, prompts=read_prompt_set(dataset, prompt_set), submissions=submissions,
+                        rated_in={"submissions": submissions})
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), **code_provenance(("numpy", "pandas", "scipy"))}
     reports = {"agreement.json": {"agreement": agreement_by_country(rows), "provenance": provenance}}

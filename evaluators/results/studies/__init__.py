@@ -89,24 +89,31 @@ def get_study(name: str, required: bool = True) -> Study | None:
     return _STUDIES.get(name)
 
 
-def import_study(name: str, path: str | Path, **options) -> pd.DataFrame:
+def import_study(name: str, path: str | Path, *, rated_in: dict[str, str | Path | None] | None = None,
+                 **options) -> pd.DataFrame:
     """Import ``path`` with study ``name``'s importer (``options`` are the importer's own) and return its
-    rows, validated, in the common format. Every row must name study ``name``."""
+    rows, validated, in the common format. Every row must name study ``name``, and every submission and image
+    it rates must be in the folders ``rated_in`` gives ({"submissions": folder, "results": folder}, either None:
+    ``rated_items.check_rated``)."""
+    from ..rated_items import check_rated
+
     study = get_study(name)
     rows = validate_rows(study.importer(path, **options), f"{path} (imported as {name})")
     others = sorted(set(rows["study"]) - {name})
     if others:
         raise CultureboardError(path, f"the {name} importer produced rows of studies {others}",
                                 f"set study = {name!r} on every row the importer returns")
+    check_rated(rows, path, **(rated_in or {}))
     return rows
 
 
 def write_ratings(path: str | Path, dataset: str | Path, out: str | Path, *, study: str, prompt_set: str,
-                  reports: Callable[[pd.DataFrame], dict[str, dict]] | None = None) -> dict:
+                  reports: Callable[[pd.DataFrame], dict[str, dict]] | None = None, results: Path | None = None) -> dict:
     """The import of a study without a writer of its own: ``ratings.parquet`` (the common format) and
     ``agreement.json`` (Krippendorff's alpha and Fleiss' kappa per question and slice, with a provenance block),
     written to ``out`` atomically; ``reports`` (a study writer's) maps the rows to more JSON files {name: report},
-    each given the same provenance block."""
+    each given the same provenance block. ``results``: a results folder that must hold every rated submission and
+    image."""
     import pyarrow.parquet as pq
 
     from cultureboard.atomic import atomic_dir, check_replaceable
@@ -118,7 +125,7 @@ def write_ratings(path: str | Path, dataset: str | Path, out: str | Path, *, stu
 
     path, out = Path(path), Path(out)
     check_replaceable(out, kind="ratings")  # before the work
-    rows = import_study(study, path, prompts=read_prompt_set(dataset, prompt_set))
+    rows = import_study(study, path, prompts=read_prompt_set(dataset, prompt_set), rated_in={"results": results})
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), **code_provenance(("numpy", "pandas", "scipy"))}
     files = {"agreement.json": {"agreement": agreement(rows)}, **(reports(rows) if reports else {})}

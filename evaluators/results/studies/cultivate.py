@@ -112,7 +112,8 @@ def write_cultivate_ratings(path: str | Path, dataset: str | Path, out: str | Pa
     reports = None if results is None else (
         lambda rows: {"validity.json": {"trust": validity(rows, results, n_boot, seed),
                                         "settings": {"n_boot": n_boot, "seed": seed}}})
-    return write_ratings(path, dataset, out, study="cultivate", prompt_set=prompt_set, reports=reports)
+    return write_ratings(path, dataset, out, study="cultivate", prompt_set=prompt_set, reports=reports,
+                         results=results)
 
 
 def validity(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, seed: int = 0) -> list[dict]:

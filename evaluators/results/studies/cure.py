@@ -222,7 +222,7 @@ def import_cure_ratings(path: str | Path, dataset: str | Path, out: str | Path, 
     (:func:`correlations`: the paper's tables and the trust map); the JSON files carry a provenance block. Returns a summary of what was written."""
     path, out = Path(path), Path(out)
     check_replaceable(out, kind="ratings")  # before the work
-    rows = import_study(STUDY, path, prompts=read_prompt_set(dataset, prompt_set))
+    rows = import_study(STUDY, path, prompts=read_prompt_set(dataset, prompt_set), rated_in={"results": results})
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), "settings": {"n_boot": n_boot, "seed": seed},
                   **code_provenance(("numpy", "pandas", "scipy"))}

@@ -319,7 +319,8 @@ def import_ecb_ratings(path: str | Path, dataset: str | Path, out: str | Path, r
     (:func:`correlations`); the JSON files carry a provenance block."""
     path, out = Path(path), Path(out)
     check_replaceable(out, kind="ratings")  # before the work
-    rows = import_study(STUDY, path, prompts=read_prompt_set(dataset, prompt_set), submissions=submissions)
+    rows = import_study(STUDY, path, prompts=read_prompt_set(dataset, prompt_set), submissions=submissions,
+                        rated_in={"results": results})
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), "submissions": submissions or {},
                   "settings": {"n_boot": n_boot, "seed": seed}, **code_provenance(("numpy", "pandas", "scipy"))}
