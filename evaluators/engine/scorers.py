@@ -122,7 +122,7 @@ def load_registry(config: str | os.PathLike | Mapping | None = None) -> dict[str
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise CultureboardError(path, f"cannot read the scorer registry/config: {_first_line(exc)}",
                                 "pass a readable YAML file") from None
