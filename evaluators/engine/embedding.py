@@ -29,7 +29,7 @@ from cultureboard import progress
 from cultureboard.errors import CultureboardError
 
 from .cache import Cache, text_sha256
-from .images import ImageSource, decode_batches
+from .images import ImageSource, Opened, decode_batches
 from .scorers import LOAD_FIX, Backend, hub_files, local_files, register_backend
 from .weights import checkpoint_files, filled_from_checkpoint
 
@@ -283,9 +283,10 @@ def embed_images(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingS
     found = store.get(list(wanted))
     missing = [item for sha, item in wanted.items() if sha not in found]
     if missing:
+        opened = Opened(missing, batch_size)  # the first batches decode while the model loads
         scorer = model()
         with progress.stage(f"embedding images with {identity['name']}", len(missing)) as shown:
-            for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers):
+            for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers, opened):
                 vectors = scorer.encode_pixels(pixels)
                 store.put([item.sha256 for item in batch], vectors)
                 found.update(zip((item.sha256 for item in batch), vectors))
