@@ -35,7 +35,7 @@ import yaml
 
 from cultureboard import progress
 from cultureboard.atomic import atomic_write_text
-from cultureboard.device import choose_device, choose_dtype
+from cultureboard.device import choose_device, choose_dtype, require_device
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import FingerprintMemo, folder_sha256
 
@@ -223,6 +223,7 @@ def _quiet_libraries() -> None:
 def _build(name: str, entry: Mapping, device: str, dtype: str, memo: FingerprintMemo | None = None):
     backend = backends()[entry["backend"]]
     files, model_id, revision = backend.locate(name, entry, memo)
+    require_device(device)  # a device evaluate took without torch (choose_device's defer) exists
     _quiet_libraries()
     _deterministic(device)
     try:
