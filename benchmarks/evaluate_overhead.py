@@ -8,7 +8,8 @@ numpy, pandas and pyarrow and hashes every image: what a rerun cannot avoid).
 Setup: a cube-awareness submission of PROMPTS x 4 PNGs; the two scorers that set reads, at real size with
 random weights (SigLIP 2 So400m/14 at 384 px as transformers SiglipModel, open_clip ViT-H-14 for HPS v2.1), saved
 into a private Hugging Face cache as Hub snapshots (so they load exactly as the registry's checkpoints do,
-revision = the snapshot's commit). `--size base` uses base-size configurations instead (for a quick CPU run).
+revision = the snapshot's commit). `--size base` uses base-size configurations instead (for a CPU run), `--size
+tiny` the tiny stand-ins of `evaluators/engine/tiny_scorers.py` (seconds on a CPU: the fixed costs, not the passes).
 
 Four measurements, each in its own process, in one run:
   bare      a script with the same classes, files, preprocessing, batch size and call order; no cultureboard code
@@ -18,7 +19,7 @@ Four measurements, each in its own process, in one run:
 The bare process also reports the time of its forward passes alone. Ratios are printed; absolute numbers vary
 with the machine (shared and noisy here: compare ratios measured in one run).
 
-    python benchmarks/evaluate_overhead.py [--size real|base] [--prompts 9] [--device cpu|cuda] [--dtype ...]
+    python benchmarks/evaluate_overhead.py [--size real|base|tiny] [--prompts 9] [--device cpu|cuda] [--dtype ...]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pathlib import Path
 COMMIT_SIGLIP, COMMIT_HPS = "1" * 40, "2" * 40
 
 BARE = r'''
-import json, sys, time
+import glob, json, sys, time
 t0 = time.perf_counter()
 import torch
 t_import = time.perf_counter() - t0
@@ -68,23 +69,30 @@ with torch.inference_mode():
     tokens = processor.tokenizer([s.lower() for s in texts], padding="max_length", max_length=64, truncation=True,
                                  return_tensors="pt").to(device)
     sync(); t = time.perf_counter(); model.get_text_features(**tokens); sync(); forward += time.perf_counter() - t
-hps_file = snapshot_download("xswu/HPSv2", revision="main", allow_patterns=["HPS_v2.1_compressed.pt"])
+if cfg["hps_arch"].startswith("local-dir:"):  # the tiny stand-in: open_clip's Hub layout in a local folder
+    hps_name, hps_weights = cfg["hps_arch"], glob.glob(cfg["hps_arch"].removeprefix("local-dir:") + "/*.safetensors")
+    pretrained = None
+else:
+    hps_file = snapshot_download("xswu/HPSv2", revision="main", allow_patterns=["HPS_v2.1_compressed.pt"])
+    hps_name, pretrained = cfg["hps_arch"], hps_file + "/HPS_v2.1_compressed.pt"
+    hps_weights = [pretrained]
 precision = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}[cfg["dtype"]]
 t = time.perf_counter()
-hps, _, transform = open_clip.create_model_and_transforms(cfg["hps_arch"], pretrained=hps_file + "/HPS_v2.1_compressed.pt",
+hps, _, transform = open_clip.create_model_and_transforms(hps_name, pretrained=pretrained,
                                                           precision=precision, device=device, image_resize_mode="longest")
 hps.eval(); sync()
 load += time.perf_counter() - t
 # the floor of loading: the checkpoint's bytes read straight to the device (memory-mapped), no model built
 t = time.perf_counter()
-for path in [hps_file + "/HPS_v2.1_compressed.pt"]:
-    state = torch.load(path, map_location=device, mmap=True, weights_only=True)
-import safetensors.torch, glob
-for path in glob.glob(folder + "/*.safetensors"):
-    state = safetensors.torch.load_file(path, device=str(device))
+import safetensors.torch
+for path in hps_weights + glob.glob(folder + "/*.safetensors"):
+    if path.endswith(".safetensors"):
+        state = safetensors.torch.load_file(path, device=str(device))
+    else:
+        state = torch.load(path, map_location=device, mmap=True, weights_only=True)
 sync()
 read = time.perf_counter() - t
-tokenizer = open_clip.get_tokenizer(cfg["hps_arch"])
+tokenizer = open_clip.get_tokenizer(hps_name)
 with torch.inference_mode():
     for start in range(0, len(files), 32):
         pixels = torch.stack([transform(Image.open(cfg["submission"] + "/" + f).convert("RGB")) for f in files[start:start + 32]])
@@ -124,6 +132,11 @@ def _save_siglip(size: str, folder: Path) -> None:
     """A SigLIP with random weights and a tokenizer / image processor of the right shape, saved as a Hub snapshot."""
     from transformers import GemmaTokenizer, SiglipImageProcessor, SiglipProcessor
 
+    if size == "tiny":
+        from cultureboard.evaluators.engine.tiny_scorers import save_tiny_siglip
+
+        save_tiny_siglip(folder)
+        return
     model = _siglip(size)
     side = model.config.vision_config.image_size
     vocab = {t: i for i, t in enumerate(["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])}
@@ -135,9 +148,15 @@ def _save_siglip(size: str, folder: Path) -> None:
 
 
 def _save_hps(size: str, folder: Path) -> str:
-    """open_clip ViT-H-14 (or ViT-B-16) with random weights in the HPS checkpoint format; returns the architecture."""
+    """open_clip ViT-H-14 (or ViT-B-16) with random weights in the HPS checkpoint format; returns the architecture
+    (the tiny size: a local folder in open_clip's Hub layout, returned as ``local-dir:FOLDER``)."""
     import open_clip
     import torch
+
+    if size == "tiny":
+        from cultureboard.evaluators.engine.tiny_scorers import save_tiny_open_clip
+
+        return "local-dir:" + str(save_tiny_open_clip(folder.parent.parent.parent / "tiny-hps"))
 
     arch = "ViT-H-14" if size == "real" else "ViT-B-16"
     model = open_clip.create_model(arch)
@@ -163,7 +182,7 @@ def _timed(cmd: list[str], env: dict) -> tuple[float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=("real", "base"), default="real")
+    parser.add_argument("--size", choices=("real", "base", "tiny"), default="real")
     parser.add_argument("--prompts", type=int, default=9)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default=None)
@@ -197,7 +216,8 @@ def main() -> None:
         make_submission(work / "submissions", dataset, "cube-awareness", organization="bench", model="model")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "CULTUREBOARD_CACHE": str(work / "cb-cache")}
     scorers = work / "scorers.yaml"  # the real registry entries; only the HPS architecture differs at base size
-    scorers.write_text(f"hpsv2.1: {{model: {arch}}}\n")
+    hps = (f"{{path: {arch.removeprefix('local-dir:')}}}" if arch.startswith("local-dir:") else f"{{model: {arch}}}")
+    scorers.write_text(f"hpsv2.1: {hps}\n")
     cfg = json.dumps({"device": args.device, "dtype": dtype, "submission": str(submission), "prompts": prompts,
                       "hps_arch": arch})
     bare_wall, out = _timed([sys.executable, "-c", textwrap.dedent(BARE), cfg], env)

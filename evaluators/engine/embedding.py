@@ -29,8 +29,9 @@ from cultureboard import progress
 from cultureboard.errors import CultureboardError
 
 from .cache import Cache, text_sha256
-from .images import ImageSource, decode_batches
+from .images import ImageSource, Opened, decode_batches
 from .scorers import LOAD_FIX, Backend, hub_files, local_files, register_backend
+from .weights import checkpoint_files, filled_from_checkpoint
 
 #: Files of a transformers checkpoint that are downloaded (configs, tokenizers, safetensors weights).
 TRANSFORMERS_FILES = ["*.json", "*.txt", "*.model", "*.safetensors", "*.jinja"]
@@ -111,7 +112,8 @@ class TransformersScorer(EmbeddingScorer):
         super().__init__(name, model_id, revision, device, dtype)
         self.dual = dual
         processor = (AutoProcessor if dual else AutoImageProcessor).from_pretrained(folder)
-        self.model = AutoModel.from_pretrained(folder).to(device=device, dtype=getattr(torch, dtype)).eval()
+        # built on the meta device by transformers, safetensors memory-mapped and read straight to the device
+        self.model = AutoModel.from_pretrained(folder, device_map=device).to(dtype=getattr(torch, dtype)).eval()
         image_processor = processor.image_processor if dual else processor
         self.image_transform = _HFImageTransform(image_processor)
         self.preprocessing = hf_image_settings(image_processor)
@@ -161,9 +163,10 @@ class OpenClipScorer(EmbeddingScorer):
         else:
             self.model_name, pretrained = architecture, str(checkpoint)
         precision = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}[dtype]
-        self.model, _, self.image_transform = open_clip.create_model_and_transforms(
-            self.model_name, pretrained=pretrained, precision=precision, device=device,
-            **{f"image_{key}": value for key, value in preprocess.items()})
+        with filled_from_checkpoint(device, checkpoint_files(checkpoint)):  # no random init, memory-mapped
+            self.model, _, self.image_transform = open_clip.create_model_and_transforms(
+                self.model_name, pretrained=pretrained, precision=precision, device=device,
+                **{f"image_{key}": value for key, value in preprocess.items()})
         self.model.eval()
         cfg = self.model.visual.preprocess_cfg
         self.preprocessing = "open_clip " + json.dumps(cfg, sort_keys=True, default=list)
@@ -280,9 +283,10 @@ def embed_images(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingS
     found = store.get(list(wanted))
     missing = [item for sha, item in wanted.items() if sha not in found]
     if missing:
+        opened = Opened(missing, batch_size)  # the first batches decode while the model loads
         scorer = model()
         with progress.stage(f"embedding images with {identity['name']}", len(missing)) as shown:
-            for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers):
+            for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers, opened):
                 vectors = scorer.encode_pixels(pixels)
                 store.put([item.sha256 for item in batch], vectors)
                 found.update(zip((item.sha256 for item in batch), vectors))

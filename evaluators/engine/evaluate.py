@@ -83,7 +83,7 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     family's typed options; both are validated before any work and recorded in provenance.
     """
     submission, dataset, out = Path(submission), Path(dataset), Path(out)
-    device = choose_device(device)
+    device = choose_device(device, defer=True)  # checked with torch when a model loads (scorers._build)
     dtype = choose_dtype(device, dtype)
     cache_dir = Path(cache) if cache is not None else default_cache_dir()
     pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state")

@@ -2,13 +2,17 @@
 
 An :class:`ImageSource` is a file (a submission image) or bytes (a reference photograph read from the
 dataset's parquet). :func:`decode_batches` decodes and preprocesses them in DataLoader worker processes,
-with the EXIF orientation applied (:func:`cultureboard.images.open_rgb`).
+with the EXIF orientation applied (:func:`cultureboard.images.open_rgb`). :class:`Opened` decodes the first
+images in a thread while the caller loads the model whose preprocessing they need; ``decode_batches`` then
+only preprocesses those (the same batches, the same tensors).
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -48,10 +52,37 @@ class _Decoded:
         return len(self.items)
 
     def __getitem__(self, i: int):
-        try:
-            return i, self.transform(self.items[i].open())
-        except Exception as exc:  # PIL raises many types for a broken file
-            return i, (self.items[i].name, f"{type(exc).__name__}: {exc}")
+        return i, _prepared(self.items[i], self.transform)
+
+
+def _prepared(item: ImageSource, transform: Callable | None, image=None):
+    """``transform(image)`` (the item decoded if no ``image`` is given; no transform: the decoded image), or
+    (name, problem) if it cannot be read."""
+    try:
+        image = item.open() if image is None else image
+        return image if transform is None else transform(image)
+    except Exception as exc:  # PIL raises many types for a broken file
+        return item.name, f"{type(exc).__name__}: {exc}"
+
+
+class Opened:
+    """The first ``batches`` batches of ``items`` decoded in a background thread, started at once, so that decoding
+    overlaps what the caller does meanwhile (loading a model: PIL decodes with the GIL released). Pass it to
+    :func:`decode_batches` over the same ``items`` with the same ``batch_size``."""
+
+    def __init__(self, items: list[ImageSource], batch_size: int = 32, batches: int = 4):
+        self.items, self.batch_size = items[:batch_size * batches], batch_size
+        self._images: list = []
+        self._thread = threading.Thread(target=self._open, daemon=True)
+        self._thread.start()
+
+    def _open(self) -> None:
+        self._images = [_prepared(item, None) for item in self.items]
+
+    def images(self) -> list:
+        """The decoded images (or (name, problem) for one that cannot be read), in order, once all are done."""
+        self._thread.join()
+        return self._images
 
 
 def _collate(batch):
@@ -64,21 +95,31 @@ def _collate(batch):
 
 
 def decode_batches(items: list[ImageSource], transform: Callable, batch_size: int = 32,
-                   num_workers: int | None = None) -> Iterator[tuple[list[ImageSource], object]]:
-    """(items of the batch, stacked transformed images) in order; a tensor batch when the transform gives
-    tensors, else a list. An image that cannot be decoded is a :class:`CultureboardError` naming it; so is a
-    worker process that dies or sends no batch for ``cultureboard.workers.STALL_SECONDS`` (one line, never a wait
+                   num_workers: int | None = None, opened: Opened | None = None
+                   ) -> Iterator[tuple[list[ImageSource], object]]:
+    """(items of the batch, stacked transformed images) in order, in batches of ``batch_size``; a tensor batch when
+    the transform gives tensors, else a list. The images ``opened`` already decoded (the first of ``items``) are
+    only transformed. An image that cannot be decoded is a :class:`CultureboardError` naming it; so is a worker
+    process that dies or sends no batch for ``cultureboard.workers.STALL_SECONDS`` (one line, never a wait
     forever)."""
     from torch.utils.data import DataLoader
 
+    early = opened.images() if opened is not None else []
+    if opened is not None and (opened.batch_size != batch_size or any(a is not b for a, b in zip(opened.items, items))):
+        raise ValueError("decode_batches: `opened` holds other images or batches than it is given")
+    batches = (_collate([(i, image if isinstance(image, tuple) else _prepared(items[i], transform, image))
+                         for i, image in enumerate(early[start:start + batch_size], start)])
+               for start in range(0, len(early), batch_size))
+    rest = items[len(early):]
     if num_workers is None:
-        num_workers = min(8, (os.cpu_count() or 1) - 1) if len(items) > batch_size else 0
-    loader = DataLoader(_Decoded(items, transform), batch_size=batch_size, num_workers=num_workers,
-                        collate_fn=_collate, timeout=workers.STALL_SECONDS if num_workers else 0)
-    batches = iter(loader)
+        num_workers = min(8, (os.cpu_count() or 1) - 1) if len(rest) > batch_size else 0
+    loader = DataLoader(_Decoded(rest, transform), batch_size=batch_size, num_workers=num_workers,
+                        collate_fn=_collate, timeout=workers.STALL_SECONDS if num_workers else 0) if rest else []
+    later = (([i + len(early) for i in indices], stacked, errors) for indices, stacked, errors in loader)
+    every = itertools.chain(batches, later)
     while True:
         try:
-            indices, stacked, errors = next(batches)
+            indices, stacked, errors = next(every)
         except StopIteration:
             return
         except RuntimeError as exc:  # from the loader itself: a worker that died, or sent no batch for the limit

@@ -57,7 +57,8 @@ class JudgeScorer:
         self.name, self.model_id, self.revision, self.device, self.dtype = name, model_id, revision, device, dtype
         self.processor = AutoProcessor.from_pretrained(folder)
         self.processor.tokenizer.padding_side = "left"
-        self.model = AutoModelForImageTextToText.from_pretrained(folder, dtype=getattr(torch, dtype)).to(device).eval()
+        self.model = AutoModelForImageTextToText.from_pretrained(folder, dtype=getattr(torch, dtype),
+                                                                 device_map=device).eval()  # read straight to the device
         template = self.processor.chat_template or ""
         self.preprocessing = (f"{hf_image_settings(self.processor.image_processor)}; chat template sha256 "
                               f"{hashlib.sha256(template.encode()).hexdigest()[:16]}")

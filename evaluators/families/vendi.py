@@ -22,7 +22,6 @@ from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import xlogy
 
 #: CUBE J.2.2 weights (w1 same continent, w2 same country, w3 same artifact) of its five kernels.
 CUBE_KERNEL_PRESETS: dict[str, tuple[float, float, float]] = {
@@ -48,6 +47,8 @@ def _hill(p: np.ndarray, q: float) -> np.ndarray:
     if q == 0:
         return np.count_nonzero(p, axis=-1).astype(float)
     if q == 1:
+        from scipy.special import xlogy  # imported where used: a cached rerun of ``evaluate`` needs no scipy
+
         return np.exp(-xlogy(p, p).sum(axis=-1))  # xlogy(0, 0) = 0
     p_max = p.max(axis=-1)
     if q == np.inf:

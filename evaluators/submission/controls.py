@@ -41,7 +41,6 @@ from pathlib import Path
 
 from cultureboard import __version__
 from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
-from cultureboard.builder.prompts_cure import CATEGORY_LEVEL
 from cultureboard.dataset_folder import local_revision, read_prompt_set, read_references
 from cultureboard.errors import CultureboardError
 from cultureboard.naming import slug
@@ -144,6 +143,8 @@ def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str)
 def category_prompts(prompts: list[dict], prompt_set: str) -> dict[str, str]:
     """category-images: prompt id -> the id of its category prompt P(c) (the P(c) of the same ``category`` and
     ``subcategory``; P(c)'s own id for P(c))."""
+    from cultureboard.builder.prompts_cure import CATEGORY_LEVEL  # here: importing the builder costs a cached rerun 0.1-0.3 s
+
     by_category = {(p["category"], p["subcategory"]): p["prompt_id"] for p in prompts
                    if p.get("level") == CATEGORY_LEVEL}
     if not by_category:
