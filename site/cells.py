@@ -10,6 +10,8 @@ as Jinja's autoescaping does); the result is :class:`markupsafe.Markup` for the 
 * ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a rank spread with its best and worst
   ranks and the variants that gave them;
 * ``link``, ``num`` (integers as they are, others to 3 decimals), ``pct``, ``text``;
+* a ``sticky`` column's header and cells carry ``sticky s<k>`` (it stays in view while the table scrolls
+  sideways); a metric column's header (``href``) links the metric's page and the trust page;
 * ``thumb``: a thumbnail linked to its full-size image (an external link for a Hub image); ``notes``: the
   explanations of an image's rows, one ``<details>`` per (merged) metric.
 """
@@ -60,7 +62,7 @@ def head(columns, root: str = "") -> Markup:
 
 def _sticky(columns) -> dict[str, str]:
     """key -> the classes of a sticky column: ``sticky s<k>`` for the k-th sticky column from the left (style.css
-    places s0 at the left edge, s1 right of it, ...; app.js measures the offsets)."""
+    places s0 at the left edge and s1 right of it, at the offset app.js measures; a table has at most two)."""
     return {c.key: f"sticky s{k}" for k, c in enumerate(c for c in columns if c.sticky)}
 
 

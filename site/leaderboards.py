@@ -46,7 +46,8 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                 metrics: list[str] | None = None, *, limit: int | None = None, name: str | None = None) -> Table | None:
     """The group's submissions ranked on the first of ``metrics`` (default: the group's shown metrics) in one
     slice, its controls after them, marked; None when none has an entry. ``limit``: show only the first rows
-    (the downloads still hold every row)."""
+    (the downloads still hold every row). Columns: rank, submission, the metrics (the headline first), the rank
+    spread, weights, coverage; the submission and the headline stay in view while the table scrolls sideways."""
     metrics = metrics or group.shown
     main = board.cards[metrics[0]]
     members = [r for r in board.order(group, metrics[0], slice_type, slice_)
