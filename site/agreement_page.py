@@ -173,17 +173,17 @@ def agreement_page(site: Site, board: Board) -> None:
     found = rankings(board)
     overall = pairs(found)
     by_country = [row for c in countries(board) for row in pairs(found, c) if row["shared"] >= MIN_SHARED]
-    columns = [Column("a", "Benchmark A", "text"), Column("b", "Benchmark B", "text"),
-               Column("shared", "Shared models", "num", "Models (organization + model name) both rank"),
+    columns = [Column("a", "Benchmark A", "text", sticky=True), Column("b", "Benchmark B", "text", sticky=True),
                Column("tau", "Kendall's tau", "num", "+1: the same order, -1: reversed, 0: unrelated"),
                Column("ci_low", "95% CI low", "num"), Column("ci_high", "95% CI high", "num"),
+               Column("shared", "Shared models", "num", "Models (organization + model name) both rank"),
                Column("verdict", "Verdict", "text", "agree: the CI lies above zero; disagree: below zero; "
                       "do not clearly agree: it contains zero")]
-    slice_column = [Column("country", "Country", "link")]
+    slice_column = [Column("country", "Country", "link", sticky=True)]
     rows = [{**r, "country": {"text": slice_name("country", r["slice"]), "href": slice_path("country", r["slice"])}}
             for r in by_country]
     site.page(PAGE, "agreement.html", "Do the benchmarks agree?", overall=site.table(PAGE, "overall", columns, overall),
-              countries=site.table(PAGE, "countries", slice_column + columns, rows),
+              countries=site.table(PAGE, "countries", slice_column + [replace(c, sticky=False) for c in columns], rows),
               findings=[r for r in overall if r["verdict"] in ("disagree", "do not clearly agree")],
               compared=any(r["tau"] is not None for r in overall),
               min_shared=MIN_SHARED, n_boot=N_BOOT)

@@ -10,6 +10,8 @@ as Jinja's autoescaping does); the result is :class:`markupsafe.Markup` for the 
 * ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a rank spread with its best and worst
   ranks and the variants that gave them;
 * ``link``, ``num`` (integers as they are, others to 3 decimals), ``pct``, ``text``;
+* a ``sticky`` column's header and cells carry ``sticky s<k>`` (it stays in view while the table scrolls
+  sideways); a metric column's header (``href``) links the metric's page and the trust page;
 * ``thumb``: a thumbnail linked to its full-size image (an external link for a Hub image); ``notes``: the
   explanations of an image's rows, one ``<details>`` per (merged) metric.
 """
@@ -35,28 +37,48 @@ def _badges(items) -> str:
     return "".join(f' <span class="badge" title="{escape(b["title"])}">{escape(b["label"])}</span>' for b in items or ())
 
 
-def head(columns) -> Markup:
+def head(columns, root: str = "") -> Markup:
+    """The header row. A metric column (``href``) names its metric as a link to the metric's page, then links the
+    trust page (where the metric tracks human judgement); a ``sticky`` column stays in view while the table
+    scrolls sideways (:func:`_sticky`)."""
     cells = []
+    sticky = _sticky(columns)
     for c in columns:
         attrs = f' data-key="{escape(c.key)}"'
         if c.better:
             attrs += f' data-better="{escape(c.better)}"'
-        if c.muted:
-            attrs += ' class="muted"'
+        classes = " ".join(filter(None, ("muted" if c.muted else "", sticky.get(c.key, ""))))
+        if classes:
+            attrs += f' class="{classes}"'
         if c.title:
             attrs += f' title="{escape(c.title)}"'
-        cells.append(f'<th scope="col"{attrs}>{escape(c.label)}{_badges(c.badges)}</th>')
+        label = escape(c.label)
+        if c.href:
+            label = (f'<a href="{escape(root)}{escape(c.href)}">{label}</a> <a class="trust" href="{escape(root)}'
+                     'trust.html" title="How far this metric tracks human judgement">trust</a>')
+        cells.append(f'<th scope="col"{attrs}>{label}{_badges(c.badges)}</th>')
     return Markup("<thead><tr>" + "".join(cells) + "</tr></thead>")
+
+
+def _sticky(columns) -> dict[str, str]:
+    """key -> the classes of a sticky column: ``sticky s<k>`` for the k-th sticky column from the left (style.css
+    places s0 at the left edge and s1 right of it, at the offset app.js measures; a table has at most two)."""
+    return {c.key: f"sticky s{k}" for k, c in enumerate(c for c in columns if c.sticky)}
 
 
 def body(columns, rows, root: str) -> Markup:
     out = ["<tbody>\n"]
+    sticky = _sticky(columns)
     for row in rows:
         marks = row.get("_marks") or {}
         cls = ' class="control"' if row.get("_control") else ' class="muted"' if row.get("_muted") else ""
         out.append(f"<tr{cls}>\n")
         for c in columns:
-            out.append(cell(c, row[c.key], marks.get(c.key), root))
+            td = cell(c, row[c.key], marks.get(c.key), root)
+            if c.key in sticky:  # every cell starts '<td class="' or '<td>'
+                td = (td.replace('<td class="', f'<td class="{sticky[c.key]} ', 1) if td.startswith('<td class="')
+                      else td.replace("<td", f'<td class="{sticky[c.key]}"', 1))
+            out.append(td)
             out.append("\n")
         out.append("</tr>\n")
     out.append("</tbody>")

@@ -42,11 +42,11 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
     plain = sorted({k[1:] for k in r.entries if not is_cross(k[1]) and k[1] not in ordered},
                    key=lambda s: (type_order(s[0]), slice_order(*s)))
     headline = group.metrics[0]
-    columns = [Column("slice_type", "Slice type", "text"), Column("slice", "Slice", "link"),
+    columns = [Column("slice_type", "Slice type", "text"), Column("slice", "Slice", "link", sticky=True),
                Column("rank", "Rank", "rank", f"Rank range on {board.cards[headline]['title']} among the comparable "
                       "submissions", better="lower")]
     columns += [Column(m, board.cards[m]["title"], "score", f"{m}: {direction_text(board.cards[m])}",
-                       **sort_rule(board.cards[m]))
+                       **sort_rule(board.cards[m]), sticky=m == headline, href=f"metric/{m}.html")
                 for m in group.shown]
     rows = [{"slice_type": type_label(st),
              "slice": {"text": slice_name(st, s), "href": slice_path(st, s) or prompt_set_page(group.prompt_set)},
@@ -114,7 +114,8 @@ def _control_text(r) -> str | None:
 
 def _all_metrics(site: Site, board: Board, page: str, r, group) -> object:
     """Every metric of the submission over all prompts (the leaderboards show only a few)."""
-    columns = [Column("metric", "Metric", "link"), Column("value", "Over all prompts", "score", better=None),
+    columns = [Column("metric", "Metric", "link", sticky=True),
+               Column("value", "Over all prompts", "score", better=None),
                Column("direction", "Direction", "text"), Column("rank", "Rank", "rank", better="lower")]
     rows = [{"metric": {"text": board.cards[m]["title"], "href": f"metric/{m}.html"},
              "value": r.entries.get((m, "overall", "all")), "direction": direction_text(board.cards[m]),
@@ -143,7 +144,8 @@ def _model_figures(site: Site, board: Board, page: str, r, group) -> list[dict]:
             for s, e in sorted(entries, key=lambda x: slice_order(slice_type, x[0])):
                 parts = s.split(" x ", 1)
                 if len(parts) == 2:
-                    cells.append({"model": slice_name(a, parts[0]), "country": slice_name(b, parts[1]), "value": e["value"]})
+                    cells.append({"model": slice_name(a, parts[0]), "country": slice_name(b, parts[1]), "value": e["value"],
+                                  "low": e["ci_low"], "high": e["ci_high"]})
             svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}",
                                     desc=f"Heatmap of {title} for {r.display}: {type_label(a).lower()} (rows) by "
                                          f"{type_label(b).lower()} (columns).")

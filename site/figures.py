@@ -76,7 +76,8 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
                         "alt": f"{sliced_title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
         elif is_cross(slice_type):
-            cells = [{"model": r.label, "country": slice_name(slice_type, s), "value": e["value"]}
+            cells = [{"model": r.label, "country": slice_name(slice_type, s), "value": e["value"], "low": e["ci_low"],
+                      "high": e["ci_high"]}
                      for r in ranked for (m, t, s), e in sorted(r.entries.items(), key=lambda kv: slice_order(*kv[0][1:]))
                      if m == sliced and t == slice_type]
             svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}",
@@ -91,8 +92,9 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
 
 
 def _by_country(results, metric: str) -> list[dict]:
-    return [{"model": r.label, "country": slice_name("country", s), "value": e["value"]}
-            for r in results for (m, t, s), e in sorted(r.entries.items()) if m == metric and t == "country"]
+    return [{"model": r.label, "country": slice_name("country", s), "value": e["value"], "low": e["ci_low"],
+             "high": e["ci_high"]} for r in results for (m, t, s), e in sorted(r.entries.items())
+            if m == metric and t == "country"]
 
 
 def _country_means(results, metric: str) -> dict[str, float | None]:

@@ -40,14 +40,15 @@ def score_column(board: Board, group: Group, metric: str, slice_type: str, slice
                        f"{row['reason']} (correlation with {row['human']} in {row['source']})."})
     return Column(metric, card["title"], "score", f"{metric}: {direction_text(card)}; value [95% CI], n = images / "
                   "prompts", **sort_rule(card), badges=badges,
-                  muted=any(b["label"] == "diagnostic here" for b in badges))
+                  muted=any(b["label"] == "diagnostic here" for b in badges), href=f"metric/{metric}.html")
 
 
 def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: str, slice_: str,
                 metrics: list[str] | None = None, *, limit: int | None = None, name: str | None = None) -> Table | None:
     """The group's submissions ranked on the first of ``metrics`` (default: the group's shown metrics) in one
     slice, its controls after them, marked; None when none has an entry. ``limit``: show only the first rows
-    (the downloads still hold every row)."""
+    (the downloads still hold every row). Columns: rank, submission, the metrics (the headline first), the rank
+    spread, weights, coverage; the submission and the headline stay in view while the table scrolls sideways."""
     metrics = metrics or group.shown
     main = board.cards[metrics[0]]
     members = [r for r in board.order(group, metrics[0], slice_type, slice_)
@@ -59,11 +60,9 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                 "not ranked: only a diagnostic here" if board.diagnostic(metrics[0], slice_type, slice_) else "")
     columns = [Column("rank", "Rank", "rank", f"Rank range on {main['title']}: entries whose 95% CIs overlap are "
                       f"tied{'; ' + unranked if unranked else ''}", better="lower"),
-               Column("submission", "Submission", "link", "Organisation / model (tag), from submission.yaml"),
-               Column("weights", "Weights", "text", "open: public weights; closed: an API"),
-               Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}",
-                      better="higher")]
+               Column("submission", "Submission", "link", "Organisation / model (tag), from submission.yaml", sticky=True)]
     columns += [score_column(board, group, m, slice_type, slice_) for m in metrics]
+    columns[2].sticky = True  # the headline beside the submission: on screen on a phone, and while scrolling
     variants = board.variants(metrics[0], group.metrics)
     if len(variants) > 1 and slice_type == "overall":
         columns.append(Column("spread", f"Rank spread over {len(variants)} scorers", "range",
@@ -71,6 +70,9 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                               "submission ranked by value within each variant, its worst rank minus its best (ranks, "
                               "since the scorers' scales differ); badged where a variant's scorer shares training "
                               "data with the submission", better="lower"))
+    columns += [Column("weights", "Weights", "text", "open: public weights; closed: an API"),
+                Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}",
+                       better="higher")]
     rows = []
     for r in members:
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},

@@ -69,15 +69,15 @@ def _headline(board: Board, r) -> str:
 
 
 def _prompt_set_table(board: Board, results: list, image_pages: dict[str, str]) -> tuple[list[Column], list[dict]]:
-    """One row per submission: prompt set, submission, headline metric, its value over all prompts with CI (badged
-    entangled where the model's declared training data overlaps its scorers'), the rank range among the comparable
-    submissions, the image browser."""
-    columns = [Column("prompt_set", "Prompt set", "link"), Column("submission", "Submission", "link"),
-               Column("metric", "Headline metric", "link"),
+    """One row per submission: prompt set, its headline over all prompts with CI (badged entangled where the model's
+    declared training data overlaps its scorers'), the rank range among the comparable submissions, the headline
+    metric, the submission, the image browser. The prompt set and the headline stay in view (sticky)."""
+    columns = [Column("prompt_set", "Prompt set", "link", sticky=True),
                Column("headline", "Headline over all prompts", "score", "Each prompt set's own headline metric and "
-                      "scale: compare a value with its leaderboard, never with another row"),
+                      "scale: compare a value with its leaderboard, never with another row", sticky=True),
                Column("rank", "Rank", "rank", "Rank range on the headline among the prompt set's comparable "
                       "submissions", better="lower"),
+               Column("metric", "Headline metric", "link"), Column("submission", "Submission", "link"),
                Column("images", "Images", "link")]
     rows = []
     for r in results:
@@ -98,7 +98,7 @@ def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict
     """One row per country any submission has a headline slice for; one column per submission (its prompt set's
     headline, best-first sorting by the metric's direction), a cell badged where the country is under-represented
     (:meth:`Board.under_represented`: the gap's whole CI on the headline's worse side of zero)."""
-    columns = [Column("country", "Country", "link")]
+    columns = [Column("country", "Country", "link", sticky=True)]
     countries: set[str] = set()
     for i, r in enumerate(results):
         metric = _headline(board, r)

@@ -7,7 +7,8 @@ summary (``<title>``/``<desc>`` as first children, ``role="img"``). No element h
 several plots can be inlined in one HTML page. Items the caller gives keep the caller's order (rows
 top to bottom, heatmap columns left to right, in order of first appearance).
 
-* :func:`heatmap_svg`: model x country grid of values; missing cells hatched grey ("no data").
+* :func:`heatmap_svg`: model x country grid of values; missing cells hatched grey ("no data"); not coloured at all
+  when the values spread less than their typical 95% CI is wide (:func:`colour_is_noise`): the plot says so.
 * :func:`gap_svg`: one bar per model from zero to its gap (e.g. Global North minus Global South), with its CI.
 * :func:`era_bars_svg`: per model, one bar per era, with CIs.
 * :func:`curve_svg`: per model, a line over an ordered slice (an edit step), with a CI whisker at each point.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Iterable, Sequence
 
 __all__ = ["curve_svg", "era_bars_svg", "frontier_svg", "gap_svg", "heatmap_svg"]
@@ -30,6 +32,7 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 FONT_SIZE = 11
 LABEL_CHARS = 44  # longer labels are shortened on the plot (full text stays in the tooltip)
 TEXT, GRID, AXIS, MISSING = "#222", "#ddd", "#555", "#e6e6e6"
+UNCOLOURED = "#f4f4f4"  # a heatmap cell whose colour would paint noise (colour_is_noise)
 VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 CATEGORICAL = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -230,14 +233,34 @@ def _missing_cell(x: float, y: float, w: float, h: float, tooltip: str) -> list[
             f'<path d="{"".join(d)}" stroke="#aaa" stroke-width="1" fill="none"/></g>']
 
 
+def colour_is_noise(cells: Iterable[dict]) -> tuple[float, float] | None:
+    """(spread, typical CI width) when a colour scale over ``cells`` (``{value, low, high}``) would paint noise:
+    the values' spread (largest minus smallest) is smaller than the median width (high - low) of their 95% CIs.
+    None otherwise, and where fewer than two values or no CI are given."""
+    values, widths = [], []
+    for c in cells:
+        value, low, high = (_num(c.get(k)) for k in ("value", "low", "high"))
+        if value is not None:
+            values.append(value)
+            if low is not None and high is not None:
+                widths.append(high - low)
+    if len(values) < 2 or not widths:
+        return None
+    spread, typical = max(values) - min(values), statistics.median(widths)
+    return (spread, typical) if spread < typical else None
+
+
 def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin: float | None = None,
                 vmax: float | None = None, digits: int = 2) -> str:
-    """A model (rows) x country (columns) heatmap of ``cells`` = ``[{model, country, value}]``.
+    """A model (rows) x country (columns) heatmap of ``cells`` = ``[{model, country, value, low?, high?}]``
+    (``low``, ``high``: the value's 95% CI).
 
     Colours: viridis from ``vmin`` (default: the smallest value) to ``vmax`` (default: the largest),
     with a legend. Pairs without a cell, or with value None/NaN, are hatched grey "no data" cells
     (``class="missing"``). Values are printed in the cells when the grid has at most
-    ``MAX_PRINTED_CELLS`` cells; every cell has a tooltip with its model, country and value.
+    ``MAX_PRINTED_CELLS`` cells; every cell has a tooltip with its model, country and value. Where the values
+    spread less than their typical CI is wide (:func:`colour_is_noise`), no cell is coloured (all pale grey,
+    values printed) and a note under the grid says why, in place of the legend.
     """
     models = _unique(str(c["model"]) for c in cells)
     countries = _unique(str(c["country"]) for c in cells)
@@ -250,6 +273,7 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
             raise ValueError(f"heatmap_svg: two cells for model {key[0]!r} and country {key[1]!r}")
         grid[key] = _num(c.get("value"))
     values = [v for v in grid.values() if v is not None]
+    noise = colour_is_noise(cells)
     low = vmin if vmin is not None else (min(values) if values else 0.0)
     high = vmax if vmax is not None else (max(values) if values else 1.0)
     span = (high - low) or 1.0
@@ -264,7 +288,7 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     grid_w, grid_h = cell_w * len(countries), cell_h * len(models)
     width = max(left + grid_w + 16 + reach, 380.0)
     height = top + grid_h + 62
-    printed = len(models) * len(countries) <= MAX_PRINTED_CELLS
+    printed = len(models) * len(countries) <= MAX_PRINTED_CELLS or noise is not None
 
     body = []
     for j, country in enumerate(countries):
@@ -285,15 +309,26 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
                 missing += 1
                 body += _missing_cell(x, y, cell_w, cell_h, tooltip)
                 continue
-            fill = _colour((value - low) / span)
+            fill = UNCOLOURED if noise else _colour((value - low) / span)
             body.append(f'<rect class="cell" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
                         f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{_esc(tooltip)}</title></rect>')
             if printed:
                 body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, cell_digits), anchor="middle",
                                   extra=f' fill="{_ink(fill)}" font-size="10" pointer-events="none"'))
 
-    # legend: a ramp of 40 steps with its ends and middle labelled, and the "no data" swatch
     ly, lx, steps, ramp_w = top + grid_h + 18, 8.0, 40, 200.0
+    if noise is not None:  # a note in place of the legend
+        digits_of = _distinct_digits([noise[0], noise[1]], cell_digits)
+        lines = [f"Not coloured: the values span {_fmt(noise[0], digits_of)}, less than",
+                 f"their typical 95% CI width ({_fmt(noise[1], digits_of)}): colour would paint noise."]
+        body += ['<g class="uncoloured">'] + [_text(lx, ly + 9 + 14 * k, line) for k, line in enumerate(lines)] + ["</g>"]
+        width = max(width, lx + 8 + max(_width(line) for line in lines))
+        why = (f"Not coloured: the values span {_fmt(noise[0], digits_of)}, less than their typical 95% CI width "
+               f"({_fmt(noise[1], digits_of)}), so colour differences would be noise.")
+        desc = (f"{desc} {why}" if desc else f"Heatmap of {len(models)} models (rows) by {len(countries)} countries "
+                f"(columns). {why} {missing} of {len(models) * len(countries)} cells have no data (hatched grey).")
+        return _document(width, height, title, desc, body)
+    # legend: a ramp of 40 steps with its ends and middle labelled, and the "no data" swatch
     body.append('<g class="legend">')
     for k in range(steps):
         body.append(f'<rect x="{_n(lx + k * ramp_w / steps)}" y="{_n(ly)}" width="{_n(ramp_w / steps + 0.5)}" '

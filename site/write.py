@@ -37,6 +37,8 @@ class Column:
     badges: list[dict] = field(default_factory=list)  # [{label, title}] shown in the header (a flagged metric)
     muted: bool = False  # the column's metric is only a diagnostic here: greyed
     hidden: bool = False  # in the downloads only (e.g. an image's sha256 in the image browser)
+    sticky: bool = False  # stays in view while the table scrolls sideways (a row's name, the headline)
+    href: str | None = None  # a metric column: its metric page; the header links it and the trust page
 
 
 @dataclass

@@ -163,16 +163,18 @@ def five_families(base: Path, tiny_scorers: Path) -> dict:
 
 
 def variant(results: Path, submissions: Path, source: str, model: str, shift: float, seed: int,
-            out_results: Path, out_submissions: Path, *, unflag: bool = False, training_data: str | None = None) -> str:
-    """A synthetic copy of the real result ``source`` as the submission ``<org>__<model>``: every value shifted by
-    ``shift`` plus seeded noise (summary entries and CIs alike), the same images. ``unflag``: flagged rows get a
-    value (for a family whose tiny stand-in judge answers nothing usable); ``training_data``: the model's declared
-    training data. Returns the new id."""
+            out_results: Path, out_submissions: Path, *, unflag: bool = False, training_data: str | None = None,
+            tag: str | None = None) -> str:
+    """A synthetic copy of the real result ``source`` as the submission ``<org>__<model>`` (``<org>__<model>__<tag>``
+    with a ``tag``: one model on several prompt sets): every value shifted by ``shift`` plus seeded noise (summary
+    entries and CIs alike), the same images. ``unflag``: flagged rows get a value (for a family whose tiny stand-in
+    judge answers nothing usable); ``training_data``: the model's declared training data. Returns the new id."""
     spec = yaml.safe_load((submissions / source / "submission.yaml").read_text())
     spec["model"] = {**spec["model"], "name": model, "id": f"synthetic/{model}"}
     if training_data is not None:
         spec["model"]["training_data"] = training_data
     spec.pop("tag", None)
+    spec |= {"tag": tag} if tag else {}
     sid = submission_id(spec)
     shutil.copytree(submissions / source, out_submissions / sid, dirs_exist_ok=True)
     (out_submissions / sid / "submission.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))

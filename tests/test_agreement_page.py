@@ -205,7 +205,7 @@ def test_a_model_counts_once_by_its_first_submission():
 
 
 def test_the_page_says_too_few_shared_models(tmp_path):
-    """Two models on both families (the demo has at most one): no tau, and the page says why."""
+    """Two models on both families: no tau, and the page says why."""
     site = blank_site(tmp_path)
     two = {m: {"IT": v} for m, v in FOUR.items() if m in "ab"}
     agreement_page(site, board(two, two))

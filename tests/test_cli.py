@@ -298,6 +298,20 @@ def test_a_cheat_that_tops_the_headline_badges_it_gameable(demo_runs, tmp_path):
     assert "<dt>Gaming</dt>" in page and f"{sid} (unedited) scores " in page
 
 
+def test_demo_site_has_a_model_page_per_model_and_a_kendall_tau(demo_runs):
+    """Each stand-in model's page lists every prompt set it generated; agreement.html compares the families the
+    three stand-ins share (cube-awareness and cultdiff) with a tau over three models, not "too few shared models"."""
+    site = demo_runs["demo"] / "site"
+    for model, sets in STANDIN_MODELS.items():
+        rows = json.loads((site / f"data/models-demo__{model}-prompt-sets.json").read_text())["rows"]
+        assert sorted(r["prompt_set"] for r in rows) == sorted(sets), model
+    rows = json.loads((site / "data/agreement-overall.json").read_text())["rows"]
+    compared = [r for r in rows if r["tau"] is not None]
+    assert compared and all(r["shared"] == len(STANDIN_MODELS) and -1 <= r["tau"] <= 1 for r in compared), rows
+    assert any({r["a"].split(":")[0], r["b"].split(":")[0]} == {"cube", "cultdiff"} for r in compared), rows
+    assert "Too few shared models" not in (site / "agreement.html").read_text()
+
+
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     first, second = demo_runs["demo"], demo_runs["root"] / "second"
     summary = json.loads(demo_runs["second"].stdout)

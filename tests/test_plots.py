@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cultureboard.site.plots import era_bars_svg, gap_svg, heatmap_svg
+from cultureboard.site.plots import UNCOLOURED, colour_is_noise, era_bars_svg, gap_svg, heatmap_svg
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert(\"x\")</script> & 'quoted' \x01"
@@ -124,6 +124,39 @@ def test_heatmap_fixed_scale_and_duplicates():
     assert by_class(parse(svg), "rect", "cell")[0].get("fill") == "#fde725", "values above vmax are clipped"
     with pytest.raises(ValueError, match="two cells"):
         heatmap_svg([{"model": "m", "country": "JP", "value": 1}] * 2, "t")
+
+
+def ci_cells(values, widths):
+    return [{"model": f"m{k}", "country": "JP", "value": v, "low": v - w / 2, "high": v + w / 2}
+            for k, (v, w) in enumerate(zip(values, widths))]
+
+
+def test_colour_is_noise_compares_the_spread_with_the_median_ci_width():
+    """Spread max - min against the median of high - low: 0.50..0.52 under CIs 0.1 wide is noise; under CIs 0.01
+    wide it is not; the median, not the mean (one very wide CI does not make a clear spread noise); strictly less."""
+    assert colour_is_noise(ci_cells([0.50, 0.52, 0.51], [0.1, 0.1, 0.08])) == pytest.approx((0.02, 0.1))
+    assert colour_is_noise(ci_cells([0.50, 0.52, 0.51], [0.01, 0.01, 0.01])) is None
+    assert colour_is_noise(ci_cells([0.50, 0.52, 0.51], [0.01, 0.015, 0.9])) is None  # mean width 0.31 would say noise
+    assert colour_is_noise(ci_cells([0.50, 0.54], [0.04, 0.04])) is None  # equal: not narrower
+    assert colour_is_noise([{"value": 0.5}, {"value": 0.51}]) is None  # no CI: nothing to compare with
+    assert colour_is_noise(ci_cells([0.5], [1.0])) is None  # one value has no spread to colour
+    no_data = {"model": "m9", "country": "JP", "value": None, "low": None, "high": None}
+    assert colour_is_noise(ci_cells([0.5, 0.51], [1.0, 1.0]) + [no_data]) == pytest.approx((0.01, 1.0))
+
+
+def test_heatmap_over_a_range_narrower_than_the_cis_is_not_coloured_and_says_why():
+    noisy = [{"model": f"m{i}", "country": c, "value": 0.5 + 0.01 * i + 0.003 * j, "low": 0.45, "high": 0.58}
+             for i in range(3) for j, c in enumerate(COUNTRIES[:3])]
+    root = parse(heatmap_svg(noisy, "t"))
+    assert {r.get("fill") for r in by_class(root, "rect", "cell")} == {UNCOLOURED}
+    assert not by_class(root, "g", "legend"), "a colour legend for uncoloured cells"
+    note = " ".join(t.text for t in by_class(root, "g", "uncoloured")[0].iter(f"{NS}text"))
+    assert "Not coloured: the values span 0.026" in note and "typical 95% CI width (0.130)" in note
+    assert "Not coloured" in root.find(f"{NS}desc").text and "0.513" in all_text(root)  # values still printed
+    clear = [dict(c, low=c["value"] - 0.0005, high=c["value"] + 0.0005) for c in noisy]
+    root = parse(heatmap_svg(clear, "t"))
+    assert len({r.get("fill") for r in by_class(root, "rect", "cell")}) == 9 and by_class(root, "g", "legend")
+    assert not by_class(root, "g", "uncoloured")
 
 
 def test_gap_bars_and_whiskers_match_rows():

@@ -125,6 +125,8 @@ class Page(HTMLParser):
             self._script = []
         if self._cell is not None and tag != "td":
             self._cell["tags"].append((tag, attrs))
+        if self._head is not None and tag != "th":
+            self._head.setdefault("tags", []).append((tag, attrs))
 
     def handle_endtag(self, tag):
         if tag == "td" and self._cell is not None:
@@ -492,6 +494,17 @@ def test_leaderboards_show_the_headline_and_a_few_readable_metrics(world):
             assert heads[m]["attrs"].get("data-better") == {"higher": "higher", "lower": "lower",
                                                            "target": "lower"}.get(family.card(m).direction)
         assert heads["rank"]["attrs"]["data-better"] == "lower"
+        for m in metrics:  # each metric's name links its page, then the trust page
+            assert [a["href"] for t, a in heads[m].get("tags", []) if t == "a"] == [f"../metric/{m}.html", "../trust.html"]
+        # the submission and the headline stay in view while the table scrolls sideways (style.css, app.js)
+        table = page.tables[f"{prompt_set}-g1"]
+        keys = table["keys"]
+        assert keys[:3] == ["rank", "submission", metrics[0]]  # the headline beside the submission: on a phone's screen
+        assert [(k, h["attrs"].get("class")) for k, h in zip(keys, table["heads"]) if "sticky" in (h["attrs"].get("class") or "")] \
+            == [("submission", "sticky s0"), (metrics[0], "sticky s1")]
+        for row in table["rows"]:
+            assert [c["attrs"]["class"].split()[:2] for c in row[1:3]] == [["sticky", "s0"], ["sticky", "s1"]]
+            assert not any("sticky" in (c["attrs"].get("class") or "") for c in row[:1] + row[3:])
         for m in set(spec.metrics) - set(metrics):
             assert (world["site"] / "metric" / f"{m}.html").is_file() or not any(
                 m in summaries(world)[s]["provenance"]["metrics"] for s in world["ids"])

@@ -1,7 +1,8 @@
 """The built site in a real browser (headless Chromium through Playwright), over file:// and over HTTP.
 
 From real results of every family (``site_worlds``: tiny stand-in scorers, one submission under hostile names,
-a text-only control, two shifted copies of each other family's result) the site is built once; then, for each
+a text-only control, two shifted copies of each other family's result: models lab / v0 and lab / v1 on four
+families, beside lab / alpha, so agreement.html has a tau) the site is built once; then, for each
 origin, the pages reachable from ``index.html`` are loaded (every page, except that of a folder of many alike
 pages, prompt pages, image-browser pages and map pages, two are loaded and the rest checked to exist) and must:
 resolve every internal link and resource (no 404, no missing file, no missing ``#fragment`` target), log no
@@ -87,8 +88,8 @@ def site(tmp_path_factory, tiny_scorers) -> Path:
     for k, (prompt_set, ids) in enumerate(sorted(base["ids"].items())):
         if prompt_set != "cube-awareness":
             for i, shift in enumerate((-0.05, 0.05)):
-                site_worlds.variant(base["results"], base["submissions"], ids[0], f"{prompt_set}-v{i}", shift,
-                                    10 * k + i, results, submissions, unflag=prompt_set == "cultivate")
+                site_worlds.variant(base["results"], base["submissions"], ids[0], f"v{i}", shift, 10 * k + i,
+                                    results, submissions, unflag=prompt_set == "cultivate", tag=prompt_set)
     out = root / "site"
     build_site(results, base["dataset"], submissions, out)
     assert (out / "index.html").is_file(), "the site has no index.html at its root"
@@ -121,10 +122,10 @@ class Watched:
     """A browser context whose page events are recorded: console errors, page errors, dialogs, failed or
     foreign requests (those are aborted, so nothing leaves the site even if the page tries)."""
 
-    def __init__(self, browser, root: str):
+    def __init__(self, browser, root: str, width: int = 1280, height: int = 900):
         self.root = root
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(viewport={"width": width, "height": height})
         self.context.set_default_timeout(TIMEOUT_MS)
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
@@ -292,6 +293,11 @@ def _column(table, index: int) -> list[float | None]:
     return out
 
 
+def _sort_click(header):
+    """Click the header's padding: its middle may be a link (a metric's name links its page), which navigates."""
+    header.click(position={"x": 3, "y": 3})
+
+
 def _direction(values: list[float | None]) -> str | None:
     numbers = [v for v in values if v is not None]
     if numbers == sorted(numbers):
@@ -308,7 +314,7 @@ def test_sort_by_clicking_header(watched, root):
     table, header, index = found
     directions = []
     for _ in range(2):
-        header.click()
+        _sort_click(header)
         directions.append(_direction(_column(table, index)))
         announced = header.get_attribute("aria-sort")  # optional; when set, it must tell the truth
         if announced in ("ascending", "descending"):
@@ -398,10 +404,10 @@ def test_sorting_puts_the_best_first(watched, root):
         better, key = header.get_attribute("data-better"), header.get_attribute("data-key")
         if len({v for v in _values(table, key) if v is not None}) < 2:
             continue
-        header.click()
+        _sort_click(header)
         expected = "descending" if better == "higher" else "ascending"
         assert header.get_attribute("aria-sort") == expected and _direction(_values(table, key)) == expected, key
-        header.click()
+        _sort_click(header)
         assert _direction(_values(table, key)) != expected, key
         tried.add(better)
     assert tried == {"higher", "lower"}, f"no column of each direction to sort: {tried}"
@@ -498,3 +504,72 @@ def test_no_plot_label_is_clipped(watched, root, site):
             if x0 < -1 or y0 < -1 or x1 > w + 1 or y1 > h + 1:
                 clipped.append(f"{path.name}: {text!r} spans ({x0:.0f}, {y0:.0f})-({x1:.0f}, {y1:.0f}) of {w:.0f}x{h:.0f}")
     assert not clipped, "clipped labels:\n" + "\n".join(clipped[:20])
+
+
+#: Pages screenshotted at a desktop and a phone width: page -> (its headline's table, the headline column's key;
+#: None: the page's first table with a sticky headline, column s1).
+SCREENS = {"models/lab__v0.html": ("prompt-sets", "headline"), "country/NG.html": (None, None),
+           "agreement.html": ("overall", "tau")}
+PHONE = 390
+
+_HEADLINE = """([table, key]) => {
+    const t = table ? document.getElementById(table)
+                    : Array.from(document.querySelectorAll("table")).find(x => x.querySelector("thead th.s1"));
+    const th = key ? t.querySelector(`thead th[data-key="${key}"]`) : t.querySelector("thead th.s1");
+    const cell = t.tBodies[0].rows[0].cells[th.cellIndex], value = cell.querySelector(".v") || cell;
+    const r = value.getBoundingClientRect();
+    return {text: value.textContent.trim(), left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+}"""
+
+_WIDE = """() => Array.from(document.body.querySelectorAll("*"))
+    .filter(e => !e.closest(".scroll") && e.getBoundingClientRect().right > window.innerWidth + 1)
+    .slice(0, 8).map(e => `${e.tagName.toLowerCase()}.${e.className}: right ${Math.round(e.getBoundingClientRect().right)}`)"""
+
+_SCROLL_STICKY = """() => Array.from(document.querySelectorAll(".scroll"))
+    .filter(box => box.querySelector("thead th.sticky") && box.scrollWidth > box.clientWidth + 1).map(box => {
+        const t = box.querySelector("table"), plain = t.tBodies[0].rows[0].querySelector("td:not(.sticky)");
+        const before = plain.getBoundingClientRect().left;
+        box.scrollLeft = box.scrollWidth;
+        const b = box.getBoundingClientRect();
+        const sticky = Array.from(t.querySelectorAll("thead th.sticky"))
+            .concat(Array.from(t.tBodies[0].rows[0].querySelectorAll("td.sticky")));
+        const out = sticky.map(c => { const r = c.getBoundingClientRect();
+            return [c.textContent.trim().slice(0, 30), r.left - b.left, b.right - r.right]; });
+        const rects = Array.from(t.tBodies[0].rows[0].querySelectorAll("td.sticky")).map(c => c.getBoundingClientRect());
+        const overlap = Math.max(0, ...rects.slice(1).map((r, k) => rects[k].right - r.left));
+        return {id: t.id, scrolled: box.scrollLeft, cells: out, overlap: overlap,
+                moved: before - plain.getBoundingClientRect().left};
+    })"""
+
+
+@pytest.mark.parametrize("width", [1280, PHONE])
+@pytest.mark.parametrize("path", list(SCREENS))
+def test_screens_at_desktop_and_phone_width(browser, site, path, width, tmp_path):
+    """The model page, a country page and agreement.html at a desktop width and a phone's 390 px: no element
+    wider than the window (no page-level sideways scrolling), the headline value of the page's first table on
+    screen, and each table box that scrolls sideways keeps its sticky columns (a row's name, the headline) in view,
+    side by side, when scrolled to its right end. Screenshots: <tmp>/<page>-<width>.png (whole page) and -scrolled.png."""
+    watched = Watched(browser, site.as_uri() + "/", width=width, height=844 if width == PHONE else 900)
+    try:
+        page = watched.page
+        watched.goto(watched.root + path)
+        name = path.removesuffix(".html").replace("/", "-")
+        page.screenshot(path=str(tmp_path / f"{name}-{width}.png"), full_page=True)
+        wide = page.evaluate(_WIDE)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width and not wide, \
+            f"{path} scrolls sideways at {width} px: {wide}"
+        headline = page.evaluate(_HEADLINE, list(SCREENS[path]))
+        assert headline["text"] and 0 <= headline["left"] and headline["right"] <= width, \
+            f"{path}: the headline {headline} is off screen at {width} px"
+        boxes = page.evaluate(_SCROLL_STICKY)
+        page.screenshot(path=str(tmp_path / f"{name}-{width}-scrolled.png"), full_page=True)
+        if width == PHONE:
+            assert boxes, f"{path}: no table scrolls sideways at {width} px (nothing sticky was tried)"
+        for box in boxes:
+            assert box["scrolled"] > 0 and box["moved"] > 0, f"{path}: table {box['id']} did not scroll: {box}"
+            hidden = [c for c in box["cells"] if c[1] < -1 or c[2] < -1]
+            assert not hidden, f"{path}: sticky cells of table {box['id']} left the box when scrolled: {hidden}"
+            assert box["overlap"] <= 1, f"{path}: sticky cells of table {box['id']} cover each other: {box}"
+        assert not watched.problems, watched.report()
+    finally:
+        watched.close()

@@ -4,7 +4,10 @@
 // Tables: a header click (or Enter / Space on the focused header) sorts its column by each cell's data-sort value
 // (numbers numerically, empty cells last). The first sort puts the best first: descending for a column marked
 // data-better="higher", ascending for "lower" and for unmarked columns; sorting again reverses. aria-sort tells
-// the order. An <input class="filter" data-table="ID"> hides the rows of table ID that do not contain its text.
+// the order; a click on a link in a header (a metric's page, the trust page) follows the link instead. An <input
+// class="filter" data-table="ID"> hides the rows of table ID that do not contain its text. Sticky columns (classes
+// s0, s1, ... from the left): each table's --s<k> is the width of its sticky columns left of column k, measured
+// on load, on resize and after filtering; where they are wider together than the table's box, only s0 sticks.
 // Prompt lists: each <select data-field="F"> of a .filters[data-list="ID"] group keeps the items of list ID whose
 // data-F equals its value ("" = all). Map: a <select class="map-select" data-target="ID"> recolours the country
 // paths of figure ID from the figure's data-map JSON {countries, names, vmin, vmax, digits, choices: [{label,
@@ -47,15 +50,30 @@
     table.querySelectorAll("thead th").forEach(function (th) {
       th.tabIndex = 0;
       th.setAttribute("role", "columnheader");
-      th.addEventListener("click", function () { sortBy(table, th); });
+      th.addEventListener("click", function (event) {
+        if (!event.target.closest("a")) sortBy(table, th);
+      });
       th.addEventListener("keydown", function (event) {
-        if (event.key === "Enter" || event.key === " ") {
+        if ((event.key === "Enter" || event.key === " ") && event.target === th) {
           event.preventDefault();
           sortBy(table, th);
         }
       });
     });
   });
+
+  function stickyOffsets() {
+    document.querySelectorAll("thead th.s1").forEach(function (first) {
+      var table = first.closest("table"), left = 0;
+      table.classList.remove("unstick");
+      table.querySelectorAll("thead th.sticky").forEach(function (th, k) {
+        if (k) table.style.setProperty("--s" + k, left + "px");
+        left += th.getBoundingClientRect().width;
+      });
+      // sticky columns wider than their box cannot all stay in view (they would cover each other): only s0 sticks
+      if (left > table.parentElement.clientWidth) table.classList.add("unstick");
+    });
+  }
 
   document.querySelectorAll("input.filter").forEach(function (input) {
     var table = document.getElementById(input.getAttribute("data-table"));
@@ -65,6 +83,7 @@
       Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
         row.hidden = query !== "" && row.textContent.toLowerCase().indexOf(query) === -1;
       });
+      stickyOffsets();
     });
   });
 
@@ -121,4 +140,6 @@
   });
 
   document.documentElement.classList.add("js");
+  stickyOffsets();
+  window.addEventListener("resize", stickyOffsets);
 })();
