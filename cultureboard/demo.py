@@ -41,10 +41,10 @@ DEMO_COUNTRIES = ["ES", "MX", "NG"]
 #: The stand-in models (their weights' seeds: their order), and the prompt sets each generates: one submission of
 #: every family's prompt set; cube-awareness and cultdiff (the two smallest sets: 27 and 10 images) by all three, so
 #: that the leaderboards rank several models and agreement.html has the shared models a Kendall tau needs; and the
-#: native-language variants (language parity, README "Native-language variants") of both by two.
+#: native-language variants (language parity, README "Native-language variants") of each by two.
 STANDIN_MODELS = {"tiny-a": ("cube-awareness", "cube-diversity", "cultivate", "ecb", "cultdiff", "cube-awareness-native"),
                   "tiny-b": ("cube-awareness", "cultdiff", "cure-ladder", "cube-awareness-native", "cultdiff-native"),
-                  "tiny-c": ("cube-awareness", "cultdiff")}
+                  "tiny-c": ("cube-awareness", "cultdiff", "cultdiff-native")}
 #: The prompt sets that get a reference-photos control (their families compare images with the artifacts'
 #: photographs): made from the dataset's synthetic references on every run (a few ms), scored and shown on the
 #: site as control rows, never ranked.

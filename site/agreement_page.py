@@ -2,8 +2,8 @@
 
 A model is its organization and model name (:func:`~cultureboard.evaluators.submission.format.model_key`). A
 ranking is one comparability group of a prompt set (:class:`~.board.Group`; controls are never in one): each of
-its models scored by the group's headline metric as the mean over prompts of the per-prompt mean of its per-image
-(per-unit) scores, flagged rows left out; "better" follows the metric card (``higher``, ``lower``, or closer to
+its models scored by the group's headline metric as the mean over the metric's units (prompts; CuRe's ladders, ECB's
+chains, CUBE's pools where the headline scores those) of the per-unit mean of its scores, flagged rows left out; "better" follows the metric card (``higher``, ``lower``, or closer to
 ``target``). For every pair of rankings from two different families, overall and on each country both measured:
 
 - tau = Kendall's tau-b between the two families' scores of their shared models (+1 the same order, -1 reversed);
@@ -130,16 +130,16 @@ def _means(group: Group, metric: str, card: dict):
     countries = pd.Series(dtype=object)
     for r in sorted(group.results, key=lambda r: r.sid):
         key = model_key(r.spec)
-        if key in per_model or "prompt_id" not in r.scores.columns:
+        if key in per_model or "unit_id" not in r.scores.columns:
             continue
         rows = r.scores.iloc[r.rows_of(metric)]
         keep = rows["value"].notna() & (rows["flag"].isna() if "flag" in rows.columns else True)
         rows = rows[keep]
         if not rows.empty:
-            by_prompt = rows.groupby("prompt_id")
-            per_model[key] = by_prompt["value"].mean()
+            by_unit = rows.groupby("unit_id")  # a unit: the prompt of a per-image metric, else its ladder, chain or pool
+            per_model[key] = by_unit["value"].mean()
             if "country" in rows.columns:
-                countries = countries.combine_first(by_prompt["country"].first())
+                countries = countries.combine_first(by_unit["country"].first())
     if not per_model:
         return None
     frame = pd.DataFrame(per_model).T.sort_index(axis=1)

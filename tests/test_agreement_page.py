@@ -51,9 +51,10 @@ def result(model: str, prompt_set: str, metric: str, means: dict[str, float], co
     scoring the country's mean, and one flagged image of value 99 (left out)."""
     spec = {"organization": "lab", "model": {"name": model, "id": f"lab/{model}"}}
     sid = f"lab__{model}__{prompt_set}"
-    rows = [{"metric": metric, "prompt_id": f"{c}{p}", "value": v, "country": c, "flag": None}
+    rows = [{"metric": metric, "unit_id": f"{c}{p}", "prompt_id": f"{c}{p}", "value": v, "country": c, "flag": None}
             for c, v in means.items() for p in range(PROMPTS) for _ in range(2)]
-    rows.append({"metric": metric, "prompt_id": "IT0", "value": 99.0, "country": "IT", "flag": "unreadable"})
+    rows.append({"metric": metric, "unit_id": "IT0", "prompt_id": "IT0", "value": 99.0, "country": "IT",
+                 "flag": "unreadable"})
     entries = {(metric, t, s): {"value": 0.5} for t, s in [("overall", "all")] + [("country", c) for c in means]}
     summary = {"provenance": {"prompt_set": prompt_set, "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [],
                               "metrics": {metric: 1}, "options": {}, "settings": {}},
@@ -186,6 +187,15 @@ def test_rankings_group_by_model_leave_out_controls_and_flagged_rows():
     cube = next(r for r in rankings(b) if r.family == "cube")
     assert cube.models == ["lab__a", "lab__b", "lab__c", "lab__d"]  # no control
     assert cube.means.shape == (4, PROMPTS) and np.allclose(cube.means[:, 0], list(FOUR.values()))  # no flagged 99
+
+
+def test_a_headline_scored_per_ladder_or_chain_ranks_by_its_units():
+    """CuRe's ladders and ECB's chains are rows with a unit id and no prompt id: they rank by unit, as prompts do."""
+    found = [result(m, "cure-ladder", CURE, {"IT": v}) for m, v in FOUR.items()]
+    for r in found:
+        r.scores["prompt_id"] = None
+    (cure,) = rankings(Board({r.sid: r for r in found}, {}))
+    assert cure.means.shape == (4, PROMPTS) and np.allclose(cure.means[:, 0], list(FOUR.values()))
 
 
 def test_pairs_are_of_two_families():
