@@ -12,11 +12,11 @@ A submission whose images are unchanged since the previous build keeps that buil
 at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
 linked, not remade, when it is a regular file in real folders (a link is never followed nor copied). A source
 must be a regular file inside its submission folder (found by listing the folder; links are neither followed
-nor listed). The images are published and new thumbnails made by a pool of worker *processes*, each ``python -m cultureboard.site.thumbs``
-reading its jobs from its own stdin pipe: unlike ``multiprocessing``, this never re-imports the caller's
-``__main__``, so a build started from a script read on stdin (``python - < build.py``) or without a
-``__main__`` guard works the same; few jobs run in threads instead (a process costs about a tenth of a second
-to start).
+nor listed). The images are published and new thumbnails made by a pool of worker *processes*, each
+``python -m cultureboard.site.thumbs`` reading its jobs from its own stdin pipe: unlike ``multiprocessing``, this
+never re-imports the caller's ``__main__``, so a build started from a script read on stdin (``python - <
+build.py``) or without a ``__main__`` guard works the same; few jobs run in threads instead (a process costs about
+a tenth of a second to start).
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
             full = f"images/{r.sid}/{sha}{os.path.splitext(name)[1].lower()}"
             out[(r.sid, sha)] = entries[sha] = {"status": None, "full": full}
             old = f"{earlier}/{sha}.webp" if earlier and _regular(Path(earlier, f"{sha}.webp")) else None
-            thumb = f"{new}/thumbs/{r.sid}/{sha}.webp"
-            jobs.append((entries[sha], old, [f"{r.folder}/{name}", name, sha, f"{new}/{full}", None if old else thumb]))
+            thumb = None if old else f"{new}/thumbs/{r.sid}/{sha}.webp"
+            jobs.append((entries[sha], old, [f"{r.folder}/{name}", name, sha, f"{new}/{full}", thumb]))
         fresh[r.sid] = (fingerprint, entries)
     for (entry, old, job), (status, problem) in zip(jobs, _run([job for _, _, job in jobs], px, workers)):
         if problem is not None:  # neither published nor thumbnailed
@@ -256,8 +256,9 @@ _FIX = "check the free space, the file size limit (ulimit -f) and the memory of 
 
 
 def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str | None]]:
-    """(status, problem) of each :func:`media` job. A write that fails, or a worker process that dies (killed, out of memory, a write
-    refused), ends the build with one error: the parent never waits on a dead worker nor redoes its part."""
+    """(status, problem) of each :func:`media` job. A write that fails, or a worker process that dies (killed, out
+    of memory, a write refused), ends the build with one error: the parent never waits on a dead worker nor redoes
+    its part."""
     workers = max(1, workers or os.cpu_count() or 1)
     if len(jobs) < PROCESS_THRESHOLD or workers == 1:
         try:

@@ -870,7 +870,8 @@ def test_a_rebuild_links_unchanged_files_and_writes_changed_ones(world, tmp_path
     assert files() == before
     path = results / ALPHA / "summary.json"
     summary = json.loads(path.read_text())
-    entry = next(e for e in summary["metrics"] if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "overall", "all"))
+    entry = next(e for e in summary["metrics"]
+                 if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "overall", "all"))
     entry.update(value=0.4321, ci_low=0.4, ci_high=0.45)
     summary["provenance"]["metrics"][MAIN] = 99
     path.write_text(json.dumps(summary))

@@ -108,7 +108,8 @@ def test_validation_is_reused_until_what_it_read_changes(world, tmp_path, monkey
     assert sorted(cache) == sorted(world["rows"]) and [r["state"] for r in first] == [
         world["rows"][r["submission"]]["state"] for r in first]
     checked = []
-    monkeypatch.setattr(page, "validate", lambda folder, dataset: checked.append(folder.name) or validate(folder, dataset))
+    monkeypatch.setattr(page, "validate",
+                        lambda folder, dataset: checked.append(folder.name) or validate(folder, dataset))
 
     def again():
         checked.clear()
