@@ -883,6 +883,10 @@ def test_a_rebuild_links_unchanged_files_and_writes_changed_ones(world, tmp_path
     assert after[Path("family") / "ecb.html"] == before[Path("family") / "ecb.html"]
     build_site(results, world["dataset"], world["submissions"], site, built=BUILT)
     assert files() == after
+    entry["value"] = 0.4287  # the same number of characters: the page keeps its size, not its bytes
+    path.write_text(json.dumps(summary))
+    build_site(results, world["dataset"], world["submissions"], site, built=BUILT)
+    assert "0.429" in (site / model).read_text() and "0.432" not in (site / model).read_text()
 
 
 # --- trust
