@@ -18,6 +18,7 @@ served; no page requests anything from another site)::
     trust.html                          where each metric tracks human judgement (from --ratings)
     submissions.html                    every submission folder: invalid, not scored, stale or scored (and by what)
     agreement.html                      do the benchmarks agree: Kendall's tau between families' rankings of models
+    cache/validation.json               what validate found of each submission folder, reused by the next build
     data/<page>-<table>.csv|.json       every table of every page
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
     thumbs/<id>/<sha256>.webp           thumbnails, longer side ``thumb_px``; images/<id>/<sha256>.<ext> full size
@@ -84,7 +85,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order)
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
-                          "trust_page": bool(board.trust), "galleries": {}})
+                          "trust_page": bool(board.trust), "galleries": {}}, previous=out)
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
         media, keep_media, unverified = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
@@ -103,7 +104,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         details.family_pages(site, board)
         figures.map_pages(site, board)
         details.trust_page(site, board)
-        submissions_page(site, Path(submissions), results, Path(dataset))
+        submissions_page(site, Path(submissions), results, Path(dataset), previous=out,
+                         summaries={sid: r.summary for sid, r in board.results.items()})
         agreement_page.agreement_page(site, board)
         write_search_index(site, board)  # after the last page: it lists the pages written
         pages_at = time.perf_counter()

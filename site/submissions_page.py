@@ -9,15 +9,32 @@ Each folder of the submissions folder (hidden names left out) is in one state, t
   version now differs from the one its provenance recorded (or the metric or prompt set is gone): each change
   is named, and the fix is to evaluate again;
 - ``scored``: with the code version (cultureboard version and git commit) that scored it.
+
+Validation reads and hashes every image, so what it found is kept in the site (:data:`CACHE`, one entry per folder)
+under a key of everything it depends on (:func:`validation_key`): the folder's files (name, type, size, times,
+inode and link count of each, and the bytes of submission.yaml and metadata.jsonl), the submission.yaml of each
+sibling folder of the same model, the dataset folder's files, the code that validates (its source files) and
+today's date (a date in the future is an error). The next build validates again only the folders whose key
+changed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import hashlib
+import json
+import os
+import stat
 from pathlib import Path
 
 from cultureboard.evaluators.engine.registry import family_of, parse_options
+from cultureboard.evaluators.submission import format as submission_format
+from cultureboard.evaluators.submission import validate as validate_module
+from cultureboard.evaluators.submission.format import METADATA, SUBMISSION_YAML, parse_submission_id
 from cultureboard.evaluators.submission.validate import validate
 
+from cultureboard import dataset_folder, hub, images, naming
 from cultureboard.dataset_folder import local_revision
 from cultureboard.errors import CultureboardError
 
@@ -25,33 +42,151 @@ from .load import read_summary
 from .write import Column, Site
 
 PAGE = "submissions.html"
+#: What validation found of each folder, {folder name: {"key": validation_key, "invalid": first error or null}}.
+CACHE = "cache/validation.json"
 
 
-def states(submissions: Path, results: Path, dataset: Path) -> list[dict]:
+def states(submissions: Path, results: Path, dataset: Path, cache: dict | None = None,
+           summaries: dict | None = None) -> list[dict]:
     """One {submission, prompt_set, state, detail} per submission folder, sorted by folder name. Without a readable
-    dataset nothing can be checked: every folder says so (the rest of the site needs no dataset)."""
+    dataset nothing can be checked: every folder says so (the rest of the site needs no dataset).
+
+    ``cache``: :data:`CACHE` of an earlier build; a folder whose :func:`validation_key` it holds is not validated
+    again; it is replaced in place by this build's entries. ``summaries``: folder name -> its result's summary,
+    already read (the others are read here)."""
     folders = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
+    known = cache.copy() if cache is not None else {}
+    if cache is not None:
+        cache.clear()
     try:
-        revision = local_revision(dataset)
-        return [{"submission": f.name} | _state(f, results / f.name / "summary.json", dataset, revision)
-                for f in folders]
+        return _rows(folders, results, dataset, known, cache, summaries or {})
     except CultureboardError as exc:
         return [{"submission": f.name, "prompt_set": None, "state": "not checked",
                  "detail": f"the dataset {dataset.name} cannot be read: {exc.problem} (fix: {exc.fix})"}
                 for f in folders]
 
 
-def _state(folder: Path, summary_path: Path, dataset: Path, revision: str) -> dict:
+def _rows(folders: list[Path], results: Path, dataset: Path, known: dict, cache: dict | None,
+          summaries: dict) -> list[dict]:
+    revision, shared = local_revision(dataset), _shared_key(dataset)
+    models: dict[str, list[Path]] = {}
+    for f in folders:
+        models.setdefault(_model_of(f.name), []).append(f)
+    rows = []
+    for f in folders:
+        key = validation_key(f, models[_model_of(f.name)], shared)
+        entry = known.get(f.name)
+        if not (isinstance(entry, dict) and entry.get("key") == key and "invalid" in entry
+                and isinstance(entry["invalid"], (str, type(None)))):
+            entry = {"key": key, "invalid": _first_error(f, dataset)}
+        if cache is not None:
+            cache[f.name] = entry
+        rows.append({"submission": f.name} | _state(entry["invalid"], results / f.name / "summary.json", revision,
+                                                    summaries.get(f.name)))
+    return rows
+
+
+def validation_key(folder: Path, siblings: list[Path], shared: str) -> str:
+    """sha256 of what validating ``folder`` depends on (the module docstring), ``shared`` the dataset's and the
+    code's part. ``siblings``: the folders whose names give the same ``<org>__<model>`` (``folder`` among them); a
+    folder whose submission.yaml names another model is invalid by its name before any sibling is compared."""
+    h = hashlib.sha256(shared.encode())
+    h.update(json.dumps(_tree(folder)).encode())
+    for name in (SUBMISSION_YAML, METADATA):
+        h.update(_digest(folder / name).encode())
+    for sibling in siblings:
+        h.update(json.dumps([sibling.name, _signature(sibling), _signature(sibling / SUBMISSION_YAML)]).encode())
+    return h.hexdigest()
+
+
+def _model_of(name: str) -> str:
+    parsed = parse_submission_id(name)
+    return f"{parsed['organization']}__{parsed['model']}" if parsed else name
+
+
+def _shared_key(dataset: Path) -> str:
+    """The dataset folder's files, the validating code and today's date (UTC), as one string."""
+    day = dt.datetime.now(dt.UTC).date().isoformat()
+    return json.dumps([_code_digest(), _tree(dataset), day])
+
+
+@functools.cache
+def _code_digest() -> str:
+    h = hashlib.sha256()
+    for module in (validate_module, submission_format, images, dataset_folder, hub, naming):
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()
+
+
+def _signature(path: Path) -> list | None:
+    """What a change to ``path`` changes: its type, permissions, size, times, inode and link count (not followed)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink]
+
+
+def _tree(root: Path) -> list:
+    """[relative path, signature] of ``root`` and everything under it, links not followed, in name order."""
+    out, stack = [["", _signature(root)]], [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            st = e.stat(follow_symlinks=False)
+            out.append([prefix + e.name, [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+                                          st.st_nlink]])
+            if stat.S_ISDIR(st.st_mode):
+                stack.append((prefix + e.name + "/", Path(e.path)))
+    return sorted(out)
+
+
+def _digest(path: Path) -> str:
+    """sha256 of a regular file's bytes (never through a link), or why there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    with open(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _first_error(folder: Path, dataset: Path) -> str | None:
+    """``validate``'s first error of ``folder`` as the page shows it, or None when the folder is valid."""
     report = validate(folder, dataset)
-    if not report.valid:
-        first = report.errors[0] if report.errors else None
-        detail = (f"{first.file}: {first.message} (fix: {first.fix})" if first else
-                  f"{report.count('error')} errors (run `cultureboard validate {folder.name}`)")
-        return {"prompt_set": None, "state": "invalid", "detail": detail}
+    if report.valid:
+        return None
+    first = report.errors[0] if report.errors else None
+    return (f"{first.file}: {first.message} (fix: {first.fix})" if first else
+            f"{report.count('error')} errors (run `cultureboard validate {folder.name}`)")
+
+
+def read_cache(previous: Path) -> dict:
+    """:data:`CACHE` of the site ``previous`` (a regular file, never through a link), or {}."""
+    path = previous / CACHE
+    try:
+        if not (stat.S_ISDIR(os.lstat(previous / "cache").st_mode) and stat.S_ISREG(os.lstat(path).st_mode)):
+            return {}
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _state(invalid: str | None, summary_path: Path, revision: str, summary: dict | None) -> dict:
+    if invalid is not None:
+        return {"prompt_set": None, "state": "invalid", "detail": invalid}
     if not summary_path.is_file():
         return {"prompt_set": None, "state": "not scored", "detail": "valid; no result yet"}
     try:
-        provenance = read_summary(summary_path)["provenance"]
+        provenance = (summary or read_summary(summary_path))["provenance"]
     except CultureboardError as exc:
         return {"prompt_set": None, "state": "unreadable result", "detail": f"{exc.problem} (fix: {exc.fix})"}
     changes = _changes(provenance, revision)
@@ -82,11 +217,15 @@ def _changes(provenance: dict, revision: str) -> list[str]:
     return changes
 
 
-def submissions_page(site: Site, submissions: Path, results: Path, dataset: Path) -> None:
-    """Write submissions.html with its table (and downloads)."""
+def submissions_page(site: Site, submissions: Path, results: Path, dataset: Path, previous: Path | None = None,
+                     summaries: dict | None = None) -> None:
+    """Write submissions.html with its table (and downloads), and :data:`CACHE`, reusing that of the site
+    ``previous`` (see :func:`states`)."""
+    cache = read_cache(previous) if previous is not None else {}
     columns = [Column("submission", "Submission", "text", "The folder under submissions/"),
                Column("prompt_set", "Prompt set", "text", "From the result's provenance, once scored"),
                Column("state", "State", "text", "invalid, not scored, unreadable result, stale or scored"),
                Column("detail", "Detail", "text", "The validator's first error, what changed, or the scoring code")]
     site.page(PAGE, "submissions.html", "Submissions",
-              table=site.table(PAGE, "submissions", columns, states(submissions, results, dataset)))
+              table=site.table(PAGE, "submissions", columns, states(submissions, results, dataset, cache, summaries)))
+    site.write(CACHE, json.dumps(cache, sort_keys=True, indent=0) + "\n")

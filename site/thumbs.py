@@ -4,23 +4,25 @@
   (:func:`~cultureboard.images.open_rgb`: EXIF orientation applied);
 * ``images/<submission>/<sha256><suffix>``: a copy of the submitted file, for the gallery's "full size" links
   (never a hard link: the validator refuses a submission file with more than one link). Only verified bytes are
-  published (:func:`_publish`: one link, validate's image checks, the declared sha256); any other image is left
-  out, with status "unverified" and a problem naming the submission, and its thumbnail is made from the copy.
+  published (:func:`verified_bytes`: one link, validate's image checks, the declared sha256); any other image is
+  left out, with status "unverified" and a problem naming the submission. Each image is read once, by a worker
+  (:func:`media`): its bytes checked, written as the copy and thumbnailed from memory.
 
 A submission whose images are unchanged since the previous build keeps that build's folders whole (moved in
 at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
 linked, not remade, when it is a regular file in real folders (a link is never followed nor copied). A source
 must be a regular file inside its submission folder (found by listing the folder; links are neither followed
-nor listed). New thumbnails are made by a pool of worker *processes*, each ``python -m cultureboard.site.thumbs``
-reading its jobs from its own stdin pipe: unlike ``multiprocessing``, this never re-imports the caller's
-``__main__``, so a build started from a script read on stdin (``python - < build.py``) or without a
-``__main__`` guard works the same; few jobs run in threads instead (a process costs about a tenth of a second
-to start).
+nor listed). The images are published and new thumbnails made by a pool of worker *processes*, each
+``python -m cultureboard.site.thumbs`` reading its jobs from its own stdin pipe: unlike ``multiprocessing``, this
+never re-imports the caller's ``__main__``, so a build started from a script read on stdin (``python - <
+build.py``) or without a ``__main__`` guard works the same; few jobs run in threads instead (a process costs about
+a tenth of a second to start).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -35,7 +37,7 @@ from cultureboard.workers import WorkerStalled, read_to_end, wait_for
 from cultureboard.errors import CultureboardError
 
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
-#: Below this many new thumbnails the pool is threads (no process start-up).
+#: Below this many images to publish the pool is threads (no process start-up).
 PROCESS_THRESHOLD = 200
 
 
@@ -54,10 +56,10 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
 
     params = {**THUMB, "max_side": px}
     out: dict[tuple[str, str], dict] = {}
-    todo: list[tuple[tuple[str, str], str, str]] = []
+    jobs: list[tuple[dict, str | None, list]] = []  # (the image's entry, an earlier thumbnail to link, the job)
     problems: list[dict] = []
     moves: list[tuple[Path, Path]] = []
-    fresh: dict[str, tuple[str, dict]] = {}
+    fresh: dict[str, tuple[str, dict[str, dict]]] = {}  # sid -> (fingerprint, sha256 -> entry)
     reusable = _old_params(previous) == params
     for r in results:
         location = str(get(r.spec, "images.location", ""))
@@ -72,34 +74,35 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
             moves += [(previous / part / r.sid, new / part / r.sid) for part in ("thumbs", "images")]
             continue
         files = _regular_files(r.folder)
-        (new / "thumbs" / r.sid).mkdir(parents=True, exist_ok=True)
+        for part in ("thumbs", "images"):
+            (new / part / r.sid).mkdir(parents=True, exist_ok=True)
+        earlier = f"{previous}/thumbs/{r.sid}" if reusable and _real_dir(previous / "thumbs" / r.sid) else None
+        entries: dict[str, dict] = {}
         for im in r.images:
-            key, sha = (r.sid, im["sha256"]), im["sha256"]
-            if key in out:
+            sha = im["sha256"]
+            if sha in entries:
                 continue
             name = os.path.normpath(im["file_name"])
             if name not in files:
-                out[key] = {"status": "missing", "full": None}
+                out[(r.sid, sha)] = entries[sha] = {"status": "missing", "full": None}
                 continue
-            full = f"images/{r.sid}/{sha}{Path(name).suffix.lower()}"
-            problem = _publish(r.folder / name, name, sha, new / full)
-            if problem is not None:
-                out[key] = {"status": "unverified", "full": None}
-                problems.append({"submission": r.sid, "file": name, "problem": problem})
-                continue
-            target, earlier = new / "thumbs" / r.sid / f"{sha}.webp", previous / "thumbs" / r.sid / f"{sha}.webp"
-            if reusable and _real_dir(previous / "thumbs" / r.sid) and _regular(earlier):
-                _link_or_copy(earlier, target)
-                out[key] = {"status": "ok", "full": full}
-            else:  # the thumbnail is made from the published copy: the bytes just verified
-                out[key] = {"status": None, "full": full}
-                todo.append((key, str(new / full), str(target)))
-        fresh[r.sid] = (fingerprint, params)
-    for (key, _, _), status in zip(todo, _run([(s, t) for _, s, t in todo], px, workers)):
-        out[key]["status"] = status
-    for sid, (fingerprint, kept_params) in fresh.items():
-        entries = {sha: entry for (s, sha), entry in out.items() if s == sid}
-        (new / "thumbs" / sid / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint, "params": kept_params,
+            full = f"images/{r.sid}/{sha}{os.path.splitext(name)[1].lower()}"
+            out[(r.sid, sha)] = entries[sha] = {"status": None, "full": full}
+            old = f"{earlier}/{sha}.webp" if earlier and _regular(Path(earlier, f"{sha}.webp")) else None
+            thumb = None if old else f"{new}/thumbs/{r.sid}/{sha}.webp"
+            jobs.append((entries[sha], old, [f"{r.folder}/{name}", name, sha, f"{new}/{full}", thumb]))
+        fresh[r.sid] = (fingerprint, entries)
+    for (entry, old, job), (status, problem) in zip(jobs, _run([job for _, _, job in jobs], px, workers)):
+        if problem is not None:  # neither published nor thumbnailed
+            entry.update(status="unverified", full=None)
+            problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
+        elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
+            _link_or_copy(Path(old), Path(new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
+            entry["status"] = "ok"
+        else:
+            entry["status"] = status
+    for sid, (fingerprint, entries) in fresh.items():
+        (new / "thumbs" / sid / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint, "params": params,
                                                                  "images": entries}, sort_keys=True) + "\n")
     (new / "thumbs").mkdir(parents=True, exist_ok=True)
     (new / "thumbs" / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
@@ -113,35 +116,49 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
     return out, finish, problems
 
 
-def _publish(source: Path, name: str, sha256: str, target: Path) -> str | None:
-    """Copy the submission file ``source`` (``name`` in its metadata) to the site's ``target`` when it is what a
-    site may publish: a file with one link (a hard link may share bytes with a file outside the submission), that
-    passes the checks ``validate`` applies (:func:`~cultureboard.images.inspect_image` with validate's limits: format,
-    header size before decoding, structure) and whose bytes hash to the declared ``sha256``. The copy is what is
-    checked (what a writer changes afterwards never reaches the site); otherwise the problem, and no copy."""
+def media(source: str, name: str, sha256: str, full: str, thumb: str | None, px: int) -> tuple[str, str | None]:
+    """One image's job: publish the submission file ``source`` (``name`` in its metadata) as ``full`` and make its
+    thumbnail ``thumb`` (None: the caller links an earlier one) from the same bytes, read once. Returns (status,
+    problem): the problem (and nothing written) when the file is not what a site may publish
+    (:func:`verified_bytes`), else the status of :func:`thumbnail` ("ok" without a thumbnail to make)."""
+    data, problem = verified_bytes(source, name, sha256)
+    if problem is not None:
+        return "unverified", problem
+    with open(full, "wb") as fh:  # a failing write is raised: not the image's fault, it ends the build
+        fh.write(data)
+    return (thumbnail(io.BytesIO(data), thumb, px) if thumb is not None else "ok"), None
+
+
+def verified_bytes(source: str, name: str, sha256: str) -> tuple[bytes | None, str | None]:
+    """The bytes of ``source`` when they are what a site may publish: a regular file (never through a link) with one
+    link (a hard link may share bytes with a file outside the submission), that passes the checks ``validate``
+    applies (:func:`~cultureboard.images.inspect_image` with validate's limits: format, header size before
+    decoding, structure) and hashes to the declared ``sha256``; otherwise (None, the problem). The bytes checked
+    are the bytes published: what a writer changes afterwards never reaches the site."""
     from cultureboard.evaluators.submission.validate import Limits
     from cultureboard.images import inspect_image
 
     limits = Limits().image
     try:
-        st = os.lstat(source)
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # never a link, never blocks on a pipe
     except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    if st.st_nlink > 1:
-        return f"has {st.st_nlink} hard links (it may be a file outside the submission)"
-    if st.st_size > limits.max_file_bytes:
-        return f"is {st.st_size:,} bytes; the limit is {limits.max_file_bytes:,}"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        shutil.copyfile(source, target, follow_symlinks=False)
-    except (OSError, shutil.SpecialFileError) as exc:
-        return f"cannot be copied ({getattr(exc, 'strerror', None) or exc})"
-    info = inspect_image(target, name=name, limits=limits)
+        return None, f"cannot be read ({exc.strerror})"
+    with open(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, "is not a regular file"
+        if st.st_nlink > 1:
+            return None, f"has {st.st_nlink} hard links (it may be a file outside the submission)"
+        if st.st_size > limits.max_file_bytes:
+            return None, f"is {st.st_size:,} bytes; the limit is {limits.max_file_bytes:,}"
+        try:
+            data = fh.read(limits.max_file_bytes + 1)
+        except OSError as exc:
+            return None, f"cannot be read ({exc.strerror})"
+    info = inspect_image(data, name=name, limits=limits)
     problem = ("; ".join(p.message for p in info.problems) or
                (None if info.sha256 == sha256 else "differs from the sha256 metadata.jsonl declares"))
-    if problem is not None:
-        target.unlink()
-    return problem
+    return (None, problem) if problem is not None else (data, None)
 
 
 MANIFEST = "manifest.json"
@@ -220,13 +237,13 @@ def _old_params(previous: Path):
     return _json_or_none(previous / "thumbs" / "params.json") if _regular(previous / "thumbs" / "params.json") else None
 
 
-def thumbnail(source: str, target: str, px: int) -> str:
-    """Write one thumbnail; "ok", or "unreadable" when the decoder rejects the file. A failing write (a full disk,
-    a file size limit) is raised: it is not the image's fault, and ends the build."""
+def thumbnail(source, target: str, px: int) -> str:
+    """Write one thumbnail of ``source`` (a path or a file object); "ok", or "unreadable" when the decoder rejects
+    it. A failing write (a full disk, a file size limit) is raised: it is not the image's fault, and ends the build."""
     from cultureboard.images import open_rgb
 
     try:
-        img = open_rgb(Path(source))
+        img = open_rgb(source)
         img.thumbnail((px, px))
     except Exception:  # noqa: BLE001 - a decoder's reaction to hostile bytes can be any exception
         return "unreadable"
@@ -239,15 +256,15 @@ WORKER = [sys.executable, "-m", "cultureboard.site.thumbs"]
 _FIX = "check the free space, the file size limit (ulimit -f) and the memory of this machine, then build again"
 
 
-def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]:
-    """The status of each job. A write that fails, or a worker process that dies (killed, out of memory, a write
-    refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``), ends the build with one error: the parent never waits
-    on a dead or hung worker nor redoes its part."""
+def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str | None]]:
+    """(status, problem) of each :func:`media` job. A write that fails, or a worker process that dies (killed, out
+    of memory, a write refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``), ends the build with
+    one error: the parent never waits on a dead or hung worker nor redoes its part."""
     workers = max(1, workers or os.cpu_count() or 1)
     if len(jobs) < PROCESS_THRESHOLD or workers == 1:
         try:
             with ThreadPoolExecutor(workers) as pool:
-                return list(pool.map(lambda job: thumbnail(*job, px), jobs))
+                return list(pool.map(lambda job: media(*job, px), jobs))
         except OSError as exc:
             raise CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})",
                                     _FIX) from None
@@ -274,14 +291,14 @@ def _run(jobs: list[tuple[str, str]], px: int, workers: int | None) -> list[str]
                 last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
                 how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
                 raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
-            answers.append(done)
+            answers.append([tuple(answer) for answer in done])
     finally:
         for proc, err in zip(procs, errors):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
             err.close()
-    statuses = [""] * len(jobs)
+    statuses: list = [None] * len(jobs)
     for k, done in enumerate(answers):
         statuses[k::workers] = done
     return statuses
@@ -326,11 +343,12 @@ def _json_or_none(path: Path):
 
 
 def main() -> None:
-    """Worker: {px, jobs: [[source, target], ...]} on stdin -> each job's status on stdout, one JSON string a line."""
+    """Worker: {px, jobs: [[source, name, sha256, full, thumb], ...]} on stdin -> the [status, problem] of each job's
+    :func:`media` on stdout, one JSON list a line, at once (the parent sees the worker is alive)."""
     task = json.load(sys.stdin)
     try:
-        for source, target in task["jobs"]:  # a line per job, at once: the parent sees the worker is alive
-            print(json.dumps(thumbnail(source, target, task["px"])), flush=True)
+        for job in task["jobs"]:
+            print(json.dumps(media(*job, task["px"])), flush=True)
     except OSError as exc:  # one line for the parent's error, not a traceback
         sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
 

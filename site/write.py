@@ -4,6 +4,9 @@ Safety: Jinja autoescapes every template, pages carry a Content-Security-Policy 
 files, scripts are files (no inline script, style or event handler), external links (model and paper pages) are
 plain anchors with ``rel="noopener noreferrer"``, and a downloaded CSV cell that a spreadsheet would run as a
 formula gets a leading apostrophe. The same inputs give the same bytes.
+
+A build given the previous site reuses each of its files that holds the very bytes it would write (compared
+byte for byte): a hard link, so nothing is written, and nothing is freed when the previous site is removed.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +63,7 @@ class Site:
 
     root: Path
     globals: dict = field(default_factory=dict)
+    previous: Path | None = None  # the site this build replaces: its unchanged files are linked, not written
 
     def __post_init__(self):
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
@@ -66,11 +72,11 @@ class Site:
         self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
                                 **self.globals)
         self.sizes: dict[str, int] = {}
+        self._folders: set[Path] = set()
 
     def page(self, path: str, template: str, title: str, **context) -> None:
         html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title, **context)
-        self.write(path, html)
-        self.sizes[path] = len(html.encode("utf-8"))
+        self.sizes[path] = self.write(path, html)
 
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
         """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json."""
@@ -93,10 +99,40 @@ class Site:
         self.write(path, svg)
         return path
 
-    def write(self, path: str, text: str) -> None:
+    def write(self, path: str, text: str) -> int:
+        """Write ``text`` as UTF-8 to ``path`` (site-relative), or link the previous site's file of these very bytes;
+        returns the size in bytes."""
+        data = text.encode("utf-8")
         target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8", newline="\n")
+        if target.parent not in self._folders:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(target.parent)
+        if not (self.previous is not None and self._reuse(path, data, target)):
+            with open(target, "wb") as fh:
+                fh.write(data)
+        return len(data)
+
+    def _reuse(self, path: str, data: bytes, target: Path) -> bool:
+        """Link the previous site's ``path`` as ``target`` when it is a regular file (never through a link) holding
+        ``data``."""
+        source = self.previous / path
+        try:
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return False
+        try:
+            st = os.fstat(fd)
+            if not (stat.S_ISREG(st.st_mode) and st.st_size == len(data)):
+                return False
+            with open(fd, "rb", closefd=False) as fh:
+                if fh.read(len(data) + 1) != data:
+                    return False
+            os.link(source, target, follow_symlinks=False)
+        except OSError:  # e.g. another file system: written instead
+            return False
+        finally:
+            os.close(fd)
+        return True
 
 
 def _flatten(columns: list[Column], row: dict) -> dict:

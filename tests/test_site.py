@@ -877,6 +877,37 @@ def test_two_builds_are_identical(world, tmp_path):
         assert (site / rel).read_bytes() == (world["site"] / rel).read_bytes(), rel
 
 
+def test_a_rebuild_links_unchanged_files_and_writes_changed_ones(world, tmp_path):
+    """A build into the earlier site links each file whose bytes are unchanged (the same inode) and writes the
+    others: a changed value and metric version reach the pages and downloads that show them."""
+    site = shutil.copytree(world["site"], tmp_path / "site")
+    results = shutil.copytree(world["results"], tmp_path / "results")
+    files = lambda: {p.relative_to(site): p.stat().st_ino for p in site.rglob("*")  # noqa: E731
+                     if p.is_file() and p.parts[len(site.parts)] in ("model", "family", "data", "leaderboard")}
+    before = files()
+    build_site(results, world["dataset"], world["submissions"], site, built=BUILT)
+    assert files() == before
+    path = results / ALPHA / "summary.json"
+    summary = json.loads(path.read_text())
+    entry = next(e for e in summary["metrics"]
+                 if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "overall", "all"))
+    entry.update(value=0.4321, ci_low=0.4, ci_high=0.45)
+    summary["provenance"]["metrics"][MAIN] = 99
+    path.write_text(json.dumps(summary))
+    build_site(results, world["dataset"], world["submissions"], site, built=BUILT)
+    after = files()
+    model = Path("model") / f"{ALPHA}.html"
+    assert after[model] != before[model] and "0.432" in (site / model).read_text()
+    assert any(f"{MAIN}=99" in p.read_text() for p in (site / "data").glob(f"model-{ALPHA}-*.json"))
+    assert after[Path("family") / "ecb.html"] == before[Path("family") / "ecb.html"]
+    build_site(results, world["dataset"], world["submissions"], site, built=BUILT)
+    assert files() == after
+    entry["value"] = 0.4287  # the same number of characters: the page keeps its size, not its bytes
+    path.write_text(json.dumps(summary))
+    build_site(results, world["dataset"], world["submissions"], site, built=BUILT)
+    assert "0.429" in (site / model).read_text() and "0.432" not in (site / model).read_text()
+
+
 # --- trust
 
 

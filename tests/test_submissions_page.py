@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 import pytest
 import yaml
 
 from cultureboard.evaluators.engine.registry import family_of
-from cultureboard.site.submissions_page import _changes, states, submissions_page
+from cultureboard.evaluators.submission.validate import validate
+from cultureboard.site import submissions_page as page
+from cultureboard.site.submissions_page import CACHE, _changes, read_cache, states, submissions_page
 from cultureboard.site.write import Site
 from results_factory import evaluate_all, make_dataset, make_submission
 
@@ -80,7 +83,10 @@ def test_the_page_and_its_download(world, tmp_path):
     site = Site(tmp_path, {"skipped": [], "footer": {"results": 0, "code": [], "datasets": [], "devices": [],
                                                      "built": "2026-11-27", "site_code": "test", "min_prompts": 5, "order": "the point value"},
                            "banner": None, "trust_page": False, "galleries": {}})
-    submissions_page(site, world["submissions"], world["results"], world["dataset"])
+    submissions_page(site, world["submissions"], world["results"], world["dataset"], previous=tmp_path / "none")
+    assert {k: e["invalid"] is None for k, e in read_cache(tmp_path).items()} == {
+        k: r["state"] != "invalid" for k, r in world["rows"].items()}
+    assert (tmp_path / CACHE).is_file()
     html = (tmp_path / "submissions.html").read_text()
     assert all(name in html for name in world["rows"])
     downloaded = list(csv.DictReader((tmp_path / "data" / "submissions-submissions.csv").open()))
@@ -91,3 +97,42 @@ def test_without_a_readable_dataset_every_folder_says_it_was_not_checked(world, 
     rows = states(world["submissions"], world["results"], tmp_path)  # an empty folder, not a dataset
     assert [r["state"] for r in rows] == ["not checked"] * 4
     assert all("cannot be read" in r["detail"] and "fix:" in r["detail"] for r in rows)
+
+
+def test_validation_is_reused_until_what_it_read_changes(world, tmp_path, monkeypatch):
+    """A folder is validated again when one of its images, its metadata.jsonl or a sibling's submission.yaml changes
+    (or a sibling appears); the others keep what the earlier build found."""
+    subs = shutil.copytree(world["submissions"], tmp_path / "submissions")
+    cache: dict = {}
+    first = states(subs, world["results"], world["dataset"], cache)
+    assert sorted(cache) == sorted(world["rows"]) and [r["state"] for r in first] == [
+        world["rows"][r["submission"]]["state"] for r in first]
+    checked = []
+    monkeypatch.setattr(page, "validate",
+                        lambda folder, dataset: checked.append(folder.name) or validate(folder, dataset))
+
+    def again():
+        checked.clear()
+        return {r["submission"]: r for r in states(subs, world["results"], world["dataset"], cache)}
+
+    assert list(again().values()) == first and checked == []
+    image = min((subs / "lab__scored" / "images").rglob("*.png"))
+    image.write_bytes(image.read_bytes()[:-1] + b"\x00")  # the same size, other bytes than the declared sha256
+    rows = again()
+    assert checked == ["lab__scored"] and rows["lab__scored"]["state"] == "invalid"
+    assert "sha256" in rows["lab__scored"]["detail"]
+    metadata = subs / "lab__unscored" / "metadata.jsonl"
+    metadata.write_text("".join(metadata.read_text().splitlines(keepends=True)[1:]))
+    rows = again()
+    assert checked == ["lab__unscored"] and rows["lab__unscored"]["state"] == "invalid"
+    make_submission(subs, world["dataset"], PROMPT_SET, model="stale", tag="v2")  # the same model, tagged
+    rows = again()
+    assert sorted(checked) == ["lab__stale", "lab__stale__v2"] and rows["lab__stale"]["state"] == "stale"
+    sibling = subs / "lab__stale__v2" / "submission.yaml"
+    spec = yaml.safe_load(sibling.read_text())
+    spec["model"]["id"] = "lab/other"
+    sibling.write_text(yaml.safe_dump(spec, sort_keys=False))  # in place: its folder does not change
+    rows = again()
+    assert sorted(checked) == ["lab__stale", "lab__stale__v2"] and rows["lab__stale"]["state"] == "invalid"
+    assert "model.id" in rows["lab__stale"]["detail"]
+    assert again() == rows and checked == []
