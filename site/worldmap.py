@@ -251,8 +251,8 @@ def map_body(values: dict[str, float | None], label: str, *, names: dict[str, st
     legend and the note are drawn, the one that does not apply to ``values`` hidden."""
     _, width, height = shapes()
     found = noise(values, cis)
-    body = (_paths(values, cis, vmin, vmax, names, digits) + _legend(vmin, vmax, height + 10, digits, hidden=bool(found))
-            + _note(found, height + 10, digits)[0])
+    body = (_paths(values, cis, vmin, vmax, names, digits)
+            + _legend(vmin, vmax, height + 10, digits, hidden=found is not None) + _note(found, height + 10, digits)[0])
     return (f'<svg class="worldmap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(width)} {_n(height + 44)}" '
             f'width="{_n(width)}" height="{_n(height + 44)}" role="img" aria-label="{_esc(label)}" '
             f'font-family="system-ui, sans-serif" font-size="11" fill="#222">' + "".join(body) + "</svg>")

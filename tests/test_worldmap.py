@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from cultureboard.site import figures, worldmap
 from cultureboard.site.board import Board
 from cultureboard.site.load import Result
 from cultureboard.site.names import display_name
+from cultureboard.site.search_index import write_search_index
 from cultureboard.site.write import Site
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -133,22 +135,32 @@ def map_result(model: str, countries: dict[str, tuple[float, float | None, float
     return Result(sid, summary, scores, spec, Path(sid), [], entries, display=display_name(spec, sid))
 
 
-#: flat: spread 0.02 under CIs 0.10 wide (grey); steep: spread 0.4 (coloured); bare: no CIs (coloured)
+#: Each submission's countries: (value, CI low, CI high). flat: spread 0.02 under CIs 0.10 wide; steep: spread 0.4
+#: under 0.1; bare: no CIs; edge: spread 0.5 equal to the CIs' width (not narrower); skewed: widths 0.1, 0.1, 0.9
+#: (median 0.1, mean 0.37) under spread 0.25; even, even2: two widths, 0.2 and 0.6 (median 0.4), under spread 0.3
+#: and 0.5 (a median taking either middle width alone gets one of them wrong).
 MAP_RESULTS = {"flat": {"IT": (0.50, 0.45, 0.55), "NG": (0.52, 0.47, 0.57), "ES": (0.51, 0.46, 0.56)},
                "steep": {"IT": (0.30, 0.25, 0.35), "NG": (0.70, 0.65, 0.75), "ES": (0.50, 0.45, 0.55)},
-               "bare": {"IT": (0.40, None, None), "NG": (0.41, None, None), "ES": (0.42, None, None)}}
+               "bare": {"IT": (0.40, None, None), "NG": (0.41, None, None), "ES": (0.42, None, None)},
+               "edge": {"IT": (0.25, 0.0, 0.5), "NG": (0.75, 0.5, 1.0), "ES": (0.5, 0.25, 0.75)},
+               "skewed": {"IT": (0.25, 0.2, 0.3), "NG": (0.5, 0.45, 0.55), "ES": (0.45, 0.0, 0.9)},
+               "even": {"IT": (0.25, 0.15, 0.35), "NG": (0.55, 0.25, 0.85), "ES": (0.3, None, None)},
+               "even2": {"IT": (0.25, 0.15, 0.35), "NG": (0.75, 0.45, 1.05), "ES": (0.5, None, None)}}
+#: The choices of the map page whose colours would paint noise; the mean's spread (0.31 to 0.60 over IT, ES, NG) is
+#: less than its median CI width (the means of the bounds: widths 0.2, 0.4, 0.33).
+MAP_GREY = {"lab / flat", "lab / even", "Mean of the ranked submissions"}
 
 
 def write_map_page(root: Path) -> tuple[Path, dict]:
-    """The map page of :data:`MAP_RESULTS` under ``root`` (with the site's static files) and its data-map."""
-    import shutil
-
+    """The map page of :data:`MAP_RESULTS` under ``root`` (with the site's static files and search index) and its
+    data-map."""
     board = Board({r.sid: r for r in (map_result(m, v) for m, v in MAP_RESULTS.items())}, {})
     site = Site(root, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 3, "code": [],
                                                   "datasets": [], "devices": [], "min_prompts": 5,
                                                   "order": "the point value"},
                        "banner": None, "trust_page": False, "galleries": {}})
     figures.map_pages(site, board)
+    write_search_index(site, board)
     shutil.copytree(Path(figures.__file__).parent / "static", root / "static")
     page = root / figures.map_page(board.groups[PS][0], HEAD)
     data = json.loads(html.unescape(page.read_text().split('data-map="', 1)[1].split('"', 1)[0]))
@@ -162,7 +174,11 @@ def test_the_map_pages_data_carry_each_choices_cis_and_the_mean_is_drawn_by_the_
     assert (flat["values"], flat["low"], flat["high"]) == ([0.51, 0.5, 0.52], [0.46, 0.45, 0.47], [0.56, 0.55, 0.57])
     assert data["countries"] == ["ES", "IT", "NG"] and by["lab / bare"]["low"] == [None, None, None]
     mean = data["choices"][0]
-    assert mean["low"] == pytest.approx([0.455, 0.35, 0.56])  # the two submissions with CIs: flat, steep
+    assert mean["low"][0] == pytest.approx((0.46 + 0.45 + 0.25 + 0.0) / 4)  # Spain: the four submissions with a CI
+    for label, choice in by.items():  # the Python rule on each choice, as app.js must apply it
+        bounds = dict(zip(data["countries"], zip(choice["low"], choice["high"])))
+        grey = worldmap.noise(dict(zip(data["countries"], choice["values"])), bounds) is not None
+        assert grey == (label in MAP_GREY), label
     drawn = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', page.read_text()))
     assert drawn == worldmap.colours(dict(zip(data["countries"], mean["values"])), data["vmin"], data["vmax"],
                                      dict(zip(data["countries"], zip(mean["low"], mean["high"]))))

@@ -150,7 +150,8 @@
         var ci = value !== null && low !== null && high !== null ?
           " (95% CI " + low.toFixed(d) + " to " + high.toFixed(d) + ")" : "";
         figure.querySelectorAll('path[data-iso="' + iso + '"]').forEach(function (path) {
-          path.setAttribute("fill", value === null ? NO_VALUE : found ? UNCOLOURED : colour((value - data.vmin) / span));
+          var fill = found ? UNCOLOURED : colour((value - data.vmin) / span);
+          path.setAttribute("fill", value === null ? NO_VALUE : fill);
           var title = path.querySelector("title");
           if (title) title.textContent = data.names[k] + ": " + (value === null ? "no data" : value.toFixed(d)) + ci;
         });
