@@ -151,14 +151,20 @@ MAP_RESULTS = {"flat": {"IT": (0.50, 0.45, 0.55), "NG": (0.52, 0.47, 0.57), "ES"
 MAP_GREY = {"lab / flat", "lab / even", "Mean of the ranked submissions"}
 
 
-def write_map_page(root: Path) -> tuple[Path, dict]:
-    """The map page of :data:`MAP_RESULTS` under ``root`` (with the site's static files and search index) and its
-    data-map."""
+def map_site(root: Path) -> tuple[Site, Board]:
+    """A site at ``root`` of the board of :data:`MAP_RESULTS`."""
     board = Board({r.sid: r for r in (map_result(m, v) for m, v in MAP_RESULTS.items())}, {})
     site = Site(root, {"skipped": [], "footer": {"built": "2026-01-01", "site_code": "x", "results": 3, "code": [],
                                                   "datasets": [], "devices": [], "min_prompts": 5,
                                                   "order": "the point value"},
                        "banner": None, "trust_page": False, "galleries": {}})
+    return site, board
+
+
+def write_map_page(root: Path) -> tuple[Path, dict]:
+    """The map page of :data:`MAP_RESULTS` under ``root`` (with the site's static files and search index) and its
+    data-map."""
+    site, board = map_site(root)
     figures.map_pages(site, board)
     write_search_index(site, board)
     shutil.copytree(Path(figures.__file__).parent / "static", root / "static")
@@ -182,3 +188,20 @@ def test_the_map_pages_data_carry_each_choices_cis_and_the_mean_is_drawn_by_the_
     drawn = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', page.read_text()))
     assert drawn == worldmap.colours(dict(zip(data["countries"], mean["values"])), data["vmin"], data["vmax"],
                                      dict(zip(data["countries"], zip(mean["low"], mean["high"]))))
+
+
+def test_the_leaderboards_map_of_the_means_follows_the_rule(tmp_path):
+    """The leaderboard's static map of the mean per country: grey with the note where the mean's spread is narrower
+    than its CIs (:data:`MAP_GREY`); coloured once the CIs are narrow."""
+    site, board = map_site(tmp_path)
+    group = board.groups[PS][0]
+    figures.group_figures(site, board, f"leaderboard/{PS}.html", group)
+    svg = (tmp_path / f"plots/leaderboard-{PS}-{group.name}-map.svg").read_text()
+    assert set(fills(svg).values()) == {worldmap.UNCOLOURED} and set(groups(svg)) == {"uncoloured"}
+    for r in board.results.values():
+        for (_, t, _), e in r.entries.items():
+            if t == "country" and e["ci_low"] is not None:
+                e["ci_low"], e["ci_high"] = e["value"] - 0.001, e["value"] + 0.001
+    figures.group_figures(site, board, f"leaderboard/{PS}.html", group)
+    svg = (tmp_path / f"plots/leaderboard-{PS}-{group.name}-map.svg").read_text()
+    assert worldmap.UNCOLOURED not in fills(svg).values() and set(groups(svg)) == {"legend"}
