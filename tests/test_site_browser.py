@@ -467,15 +467,17 @@ def test_world_map_is_drawn_and_recoloured(watched, root, tmp_path):
         if k:
             page.select_option("select.map-select", str(k))
         fills = dict(page.eval_on_selector_all("path[data-iso]", "els => els.map(e => [e.dataset.iso, e.getAttribute('fill')])"))
-        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"])
+        cis = dict(zip(data["countries"], zip(choice["low"], choice["high"])))
+        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"], cis)
         for iso, colour in expected.items():
             got, want = (np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in (fills[iso], colour))
             assert np.abs(got - want).max() <= 1, (choice["label"], iso, fills[iso], colour)
         assert choice["label"] in figure.locator(".map-label").inner_text()
     # the screenshot holds the countries' colours (their paths are drawn) and the pale rest of the world
     pixels = image.reshape(-1, 3)
-    for iso, colour in worldmap.colours(dict(zip(data["countries"], data["choices"][0]["values"])), data["vmin"],
-                                        data["vmax"]).items():
+    first = data["choices"][0]
+    for iso, colour in worldmap.colours(dict(zip(data["countries"], first["values"])), data["vmin"], data["vmax"],
+                                        dict(zip(data["countries"], zip(first["low"], first["high"])))).items():
         want = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
         assert (np.abs(pixels - want).max(axis=1) <= 3).sum() > 20, f"{iso}'s colour {colour} is not on the map"
     pale = np.array([0xf1, 0xf1, 0xf1])
