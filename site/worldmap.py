@@ -35,7 +35,8 @@ CODES = DATA / "iso3166-numeric.csv"
 WIDTH = 960.0
 OUTSIDE = "#f1f1f1"  # a country the data does not cover
 NO_VALUE = "#b9b9b9"  # a country of the data without a value
-UNCOLOURED = "#dadada"  # a country with a value, on a map whose colours would paint noise (colour_is_noise)
+UNCOLOURED = "#d3d3d3"  # a country with a value, on a map whose colours would paint noise (colour_is_noise)
+Cis = dict[str, tuple[float | None, float | None]]  # iso2 -> (low, high) of its value's 95% CI
 _A1, _A2, _A3, _A4 = 1.340264, -0.081106, 0.000893, 0.003796
 _M = math.sqrt(3) / 2
 
@@ -139,9 +140,6 @@ def _clip(ring: list[tuple[float, float]], edge: float, keep_below: bool) -> lis
 def _cross(a, b, edge: float) -> tuple[float, float]:
     t = (edge - a[0]) / (b[0] - a[0])
     return edge, a[1] + t * (b[1] - a[1])
-
-
-Cis = dict[str, tuple[float | None, float | None]]  # iso2 -> (low, high) of its value's 95% CI
 
 
 def noise(values: dict[str, float | None], cis: Cis | None) -> tuple[float, float] | None:

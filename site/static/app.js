@@ -110,7 +110,7 @@
   });
 
   var VIRIDIS = [[0x44, 0x01, 0x54], [0x3b, 0x52, 0x8b], [0x21, 0x91, 0x8c], [0x5e, 0xc9, 0x62], [0xfd, 0xe7, 0x25]];
-  var NO_VALUE = "#b9b9b9", UNCOLOURED = "#dadada";
+  var NO_VALUE = "#b9b9b9", UNCOLOURED = "#d3d3d3";
 
   function colour(t) {
     t = Math.min(1, Math.max(0, t)) * (VIRIDIS.length - 1);
