@@ -45,11 +45,11 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
         out.append({"src": site.plot(page, f"{group.name}-heatmap", plots.heatmap_svg(countries, f"{title} by country")),
                     "alt": f"Heatmap of {title}, submissions by country", "href": map_page(group, metric)})
         for shown in group.headline:  # the headline, and its language-parity gap where there is one
-            means = _country_means(group.results, shown)
+            means, cis = _country_means(group.results, shown)
             if not means:
                 continue
             what = title.replace(board.cards[metric]["title"], board.cards[shown]["title"], 1)
-            svg = worldmap.map_svg(means, f"{what}: mean of the ranked submissions per country",
+            svg = worldmap.map_svg(means, f"{what}: mean of the ranked submissions per country", cis=cis,
                                    names={c: country_name(c) for c in means}, centre=board.cards[shown].get("target"))
             out.append({"src": site.plot(page, f"{group.name}-map" + ("-parity" if shown != metric else ""), svg),
                         "href": map_page(group, shown),
@@ -97,16 +97,24 @@ def _by_country(results, metric: str) -> list[dict]:
             if m == metric and t == "country"]
 
 
-def _country_means(results, metric: str) -> dict[str, float | None]:
-    """iso2 -> the mean over ``results`` of their value on the country (None where none has one)."""
+def _country_means(results, metric: str) -> tuple[dict[str, float | None], worldmap.Cis]:
+    """(iso2 -> the mean over ``results`` of their value on the country (None where none has one), iso2 -> its 95%
+    CI taken as the means of their CI bounds). That CI is exact where the submissions' errors move together (the
+    same prompts are behind each) and wider than the mean's otherwise (the mean's standard error is at most the
+    mean of theirs): the map's colour rule errs towards "noise", not towards painting it."""
     values: dict[str, list[float]] = {}
+    bounds: dict[str, list[tuple[float, float]]] = {}
     for r in results:
         for (m, t, s), e in r.entries.items():
             if m == metric and t == "country":
                 values.setdefault(s, [])
                 if e["value"] is not None:
                     values[s].append(e["value"])
-    return {c: (sum(v) / len(v) if v else None) for c, v in sorted(values.items())}
+                    if e["ci_low"] is not None and e["ci_high"] is not None:
+                        bounds.setdefault(s, []).append((e["ci_low"], e["ci_high"]))
+    means = {c: (sum(v) / len(v) if v else None) for c, v in sorted(values.items())}
+    return means, {c: (sum(b[0] for b in found) / len(found), sum(b[1] for b in found) / len(found))
+                   for c, found in sorted(bounds.items())}
 
 
 def _family_types(results, metric: str) -> list[str]:
@@ -223,8 +231,8 @@ def _frontier(board: Board, group: Group, metric: str, title: str) -> str | None
 
 def map_pages(site: Site, board: Board) -> None:
     """map/<group>/<metric>.html for each shown metric with country values: the world map (the ranked
-    submissions' mean, or one chosen submission: app.js recolours it from the figure's data-map), and the
-    heatmap beside it."""
+    submissions' mean, or one chosen submission: app.js recolours it from the figure's data-map, which holds each
+    choice's values and 95% CIs, and leaves it uncoloured where worldmap.noise would), and the heatmap beside it."""
     for groups in board.groups.values():
         for group in groups:
             metrics = [m for m in group.shown if _by_country(group.everyone, m)]
@@ -238,18 +246,23 @@ def _map_page(site: Site, board: Board, group: Group, metric: str, metrics: list
     members = board.order(group, metric, "overall", "all")
     countries = sorted({s for r in members for (m, t, s) in r.entries if m == metric and t == "country"})
     names = {c: country_name(c) for c in countries}
-    means = _country_means(group.results, metric)
-    choices = [{"label": "Mean of the ranked submissions", "values": [means.get(c) for c in countries]}]
+    means, cis = _country_means(group.results, metric)
+    choices = [{"label": "Mean of the ranked submissions", "values": [means.get(c) for c in countries],
+                "low": [cis.get(c, (None, None))[0] for c in countries],
+                "high": [cis.get(c, (None, None))[1] for c in countries]}]
     for r in members:
-        choices.append({"label": r.label,
-                        "values": [(r.entries.get((metric, "country", c)) or {}).get("value") for c in countries]})
+        entries = [r.entries.get((metric, "country", c)) or {} for c in countries]
+        choices.append({"label": r.label, "values": [e.get("value") for e in entries],
+                        "low": [e.get("ci_low") for e in entries], "high": [e.get("ci_high") for e in entries]})
     for ch in choices:  # what the page's data holds is what it draws
-        ch["values"] = [None if v is None else round(v, 6) for v in ch["values"]]
+        for key in ("values", "low", "high"):
+            ch[key] = [None if v is None else round(v, 6) for v in ch[key]]
     vmin, vmax, digits = worldmap.scale_of((v for ch in choices for v in ch["values"]), card.get("target"))
     data = {"countries": countries, "digits": digits, "vmin": vmin, "vmax": vmax,
             "names": [names[c] for c in countries], "choices": choices}
     svg = worldmap.map_body(dict(zip(countries, choices[0]["values"])), f"World map of {card['title']} per country",
-                            names=names, vmin=vmin, vmax=vmax, digits=digits)
+                            names=names, vmin=vmin, vmax=vmax, digits=digits,
+                            cis=dict(zip(countries, zip(choices[0]["low"], choices[0]["high"]))))
     heat = site.plot(page, "heatmap", plots.heatmap_svg(_by_country(members, metric), f"{card['title']} by country"))
     site.page(page, "map.html", f"Map: {card['title']}, {group.prompt_set}", group=group, card=card, svg=svg,
               data=json.dumps(data, separators=(",", ":"), allow_nan=False), choices=choices, heatmap=heat,

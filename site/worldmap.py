@@ -12,8 +12,10 @@ reversed; consecutive arcs share an end point), and every point is projected wit
 :func:`map_svg` returns a standalone SVG document (for an ``<img>``); :func:`map_body` the same drawing as an
 inline ``<svg>`` whose country paths carry ``data-iso`` so a script can recolour them (the site's map pages).
 Colours are the plots' viridis ramp; a country of the data without a value is mid grey, a country outside the
-data pale. Countries too small for the 1:110m shapes (Singapore) are named in
-the caption instead.
+data pale. Where the values spread less than their typical 95% CI is wide (:func:`.plots.colour_is_noise`, the
+heatmaps' rule), every country with a value is one light grey (values and CIs stay in the tooltips) and a note
+under the map says so with both numbers, in place of the legend; ``app.js`` applies the same rule to each choice
+of a map page. Countries too small for the 1:110m shapes (Singapore) are named in the caption instead.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import json
 import math
 from pathlib import Path
 
-from .plots import _colour, _distinct_digits, _document, _esc, _fmt, _n, _text
+from .plots import _colour, _distinct_digits, _document, _esc, _fmt, _n, _text, colour_is_noise
 
 DATA = Path(__file__).parent / "data"
 TOPOLOGY = DATA / "world-atlas" / "countries-110m.json"
@@ -33,6 +35,8 @@ CODES = DATA / "iso3166-numeric.csv"
 WIDTH = 960.0
 OUTSIDE = "#f1f1f1"  # a country the data does not cover
 NO_VALUE = "#b9b9b9"  # a country of the data without a value
+UNCOLOURED = "#d3d3d3"  # a country with a value, on a map whose colours would paint noise (colour_is_noise)
+Cis = dict[str, tuple[float | None, float | None]]  # iso2 -> (low, high) of its value's 95% CI
 _A1, _A2, _A3, _A4 = 1.340264, -0.081106, 0.000893, 0.003796
 _M = math.sqrt(3) / 2
 
@@ -138,19 +142,33 @@ def _cross(a, b, edge: float) -> tuple[float, float]:
     return edge, a[1] + t * (b[1] - a[1])
 
 
-def colours(values: dict[str, float | None], vmin: float, vmax: float) -> dict[str, str]:
-    """iso2 -> fill: the viridis colour of its value on [vmin, vmax], grey where it has none."""
+def noise(values: dict[str, float | None], cis: Cis | None) -> tuple[float, float] | None:
+    """(spread, typical CI width) where colouring ``values`` would paint noise (:func:`.plots.colour_is_noise`)."""
+    cis = cis or {}
+    return colour_is_noise({"value": v, "low": cis.get(iso, (None, None))[0], "high": cis.get(iso, (None, None))[1]}
+                           for iso, v in values.items())
+
+
+def colours(values: dict[str, float | None], vmin: float, vmax: float, cis: Cis | None = None) -> dict[str, str]:
+    """iso2 -> fill: the viridis colour of its value on [vmin, vmax], grey where it has none; light grey for every
+    value where their spread is narrower than their typical CI (:func:`noise`)."""
     span = (vmax - vmin) or 1.0
-    return {iso: NO_VALUE if v is None else _colour((v - vmin) / span) for iso, v in values.items()}
+    flat = noise(values, cis) is not None
+    return {iso: NO_VALUE if v is None else UNCOLOURED if flat else _colour((v - vmin) / span)
+            for iso, v in values.items()}
 
 
-def _paths(values: dict[str, float | None], vmin: float, vmax: float, names: dict[str, str], digits: int) -> list[str]:
+def _paths(values: dict[str, float | None], cis: Cis | None, vmin: float, vmax: float, names: dict[str, str],
+           digits: int) -> list[str]:
     paths, _, _ = shapes()
-    fills = colours(values, vmin, vmax)
+    fills = colours(values, vmin, vmax, cis)
     out = []
     for iso, d in paths.items():
         if iso in values:
             label = f"{names.get(iso, iso)}: {_fmt(values[iso], digits)}"
+            low, high = (cis or {}).get(iso, (None, None))
+            if values[iso] is not None and low is not None and high is not None:
+                label += f" (95% CI {_fmt(low, digits)} to {_fmt(high, digits)})"
             out.append(f'<path class="country" data-iso="{_esc(iso)}" d="{d}" fill="{fills[iso]}" stroke="#fff" '
                        f'stroke-width="0.5"><title>{_esc(label)}</title></path>')
         else:
@@ -158,9 +176,9 @@ def _paths(values: dict[str, float | None], vmin: float, vmax: float, names: dic
     return out
 
 
-def _legend(vmin: float, vmax: float, y: float, digits: int) -> list[str]:
+def _legend(vmin: float, vmax: float, y: float, digits: int, hidden: bool = False) -> list[str]:
     ramp_w, steps = 220.0, 40
-    body = ['<g class="legend">']
+    body = ['<g class="legend"' + (' display="none">' if hidden else ">")]
     for k in range(steps):
         body.append(f'<rect x="{_n(8 + k * ramp_w / steps)}" y="{_n(y)}" width="{_n(ramp_w / steps + 0.5)}" height="10" '
                     f'fill="{_colour(k / (steps - 1))}"/>')
@@ -172,6 +190,21 @@ def _legend(vmin: float, vmax: float, y: float, digits: int) -> list[str]:
              f'<rect x="{_n(8 + ramp_w + 120)}" y="{_n(y)}" width="14" height="10" fill="{OUTSIDE}" stroke="#ccc"/>',
              _text(8 + ramp_w + 138, y + 9, "not in this prompt set"), "</g>"]
     return body
+
+
+def _note(found: tuple[float, float] | None, y: float, digits: int) -> tuple[list[str], str]:
+    """The note that replaces the legend where the colours would paint noise (hidden where ``found`` is None: a map
+    page's script shows it for a choice that needs it), and its sentence for the description. The two numbers are
+    ``<tspan class="spread">`` and ``<tspan class="width">``, printed to the decimals that tell them apart."""
+    spread, width = found or (0.0, 0.0)
+    digits = _distinct_digits([spread, width], digits)
+    spread_text, width_text = (_fmt(v, digits) if found else "" for v in (spread, width))
+    body = ['<g class="uncoloured"' + (">" if found else ' display="none">'),
+            f'<text x="8" y="{_n(y + 9)}">Not coloured: the values span <tspan class="spread">{spread_text}</tspan>, '
+            f'less than their typical 95% CI width (<tspan class="width">{width_text}</tspan>): colour would paint '
+            f"noise.</text>", "</g>"]
+    return body, (f"Not coloured: the values span {spread_text}, less than their typical 95% CI width "
+                  f"({width_text}), so colour differences would be noise.")
 
 
 def scale_of(values, centre: float | None = None) -> tuple[float, float, int]:
@@ -186,28 +219,38 @@ def scale_of(values, centre: float | None = None) -> tuple[float, float, int]:
     return vmin, vmax, _distinct_digits([vmin, (vmin + vmax) / 2, vmax], 2)
 
 
-def map_svg(values: dict[str, float | None], title: str, *, names: dict[str, str], vmin: float | None = None,
-            vmax: float | None = None, desc: str | None = None, centre: float | None = None) -> str:
-    """A standalone SVG world map of ``values`` (iso2 -> value or None; the countries of the data); ``centre``: see
-    :func:`scale_of`."""
+def map_svg(values: dict[str, float | None], title: str, *, names: dict[str, str], cis: Cis | None = None,
+            vmin: float | None = None, vmax: float | None = None, desc: str | None = None,
+            centre: float | None = None) -> str:
+    """A standalone SVG world map of ``values`` (iso2 -> value or None; the countries of the data) with ``cis``
+    (iso2 -> the value's 95% CI); ``centre``: see :func:`scale_of`. Not coloured where :func:`noise` says so."""
     low, high, digits = scale_of(values.values(), centre)
     vmin, vmax = low if vmin is None else vmin, high if vmax is None else vmax
     _, width, height = shapes()
     top = 28.0
-    body = [f'<g transform="translate(0 {_n(top)})">', *_paths(values, vmin, vmax, names, digits), "</g>",
-            *_legend(vmin, vmax, top + height + 10, digits)]
+    found = noise(values, cis)
+    note, why = _note(found, top + height + 10, digits)
+    body = [f'<g transform="translate(0 {_n(top)})">', *_paths(values, cis, vmin, vmax, names, digits), "</g>",
+            *(note if found else _legend(vmin, vmax, top + height + 10, digits))]
     if desc is None:
         shown = sorted((v, names.get(k, k)) for k, v in values.items() if v is not None)
-        desc = (f"World map of {len(values)} countries coloured from {_fmt(vmin, digits)} (dark purple) to "
-                f"{_fmt(vmax, digits)} (yellow); " + "; ".join(f"{n}: {_fmt(v, digits)}" for v, n in shown) + ".")
+        scale = (f". {why} Values" if found else
+                 f" coloured from {_fmt(vmin, digits)} (dark purple) to {_fmt(vmax, digits)} (yellow)")
+        desc = (f"World map of {len(values)} countries{scale}: "
+                + "; ".join(f"{n}: {_fmt(v, digits)}" for v, n in shown) + ".")
+    elif found:
+        desc = f"{desc} {why}"
     return _document(width, top + height + 44, title, desc, body)
 
 
 def map_body(values: dict[str, float | None], label: str, *, names: dict[str, str], vmin: float, vmax: float,
-             digits: int) -> str:
-    """The map as an inline ``<svg>`` (no XML declaration, no ids) for a page whose script recolours it."""
+             digits: int, cis: Cis | None = None) -> str:
+    """The map as an inline ``<svg>`` (no XML declaration, no ids) for a page whose script recolours it: both the
+    legend and the note are drawn, the one that does not apply to ``values`` hidden."""
     _, width, height = shapes()
-    body = _paths(values, vmin, vmax, names, digits) + _legend(vmin, vmax, height + 10, digits)
+    found = noise(values, cis)
+    body = (_paths(values, cis, vmin, vmax, names, digits)
+            + _legend(vmin, vmax, height + 10, digits, hidden=found is not None) + _note(found, height + 10, digits)[0])
     return (f'<svg class="worldmap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(width)} {_n(height + 44)}" '
             f'width="{_n(width)}" height="{_n(height + 44)}" role="img" aria-label="{_esc(label)}" '
             f'font-family="system-ui, sans-serif" font-size="11" fill="#222">' + "".join(body) + "</svg>")

@@ -744,7 +744,8 @@ def test_world_map_page_colours_countries_by_value(world):
     every = [v for choice in data["choices"] for v in choice["values"] if v is not None]
     assert (data["vmin"], data["vmax"]) == (min(every), max(every))  # one scale for every choice
     values = dict(zip(data["countries"], data["choices"][0]["values"]))
-    assert paths == worldmap.colours(values, data["vmin"], data["vmax"])
+    cis = dict(zip(data["countries"], zip(data["choices"][0]["low"], data["choices"][0]["high"])))
+    assert paths == worldmap.colours(values, data["vmin"], data["vmax"], cis)  # grey where the CIs say noise
     mean = np.mean([next(e["value"] for e in summaries(world)[s]["metrics"]
                          if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "country", "IT"))
                     for s in (ALPHA, BETA, world["hostile"])])
@@ -753,6 +754,7 @@ def test_world_map_page_colours_countries_by_value(world):
     assert svg.count('class="country"') == 3 and svg.count('class="outside"') > 150
     fills = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', svg))
     low, high = min(values, key=values.get), max(values, key=values.get)
+    assert worldmap.noise(values, cis) is None  # the tiny scorers' countries differ by more than their CIs are wide
     assert (fills[low], fills[high]) == ("#440154", "#fde725")  # the static map spans the means: viridis' ends
 
 

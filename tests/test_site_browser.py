@@ -467,20 +467,63 @@ def test_world_map_is_drawn_and_recoloured(watched, root, tmp_path):
         if k:
             page.select_option("select.map-select", str(k))
         fills = dict(page.eval_on_selector_all("path[data-iso]", "els => els.map(e => [e.dataset.iso, e.getAttribute('fill')])"))
-        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"])
+        cis = dict(zip(data["countries"], zip(choice["low"], choice["high"])))
+        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"], cis)
         for iso, colour in expected.items():
             got, want = (np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in (fills[iso], colour))
             assert np.abs(got - want).max() <= 1, (choice["label"], iso, fills[iso], colour)
         assert choice["label"] in figure.locator(".map-label").inner_text()
     # the screenshot holds the countries' colours (their paths are drawn) and the pale rest of the world
     pixels = image.reshape(-1, 3)
-    for iso, colour in worldmap.colours(dict(zip(data["countries"], data["choices"][0]["values"])), data["vmin"],
-                                        data["vmax"]).items():
+    first = data["choices"][0]
+    for iso, colour in worldmap.colours(dict(zip(data["countries"], first["values"])), data["vmin"], data["vmax"],
+                                        dict(zip(data["countries"], zip(first["low"], first["high"])))).items():
         want = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
         assert (np.abs(pixels - want).max(axis=1) <= 3).sum() > 20, f"{iso}'s colour {colour} is not on the map"
     pale = np.array([0xf1, 0xf1, 0xf1])
     assert (np.abs(pixels - pale).max(axis=1) <= 2).mean() > 0.1, "the other countries are not drawn"
     assert not watched.problems, watched.report()
+
+
+def test_world_map_choices_narrower_than_their_cis_are_not_coloured(browser, tmp_path):
+    """app.js applies the maps' rule (site/plots.py colour_is_noise) to each choice of a map page: hand-made
+    submissions (test_worldmap.MAP_RESULTS) whose spread is narrower than the median width of their CIs (grey, the
+    note with both numbers instead of the legend), wider or equal (coloured, the legend) and without CIs
+    (coloured)."""
+    from test_worldmap import MAP_GREY, write_map_page
+
+    from cultureboard.site import worldmap
+
+    page_file, data = write_map_page(tmp_path)
+    watched = Watched(browser, tmp_path.as_uri() + "/")
+    try:
+        page = watched.page
+        watched.goto(page_file.as_uri())
+        figure = page.locator("figure#worldmap")
+        greyed = []
+        for k, choice in enumerate(data["choices"]):
+            page.select_option("select.map-select", str(k))
+            fills = dict(page.eval_on_selector_all("path[data-iso]",
+                                                   "els => els.map(e => [e.dataset.iso, e.getAttribute('fill')])"))
+            cis = dict(zip(data["countries"], zip(choice["low"], choice["high"])))
+            expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"], cis)
+            for iso, colour in expected.items():
+                got, want = (np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in (fills[iso], colour))
+                assert np.abs(got - want).max() <= 1, (choice["label"], iso, fills[iso], colour)
+            note, legend = figure.locator("g.uncoloured"), figure.locator("g.legend")
+            if worldmap.UNCOLOURED in expected.values():
+                greyed.append(choice["label"])
+                assert note.is_visible() and not legend.is_visible(), choice["label"]
+            else:
+                assert legend.is_visible() and not note.is_visible(), choice["label"]
+            if choice["label"] == "lab / flat":
+                assert "the values span 0.02, less than their typical 95% CI width (0.10)" in note.text_content()
+                tooltip = page.locator("path[data-iso='NG'] title").text_content()
+                assert tooltip == "Nigeria: 0.52 (95% CI 0.47 to 0.57)", tooltip
+        assert set(greyed) == MAP_GREY
+        assert not watched.problems, watched.report()
+    finally:
+        watched.close()
 
 
 def test_no_plot_label_is_clipped(watched, root, site):

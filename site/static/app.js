@@ -11,7 +11,9 @@
 // Prompt lists: each <select data-field="F"> of a .filters[data-list="ID"] group keeps the items of list ID whose
 // data-F equals its value ("" = all). Map: a <select class="map-select" data-target="ID"> recolours the country
 // paths of figure ID from the figure's data-map JSON {countries, names, vmin, vmax, digits, choices: [{label,
-// values}]} with the same viridis ramp as the SVG.
+// values, low, high}]} with the same viridis ramp as the SVG; where a choice's values spread less than the median
+// width of their 95% CIs (site/plots.py colour_is_noise: fewer than two values or no CI: coloured), every value is
+// one light grey and the map's note (spread, width) replaces its legend.
 (function () {
   "use strict";
 
@@ -108,7 +110,7 @@
   });
 
   var VIRIDIS = [[0x44, 0x01, 0x54], [0x3b, 0x52, 0x8b], [0x21, 0x91, 0x8c], [0x5e, 0xc9, 0x62], [0xfd, 0xe7, 0x25]];
-  var NO_VALUE = "#b9b9b9";
+  var NO_VALUE = "#b9b9b9", UNCOLOURED = "#d3d3d3";
 
   function colour(t) {
     t = Math.min(1, Math.max(0, t)) * (VIRIDIS.length - 1);
@@ -119,22 +121,48 @@
     }).join("");
   }
 
+  // [spread, median CI width] where the spread is the smaller, else null (plots.colour_is_noise)
+  function noise(choice) {
+    var values = [], widths = [];
+    choice.values.forEach(function (v, k) {
+      if (v === null) return;
+      values.push(v);
+      if (choice.low[k] !== null && choice.high[k] !== null) widths.push(choice.high[k] - choice.low[k]);
+    });
+    if (values.length < 2 || !widths.length) return null;
+    widths.sort(function (a, b) { return a - b; });
+    var m = widths.length >> 1, typical = widths.length % 2 ? widths[m] : (widths[m - 1] + widths[m]) / 2;
+    var spread = Math.max.apply(null, values) - Math.min.apply(null, values);
+    return spread < typical ? [spread, typical] : null;
+  }
+
   document.querySelectorAll("select.map-select").forEach(function (select) {
     var figure = document.getElementById(select.getAttribute("data-target"));
     if (!figure) return;
     var data = JSON.parse(figure.getAttribute("data-map"));
     var span = (data.vmax - data.vmin) || 1;
     var label = figure.querySelector(".map-label");
+    var legend = figure.querySelector(".legend"), note = figure.querySelector(".uncoloured");
     select.addEventListener("change", function () {
-      var choice = data.choices[Number(select.value)];
+      var choice = data.choices[Number(select.value)], found = noise(choice), d = data.digits;
       data.countries.forEach(function (iso, k) {
-        var value = choice.values[k];
+        var value = choice.values[k], low = choice.low[k], high = choice.high[k];
+        var ci = value !== null && low !== null && high !== null ?
+          " (95% CI " + low.toFixed(d) + " to " + high.toFixed(d) + ")" : "";
         figure.querySelectorAll('path[data-iso="' + iso + '"]').forEach(function (path) {
-          path.setAttribute("fill", value === null ? NO_VALUE : colour((value - data.vmin) / span));
+          var fill = found ? UNCOLOURED : colour((value - data.vmin) / span);
+          path.setAttribute("fill", value === null ? NO_VALUE : fill);
           var title = path.querySelector("title");
-          if (title) title.textContent = data.names[k] + ": " + (value === null ? "no data" : value.toFixed(data.digits));
+          if (title) title.textContent = data.names[k] + ": " + (value === null ? "no data" : value.toFixed(d)) + ci;
         });
       });
+      if (found) {  // as many decimals as tell the two numbers apart (plots._distinct_digits)
+        while (d < 6 && found[0] !== found[1] && found[0].toFixed(d) === found[1].toFixed(d)) d++;
+        note.querySelector(".spread").textContent = found[0].toFixed(d);
+        note.querySelector(".width").textContent = found[1].toFixed(d);
+      }
+      legend.setAttribute("display", found ? "none" : "inline");
+      note.setAttribute("display", found ? "inline" : "none");
       if (label) label.textContent = choice.label;
     });
   });
