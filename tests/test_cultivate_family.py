@@ -78,7 +78,7 @@ class ScriptedJudge:
     """A judge that recognises the test's images by their pixels and answers from the script."""
 
     name, model_id, revision, dtype, device = "scripted", "test/scripted-judge", "r1", "float32", "cpu"
-    preprocessing, batch_size = "none", 16
+    preprocessing = "none"
     text_preprocessing = logit_scale = logit_bias = None
 
     def __init__(self):
@@ -129,7 +129,12 @@ def png(colour) -> bytes:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cultivate")
+    return make_world(tmp_path_factory.mktemp("cultivate"))
+
+
+def make_world(root):
+    """Three activities of the cultivate set (2 images each), their reference descriptors, two photographs of one of
+    them, a submission, and the scripted judge taught every image; MiniLM from the registry embeds the texts."""
     ps = build_cultivate([], load_countries())
     ps.rows = [dict(r, images_per_prompt=2, seeds=r["seeds"][:2]) for r in ps.rows if r["prompt_id"] in (A, B, C)]
     rows = [{"prompt_id": pid, "country": p["country"], "category": p["category"], "subcategory": p["subcategory"],

@@ -120,7 +120,7 @@ class ScriptedJudge:
     """A judge whose answers are scripted per prompt (the first words of the prompt pick the script)."""
 
     name, model_id, revision, dtype, device = "fake", "fake/judge", "r1", "float32", "cpu"
-    kind, backend, preprocessing, batch_size = "judge", "fake", "none", 2
+    kind, backend, preprocessing = "judge", "fake", "none"
     text_preprocessing = logit_scale = logit_bias = None
 
     def __init__(self, script):
