@@ -194,7 +194,9 @@ def test_hand_computed_values(given_tau):
         ("align", B, 1): (1 + 1 / 2 + 0) / 3, ("hal", B, 1): 0.0,  # attire: refs, no prediction; interaction: no refs
     }
     for (name, pid, k), value in expected.items():
-        assert s[(f"cultivate.{name}", pid, k)].value == pytest.approx(value, abs=1e-9), (name, pid, k)
+        # exag reads the judge's P(yes), which a run uses as the cache stores it (float32: .45 is 0.449999988...)
+        tolerance = 1e-7 if name == "exag" else 1e-9
+        assert s[(f"cultivate.{name}", pid, k)].value == pytest.approx(value, abs=tolerance), (name, pid, k)
     for k in (0, 1):
         parts = [s[(f"cultivate.{n}", A, k)].value for n in ("align", "hal", "exag")]
         assert s[("cultivate.faith", A, k)].value == pytest.approx((parts[0] + 1 - parts[1] + 1 - parts[2]) / 3)
