@@ -149,3 +149,17 @@ def test_asked_alone_a_value_does_not_depend_on_what_the_cache_held(vlm, images,
     ask(Cache(tmp_path / "warm"), slice(1, None, 2))  # the long questions: in a batch, the short ones lose their padding
     warm = ask(Cache(tmp_path / "warm"))
     assert all(a.tobytes() == b.tobytes() for a, b in zip(fresh, warm))
+
+
+def test_one_question_per_pass_unless_a_batch_size_is_set(tiny_scorers):
+    """The default asks each question alone; ``batch_size: N`` is an opt-in that the preprocessing (so the identity
+    and the cache key) records, so batched values never stand in for values asked alone."""
+    import yaml
+
+    entry = yaml.safe_load(tiny_scorers.read_text())["qwen2.5-vl-7b"]
+    entry["path"] = str(tiny_scorers.parent / entry["path"])
+    alone, batched = (load_scorer("qwen2.5-vl-7b", config={"qwen2.5-vl-7b": {**entry, "settings": settings}})
+                      for settings in ({}, {"batch_size": 4}))
+    assert alone.batch_size == 1 and alone.preprocessing.endswith("; one question per forward pass")
+    assert batched.batch_size == 4 and "; 4 questions per forward pass" in batched.preprocessing
+    assert judge._key(identity_of(alone), "judge-yes-no") != judge._key(identity_of(batched), "judge-yes-no")
