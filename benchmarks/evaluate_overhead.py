@@ -12,7 +12,8 @@ revision = the snapshot's commit). `--size base` uses base-size configurations i
 tiny` the tiny stand-ins of `evaluators/engine/tiny_scorers.py` (seconds on a CPU: the fixed costs, not the passes).
 
 Four measurements, each in its own process, in one run:
-  bare      a script with the same classes, files, preprocessing, batch size and call order; no cultureboard code
+  bare      a script with the same classes, files, preprocessing and call order (images decoded in batches of 32,
+            each image and text then embedded alone, as the engine does); no cultureboard code
   floor     (rerun) import numpy, pandas, pyarrow and sha256 every image
   first     `cultureboard evaluate` with an empty cache
   rerun     `cultureboard evaluate` again, every embedding cached
@@ -64,11 +65,13 @@ with torch.inference_mode():
         pixels = torch.stack([processor.image_processor(images=Image.open(cfg["submission"] + "/" + f).convert("RGB"),
                               return_tensors="pt")["pixel_values"][0] for f in files[start:start + 32]])
         sync(); t = time.perf_counter()
-        out = model.get_image_features(pixel_values=pixels.to(device, dtype)); sync()
-        forward += time.perf_counter() - t
-    tokens = processor.tokenizer([s.lower() for s in texts], padding="max_length", max_length=64, truncation=True,
-                                 return_tensors="pt").to(device)
-    sync(); t = time.perf_counter(); model.get_text_features(**tokens); sync(); forward += time.perf_counter() - t
+        for i in range(len(pixels)):
+            model.get_image_features(pixel_values=pixels[i:i + 1].to(device, dtype))
+        sync(); forward += time.perf_counter() - t
+    for text in texts:
+        tokens = processor.tokenizer([text.lower()], padding="max_length", max_length=64, truncation=True,
+                                     return_tensors="pt").to(device)
+        sync(); t = time.perf_counter(); model.get_text_features(**tokens); sync(); forward += time.perf_counter() - t
 if cfg["hps_arch"].startswith("local-dir:"):  # the tiny stand-in: open_clip's Hub layout in a local folder
     hps_name, hps_weights = cfg["hps_arch"], glob.glob(cfg["hps_arch"].removeprefix("local-dir:") + "/*.safetensors")
     pretrained = None
@@ -96,8 +99,12 @@ tokenizer = open_clip.get_tokenizer(hps_name)
 with torch.inference_mode():
     for start in range(0, len(files), 32):
         pixels = torch.stack([transform(Image.open(cfg["submission"] + "/" + f).convert("RGB")) for f in files[start:start + 32]])
-        sync(); t = time.perf_counter(); hps.encode_image(pixels.to(device, dtype)); sync(); forward += time.perf_counter() - t
-    sync(); t = time.perf_counter(); hps.encode_text(tokenizer(texts).to(device)); sync(); forward += time.perf_counter() - t
+        sync(); t = time.perf_counter()
+        for i in range(len(pixels)):
+            hps.encode_image(pixels[i:i + 1].to(device, dtype))
+        sync(); forward += time.perf_counter() - t
+    for text in texts:
+        sync(); t = time.perf_counter(); hps.encode_text(tokenizer([text]).to(device)); sync(); forward += time.perf_counter() - t
 print(json.dumps({"wall": time.perf_counter() - t0, "forward": forward, "import_torch": t_import, "load": load,
                   "read_weights": read}))
 '''

@@ -150,9 +150,9 @@ def scorer_config(tiny_scorers: Path, root: Path, learned: bool = True) -> Path:
     return path
 
 
-def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str | None = None) -> dict:
+def make_inputs(root: Path, tiny_scorers: Path) -> dict:
     """A cultdiff dataset (Spain and Mexico; one artifact left without photographs; synthetic references), a
-    submission whose first image is a reference photograph of its artifact, and its results."""
+    submission whose first image is a reference photograph of its artifact, and the scorer config."""
     dataset = root / "dataset"
     build(dataset, countries=["ES", "MX"], prompt_sets=["cultdiff"])
     prompts = read_prompt_set(dataset, "cultdiff")
@@ -165,12 +165,16 @@ def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str |
     identical = prompts[0]
     images[identical["prompt_id"]] = refs.data[refs.by_artifact[identical["artifact_id"]][0]]
     submission = write_cultdiff_submission(root / "submissions", dataset, images, "alpha")
-    config = scorer_config(tiny_scorers, root)
-    results = evaluate(submission, dataset, root / "results", scorers=config, device=device, dtype=dtype, n_boot=200,
-                       cache=root / "cache")
     return {"root": root, "dataset": dataset, "prompts": prompts, "bare": bare, "identical": identical,
-            "refs": refs, "submission": submission, "config": config, "results": results,
-            "scores": pq.read_table(results / "scores.parquet").to_pandas(),
+            "refs": refs, "submission": submission, "config": scorer_config(tiny_scorers, root)}
+
+
+def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str | None = None) -> dict:
+    """:func:`make_inputs` and the submission's results."""
+    world = make_inputs(root, tiny_scorers)
+    results = evaluate(world["submission"], world["dataset"], root / "results", scorers=world["config"], device=device,
+                       dtype=dtype, n_boot=200, cache=root / "cache")
+    return {**world, "results": results, "scores": pq.read_table(results / "scores.parquet").to_pandas(),
             "summary": json.loads((results / "summary.json").read_text())}
 
 

@@ -78,7 +78,7 @@ class ScriptedJudge:
     """A judge that recognises the test's images by their pixels and answers from the script."""
 
     name, model_id, revision, dtype, device = "scripted", "test/scripted-judge", "r1", "float32", "cpu"
-    preprocessing, batch_size = "none", 16
+    preprocessing = "none"
     text_preprocessing = logit_scale = logit_bias = None
 
     def __init__(self):
@@ -129,7 +129,12 @@ def png(colour) -> bytes:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cultivate")
+    return make_world(tmp_path_factory.mktemp("cultivate"))
+
+
+def make_world(root):
+    """Three activities of the cultivate set (2 images each), their reference descriptors, two photographs of one of
+    them, a submission, and the scripted judge taught every image; MiniLM from the registry embeds the texts."""
     ps = build_cultivate([], load_countries())
     ps.rows = [dict(r, images_per_prompt=2, seeds=r["seeds"][:2]) for r in ps.rows if r["prompt_id"] in (A, B, C)]
     rows = [{"prompt_id": pid, "country": p["country"], "category": p["category"], "subcategory": p["subcategory"],
@@ -189,7 +194,9 @@ def test_hand_computed_values(given_tau):
         ("align", B, 1): (1 + 1 / 2 + 0) / 3, ("hal", B, 1): 0.0,  # attire: refs, no prediction; interaction: no refs
     }
     for (name, pid, k), value in expected.items():
-        assert s[(f"cultivate.{name}", pid, k)].value == pytest.approx(value, abs=1e-9), (name, pid, k)
+        # exag reads the judge's P(yes), which a run uses as the cache stores it (float32: .45 is 0.449999988...)
+        tolerance = 1e-7 if name == "exag" else 1e-9
+        assert s[(f"cultivate.{name}", pid, k)].value == pytest.approx(value, abs=tolerance), (name, pid, k)
     for k in (0, 1):
         parts = [s[(f"cultivate.{n}", A, k)].value for n in ("align", "hal", "exag")]
         assert s[("cultivate.faith", A, k)].value == pytest.approx((parts[0] + 1 - parts[1] + 1 - parts[2]) / 3)

@@ -129,3 +129,37 @@ def test_closed_sets_are_scored_by_likelihood_never_generated(vlm, images, tmp_p
     pil = [im.open() for im in images]
     likelihood = np.stack([vlm.answer_logprob(pil, QUESTIONS, f'{{"choice": {n}}}') for n in range(4)], axis=1)
     assert [a.value["choice"] for a in got] == list(likelihood.argmax(axis=1))
+
+
+def test_asked_alone_a_value_does_not_depend_on_what_the_cache_held(vlm, images, tmp_path, monkeypatch):
+    """By default (batch_size 1) each question is its own pass: a cache warmed with some of the questions (another
+    submission's, a killed run's) gives the same bits as an empty one. (In batches the rest would be computed beside
+    other batch-mates, with other padding; the stand-in shows that only outside the cache, so this test holds the
+    property, not the difference.)"""
+    monkeypatch.setattr(vlm, "batch_size", 1)
+    questions = ("Is this food?", "Does the image show a building from Japan, or a house from a country near it?")
+    items = [(im, q) for im in images for q in questions]
+
+    def ask(cache: Cache, chosen=slice(None)):
+        return (*judge.yes_no(cache, identity_of(vlm), lambda: vlm, items[chosen]),
+                judge.answer_probability(cache, identity_of(vlm), lambda: vlm, items[chosen], "Yes"),
+                np.array(judge.answers(cache, identity_of(vlm), lambda: vlm, items[chosen], max_new_tokens=3)))
+
+    fresh = ask(Cache(tmp_path / "fresh"))
+    ask(Cache(tmp_path / "warm"), slice(1, None, 2))  # the long questions: in a batch, the short ones lose their padding
+    warm = ask(Cache(tmp_path / "warm"))
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(fresh, warm))
+
+
+def test_one_question_per_pass_unless_a_batch_size_is_set(tiny_scorers):
+    """The default asks each question alone; ``batch_size: N`` is an opt-in that the preprocessing (so the identity
+    and the cache key) records, so batched values never stand in for values asked alone."""
+    import yaml
+
+    entry = yaml.safe_load(tiny_scorers.read_text())["qwen2.5-vl-7b"]
+    entry["path"] = str(tiny_scorers.parent / entry["path"])
+    alone, batched = (load_scorer("qwen2.5-vl-7b", config={"qwen2.5-vl-7b": {**entry, "settings": settings}})
+                      for settings in ({}, {"batch_size": 4}))
+    assert alone.batch_size == 1 and alone.preprocessing.endswith("; one question per forward pass")
+    assert batched.batch_size == 4 and "; 4 questions per forward pass" in batched.preprocessing
+    assert judge._key(identity_of(alone), "judge-yes-no") != judge._key(identity_of(batched), "judge-yes-no")

@@ -120,7 +120,7 @@ class ScriptedJudge:
     """A judge whose answers are scripted per prompt (the first words of the prompt pick the script)."""
 
     name, model_id, revision, dtype, device = "fake", "fake/judge", "r1", "float32", "cpu"
-    kind, backend, preprocessing, batch_size = "judge", "fake", "none", 2
+    kind, backend, preprocessing = "judge", "fake", "none"
     text_preprocessing = logit_scale = logit_bias = None
 
     def __init__(self, script):
@@ -176,3 +176,15 @@ def test_parse_json_finds_the_object_in_prose():
     assert judge.parse_json('Here: {"x": [1, 2]} done', schema) == ({"x": [1, 2]}, None)
     assert judge.parse_json("{'x': 1}", schema)[1].startswith("invalid JSON")
     assert judge.parse_json("nothing", schema) == (None, "no JSON object in the answer")
+
+
+def test_a_distance_does_not_depend_on_what_the_cache_held(lpips_scorer, images, tmp_path):
+    """Every pair is compared alone: with all pairs but one cached, that one gives the bits a fresh run gives (in
+    batches the stand-in's AlexNet rounds some lone pairs otherwise than in a batch of many)."""
+    pairs = [(a, b) for a in images for b in images if a is not b]
+    fresh = compare_pairs(Cache(tmp_path / "fresh"), identity_of(lpips_scorer), lambda: lpips_scorer, pairs)
+    for k in range(len(pairs)):
+        compare_pairs(Cache(tmp_path / f"warm{k}"), identity_of(lpips_scorer), lambda: lpips_scorer,
+                      pairs[:k] + pairs[k + 1:])
+        warm = compare_pairs(Cache(tmp_path / f"warm{k}"), identity_of(lpips_scorer), lambda: lpips_scorer, pairs)
+        assert fresh.tobytes() == warm.tobytes(), f"pair {k} computed after the others differs"

@@ -8,6 +8,13 @@ batch: float32 rows (embeddings, distances, probabilities) or text (a judge's an
 checksum of its keys and values. Shards are written to a temporary name and renamed once complete, so a
 killed run (even SIGKILL) loses at most the batch in flight and a rerun continues from what is on disk.
 
+Every cached value is computed from its input ALONE, one input per forward pass (:func:`each_alone`): a value
+computed in a batch depends on its batch-mates (matrix products round differently for another batch size or row
+position, and padding follows the longest batch-mate), so what a run computes would depend on what the cache
+already held. With :func:`each_alone` a run gives the same bits whether its inputs were cached (by another
+submission, a shard, a killed run) or not. Every kind's key records this rule (:data:`ONE_PASS_EACH`), so values
+cached in batches by an older version are never mixed in.
+
 ``key.json`` also records the shape of one value (``"value_shape": [768]`` for an embedding, ``[]`` for a
 number, ``"text"`` for answers), written with the folder's first batch. Reading verifies each shard (checksum,
 finite numbers, that recorded shape; in a folder of an older version that recorded none, the shape most of its
@@ -26,7 +33,7 @@ import time
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +42,16 @@ from cultureboard.atomic import atomic_write_bytes, atomic_write_text
 #: A folder with more shards than this is compacted into one when it is opened.
 COMPACT_ABOVE = 64
 _UNKNOWN = "unknown"  # the value shape of a folder that has recorded none yet
+
+
+#: How cached values are computed (see the module doc); part of every kind's key.
+ONE_PASS_EACH = {"computed": "one input per forward pass"}
+
+
+def each_alone(compute: Callable, *columns: Sequence) -> list:
+    """``compute(*columns)`` applied to one row of the columns at a time (slices of length 1: a tensor, an array or
+    a list), its outputs' rows in order: row i depends on row i of the columns only, never on the others."""
+    return [row for i in range(len(columns[0])) for row in compute(*(column[i:i + 1] for column in columns))]
 
 
 def cache_key(key: Mapping) -> str:
@@ -74,11 +91,13 @@ class Store:
         self.cache.stats[f"{self.key['kind']}_misses"] += len(keys) - len(found)
         return found
 
-    def put(self, keys: Sequence[str], values) -> None:
-        """Store a batch: ``values`` is an array with one row per key (numbers) or a list of strings (text)."""
+    def put(self, keys: Sequence[str], values) -> np.ndarray | list[str]:
+        """Store a batch: ``values`` has one row per key (numbers) or is a list of strings (text). Returns the values
+        as stored (float32 rows, or strings), which is what a later run reads: a run uses these, never its own
+        ``values``, so a fresh and a cached value are the same bytes."""
         keys = np.array(list(keys), dtype=str)
         if not len(keys):
-            return
+            return []
         values = np.array(list(values), dtype=str) if _is_text(values) else np.asarray(values, dtype=np.float32)
         if len(values) != len(keys):
             raise ValueError(f"{len(keys)} keys but {len(values)} values")
@@ -94,7 +113,9 @@ class Store:
         buffer = io.BytesIO()
         np.savez(buffer, keys=keys, values=values, checksum=np.array(_checksum(keys, values)))
         atomic_write_bytes(self.folder / f"shard-{time.time_ns()}-{os.getpid()}.npz", buffer.getvalue())
-        index.update(zip(keys.tolist(), values.tolist() if values.dtype.kind == "U" else values))
+        stored = values.tolist() if values.dtype.kind == "U" else values
+        index.update(zip(keys.tolist(), stored))
+        return stored
 
     def _recorded_shape(self) -> tuple | str | None:
         """The value shape key.json records (None for text), or :data:`_UNKNOWN` (none, or a damaged file)."""

@@ -18,13 +18,19 @@ processor's chat template and a generation prompt. Three ways to ask, none of wh
   JSON complete within the token budget. The answer is still parsed and checked (:func:`parse_json`), and a judge
   that cannot be constrained (a scripted test judge) is asked again with the problem stated.
 
-Everything goes through the cache: keyed by the image's sha256, the full prompt text, the answer or the
-decoding parameters (the schema included), and the model's identity (its preprocessing includes the chat template's
-hash).
+By default each question is asked alone, one forward pass (or one greedy decoding) per question: in a batch, left
+padding to the longest batch-mate and the batch's shape change the logits' last bits and can even turn a greedy
+answer, so what a run computed would depend on what the cache already held (see :mod:`.cache`). The registry
+setting ``batch_size: N`` asks N questions per pass instead (faster on a GPU; its values then depend on the cache's
+contents in their last bits). The preprocessing (so the identity and the cache key) says which, so the two are never
+mixed. Everything goes through the
+cache: keyed by the image's sha256, the full prompt text, the answer or the decoding parameters (the schema
+included), and the model's identity (its preprocessing includes the chat template's hash).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -36,7 +42,7 @@ import numpy as np
 
 from cultureboard.errors import CultureboardError
 
-from .cache import Cache, item_sha256
+from .cache import Cache, each_alone, item_sha256
 from .embedding import check_transformers, hf_image_settings, locate_transformers
 from .images import ImageSource
 from .judge_grammar import SchemaConstraint, TokenTexts
@@ -62,7 +68,9 @@ class JudgeScorer:
         template = self.processor.chat_template or ""
         self.preprocessing = (f"{hf_image_settings(self.processor.image_processor)}; chat template sha256 "
                               f"{hashlib.sha256(template.encode()).hexdigest()[:16]}")
-        self.batch_size = int(settings.get("batch_size", 4))
+        self.batch_size = int(settings.get("batch_size", 1))
+        self.preprocessing += ("; one question per forward pass" if self.batch_size == 1 else
+                               f"; {self.batch_size} questions per forward pass (values depend on batch-mates)")
         # a cap on generated tokens (a stand-in that never stops on its own); part of the identity when set
         self.max_new_tokens = settings.get("max_new_tokens")
         if self.max_new_tokens is not None:
@@ -146,23 +154,32 @@ register_backend("transformers-vlm", Backend(
 
 # --------------------------------------------------------------------------------------- cached use
 
+#: How many answers are stored in the cache together (one shard) when each question is asked alone.
+STORED_TOGETHER = 16
+
+
 def _key(identity: Mapping, kind: str) -> dict:
     return {"kind": kind, **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")}}
 
 
 def _cached(cache: Cache, identity: Mapping, kind: str, keys: list[str], items: list[tuple[ImageSource, str]],
             model: Callable, compute: Callable) -> dict:
-    """{key: value} for every key: from the cache, the rest computed ``compute(scorer, images, texts)`` in the
-    judge's batches, each batch stored at once (a killed run loses at most the batch in flight)."""
+    """{key: value} for every key: from the cache, the rest computed ``compute(scorer, images, texts)`` one question
+    at a time (:func:`.cache.each_alone`; in the judge's ``batch_size`` where that is set above 1), stored
+    :data:`STORED_TOGETHER` (or a batch) at a time: a killed run loses at most those in flight."""
     store = cache.store(_key(identity, kind))
     found = store.get(keys)
     todo = list({k: item for k, item in zip(keys, items) if k not in found}.items())
     if todo:
         scorer = model()
-        for start in range(0, len(todo), scorer.batch_size):
-            part = todo[start:start + scorer.batch_size]
-            values = compute(scorer, [src.open() for _, (src, _t) in part], [text for _, (_s, text) in part])
-            store.put([k for k, _ in part], values)
+        batch_size = getattr(scorer, "batch_size", 1)
+        ask = functools.partial(compute, scorer)
+        step = batch_size if batch_size > 1 else STORED_TOGETHER
+        for start in range(0, len(todo), step):
+            part = todo[start:start + step]
+            images, texts = [src.open() for _, (src, _t) in part], [text for _, (_s, text) in part]
+            values = store.put([k for k, _ in part], ask(images, texts) if batch_size > 1 else
+                               each_alone(ask, images, texts))
             found.update(zip((k for k, _ in part), values))
     return found
 

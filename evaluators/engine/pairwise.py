@@ -25,7 +25,7 @@ from cultureboard import progress
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
 
-from .cache import Cache, item_sha256
+from .cache import ONE_PASS_EACH, Cache, each_alone, item_sha256
 from .images import ImageSource, decode_batches
 from .scorers import LOAD_FIX, Backend, local_files, register_backend
 
@@ -140,15 +140,17 @@ register_backend("lpips", Backend(
 # --------------------------------------------------------------------------------------- cached use
 
 def pair_key(identity: Mapping) -> dict:
-    return {"kind": "pairwise", **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")}}
+    return {"kind": "pairwise", **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")},
+            **ONE_PASS_EACH}
 
 
 def compare_pairs(cache: Cache, identity: Mapping, model: Callable, pairs: list[tuple[ImageSource, ImageSource]],
                   batch_size: int = 32, chunk: int = 256) -> np.ndarray:
     """The scorer's value for each (a, b) in ``pairs`` (in that order), cached by the two images' sha256.
 
-    Missing pairs are computed ``chunk`` at a time: the chunk's distinct images are decoded once, then
-    compared in batches; each batch is stored at once.
+    Missing pairs are computed ``chunk`` at a time: the chunk's distinct images are decoded once, then compared
+    one pair per pass (:func:`.cache.each_alone`: a value never depends on the pairs beside it), stored
+    ``batch_size`` pairs at a time.
     """
     store = cache.store(pair_key(identity))
     keys = [item_sha256(a.sha256, b.sha256) for a, b in pairs]
@@ -167,9 +169,9 @@ def compare_pairs(cache: Cache, identity: Mapping, model: Callable, pairs: list[
                     pixels.update(zip((s.sha256 for s in batch), stacked))
                 for b in range(0, len(part), batch_size):
                     sub = part[b:b + batch_size]
-                    values = scorer.compare(torch.stack([pixels[a.sha256] for _, (a, _b) in sub]),
-                                            torch.stack([pixels[b_.sha256] for _, (_a, b_) in sub]))
-                    store.put([k for k, _ in sub], values)
+                    values = store.put([k for k, _ in sub], each_alone(
+                        scorer.compare, torch.stack([pixels[a.sha256] for _, (a, _b) in sub]),
+                        torch.stack([pixels[b_.sha256] for _, (_a, b_) in sub])))
                     found.update(zip((k for k, _ in sub), values))
                     shown.advance(len(sub))
     return np.array([float(found[k]) for k in keys])
