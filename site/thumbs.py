@@ -13,7 +13,8 @@ at the very end, see :func:`make_media`); otherwise a thumbnail of the previous 
 linked, not remade, when it is a regular file in real folders (a link is never followed nor copied). A source
 must be a regular file inside its submission folder (found by listing the folder; links are neither followed
 nor listed). The images are published and new thumbnails made by a pool of worker *processes*, each
-``python -m cultureboard.site.thumbs`` reading its jobs from its own stdin pipe: unlike ``multiprocessing``, this
+``python -m cultureboard.site.thumbs`` reading its jobs from its stdin (a temporary file, never a pipe the parent
+could block on writing to a worker that does not read): unlike ``multiprocessing``, this
 never re-imports the caller's ``__main__``, so a build started from a script read on stdin (``python - <
 build.py``) or without a ``__main__`` guard works the same; few jobs run in threads instead (a process costs about
 a tenth of a second to start).
@@ -270,14 +271,13 @@ def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str 
                                     _FIX) from None
     parts = [jobs[k::workers] for k in range(workers)]
     errors = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker's long traceback never blocks it
-    procs = [subprocess.Popen(WORKER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err) for err in errors]
+    tasks = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker that never reads never blocks the parent
+    for task, part in zip(tasks, parts):
+        task.write(json.dumps({"px": px, "jobs": part}).encode())
+        task.seek(0)
+    procs = [subprocess.Popen(WORKER, stdin=task, stdout=subprocess.PIPE, stderr=err)
+             for task, err in zip(tasks, errors)]
     try:
-        for proc, part in zip(procs, parts):  # each job list is written whole before reading: no pipe deadlock
-            try:
-                proc.stdin.write(json.dumps({"px": px, "jobs": part}).encode())
-                proc.stdin.close()
-            except BrokenPipeError:  # it died already: its exit status says why
-                pass
         answers = []
         for proc, part, err in zip(procs, parts, errors):
             try:  # a status line per job: a worker silent for STALL_SECONDS is hung, and killed below
@@ -293,11 +293,12 @@ def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str 
                 raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
             answers.append([tuple(answer) for answer in done])
     finally:
-        for proc, err in zip(procs, errors):
+        for proc, err, task in zip(procs, errors, tasks):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
             err.close()
+            task.close()
     statuses: list = [None] * len(jobs)
     for k, done in enumerate(answers):
         statuses[k::workers] = done
