@@ -29,6 +29,7 @@ import pytest
 
 from cultureboard.builder.build import sample_dump_path
 from cultureboard.cli import main
+from test_hostile_references import finishes
 from test_outputs import read_only  # noqa: F401 (a fixture: a read-only folder, or a skip where none can be made)
 
 DUMP = str(sample_dump_path())
@@ -127,18 +128,6 @@ class DripServer:
         self.stop.set()
         self._httpd.shutdown()
         self._httpd.server_close()
-
-
-def finishes(call, seconds: float = 60.0):
-    """``call()``'s value, run on a thread: a hang (the defect these tests guard against) fails instead of waiting."""
-    import threading
-
-    box = {}
-    worker = threading.Thread(target=lambda: box.setdefault("value", call()), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), "the command hung"
-    return box["value"]
 
 
 # (id, module, its per-answer and per-run limits as set for the test, the command with URL for the server's)
