@@ -42,7 +42,7 @@ def tiny_scorers(tmp_path_factory):
 #: Fixtures that run a model (tiny scorers, a tiny generator or language model, training), the demo, a browser or a
 #: whole site build: a test that uses one, directly or through another fixture, is in the slow tier.
 SLOW_FIXTURES = {"tiny_scorers", "demo_runs", "browser", "watched", "site", "tiny", "toy", "tiny_lm", "vlm",
-                 "lpips_scorer", "siglip", "scorer", "built", "outputs", "scored", "study"}
+                 "lpips_scorer", "siglip", "scorer", "built", "outputs", "scored", "study", "generated"}
 #: Modules whose every test is slow that way (generation, training, the browser, site worlds).
 SLOW_MODULES = {"test_site_browser", "test_generate", "test_cultdiff_train", "test_cultdiff_model_output",
                 "test_site", "test_trust_site", "test_disparity_site", "test_build"}

@@ -140,6 +140,7 @@ def test_the_standin_is_reproducible(folder, tmp_path):
     assert folder_sha256(again) == folder_sha256(folder)
 
 
+@pytest.mark.slow  # a fresh process builds every tiny scorer
 def test_a_fresh_process_writes_the_standin_with_every_tiny_scorer(tmp_path):
     """save_tiny_scorers alone (as the demo calls it first thing) must know the DreamSim and CultDiff-S stand-ins."""
     import os
