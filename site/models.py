@@ -12,7 +12,8 @@ submission of a native-language variant (``<prompt set>-native``) adds a per-lan
 pairs, the prompts the model refused in it (declared refusals, counted, never dropped) and the headline's
 language-parity gap, native minus English, with its CI. Badges: a
 headline whose scorers learned from the training data the model declares is marked entangled, and a
-country whose gap to the model's own mean lies wholly on the headline's worse side is marked under-represented.
+country whose gap to the model's own mean lies on the headline's worse side with a Benjamini-Hochberg q below 0.05
+(``results.disparity.under_represented``) is marked under-represented.
 
 The overview lives in ``models/``, not ``model/``: a submission without a tag has the id ``<org>__<model>``, and its
 own page is already ``model/<org>__<model>.html``. Control rows (reference photographs, text as an image) are not
