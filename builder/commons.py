@@ -15,7 +15,8 @@ and attribution arrive as HTML and are kept as plain text (:func:`plain_text`).
 Downloads (:func:`download`) follow redirects only within the same scheme and host, stop reading after
 ``max_bytes`` or :data:`FILE_SECONDS` (all attempts together, however slowly the server sends) and are retried
 through :func:`cultureboard.http.with_retries`; every other failure is a :class:`Rejected` with a one-line reason.
-API failures (unreachable, HTTP errors after the retries, an answer slower than :data:`API_SECONDS`, an answer
+API failures (unreachable, HTTP errors after the retries, an answer slower than :data:`API_SECONDS` or past
+:data:`API_RUN_SECONDS` of answers in the run, an answer
 that is not API JSON or has another shape than the API gives, an API ``error``, a continuation that repeats) are a
 :class:`~cultureboard.errors.CultureboardError`: without the API nothing can be listed, so the whole command
 stops and the dataset keeps its references. Strings of an answer lose lone surrogates, and only http(s) URLs are
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from cultureboard.errors import CultureboardError
-from cultureboard.http import DeadlinePassed, is_transient, read_body, with_retries
+from cultureboard.http import DeadlinePassed, Deadlines, is_transient, read_body, with_retries
 
 from .licences import licence_problem
 
@@ -51,6 +52,8 @@ EXTMETADATA = ("LicenseShortName", "LicenseUrl", "License", "Artist", "Credit", 
 IMAGE_MIMES = frozenset({"image/jpeg", "image/png", "image/webp"})
 #: Overall time limits in seconds, whatever the server's pace: one API answer, one file download (all its attempts).
 API_SECONDS, FILE_SECONDS = 120.0, 300.0
+#: The overall limit of every API answer of one run together (``cultureboard.http.Deadlines``).
+API_RUN_SECONDS = 6 * 3600.0
 #: The largest API answer read.
 API_MAX_BYTES = 64 * 2**20
 #: Renames (``normalized`` / ``redirects``) followed from one title before the chain counts as a cycle.
@@ -189,23 +192,24 @@ class CommonsAPI:
         self.url, self.user_agent, self.timeout = url, user_agent, timeout
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
         self.queries = 0
+        self.deadlines = Deadlines(API_SECONDS, API_RUN_SECONDS)
 
     def _get(self, params: dict) -> dict:
         query = urllib.parse.urlencode({**params, "format": "json", "formatversion": "2"})
         request = urllib.request.Request(f"{self.url}?{query}", headers={"User-Agent": self.user_agent,
                                                                           "Accept": "application/json"})
-        deadline = time.monotonic() + API_SECONDS
 
         def attempt() -> bytes:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return read_body(response, max_bytes=API_MAX_BYTES, deadline=deadline)
 
         try:
+            deadline = self.deadlines.next()  # this answer's limit, or what is left of the run's
             body = with_retries(attempt, retries=self.retries, backoff=self.backoff, sleep=self.sleep)
         except urllib.error.HTTPError as exc:
             raise self._error(f"answered HTTP {exc.code} ({exc.reason})") from None
         except DeadlinePassed as exc:
-            raise self._error(f"answered a query too slowly: {exc}, the limit is {API_SECONDS:.0f} s") from None
+            raise self._error(f"answered a query too slowly: {exc}; {self.deadlines.limits()}") from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
             raise self._error(f"is unreachable ({getattr(exc, 'reason', exc)})") from None
         self.queries += 1
