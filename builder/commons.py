@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from cultureboard.errors import CultureboardError
-from cultureboard.http import DeadlinePassed, Deadlines, is_transient, read_body, with_retries
+from cultureboard.http import DeadlinePassed, Deadlines, is_transient, open_by, read_body, with_retries
 
 from .licences import licence_problem
 
@@ -200,7 +200,7 @@ class CommonsAPI:
                                                                           "Accept": "application/json"})
 
         def attempt() -> bytes:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with open_by(urllib.request.urlopen, request, timeout=self.timeout, deadline=deadline) as response:
                 return read_body(response, max_bytes=API_MAX_BYTES, deadline=deadline)
 
         try:
@@ -356,7 +356,7 @@ def download(url: str, *, user_agent: str, max_bytes: int, timeout: float = 30.0
     ends = min(time.monotonic() + FILE_SECONDS, deadline if deadline is not None else float("inf"))
 
     def attempt() -> Downloaded:
-        with _OPENER.open(request, timeout=timeout) as response:
+        with open_by(_OPENER.open, request, timeout=timeout, deadline=ends) as response:
             declared = response.headers.get("Content-Length")
             if declared and declared.isdigit() and int(declared) > max_bytes:
                 raise Rejected(f"too large ({int(declared):,} bytes; the limit is {max_bytes:,})")

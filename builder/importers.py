@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cultureboard.countries import CountryTable, load_countries
 from cultureboard.errors import CultureboardError
-from cultureboard.http import Deadlines, DeadlinePassed, read_body
+from cultureboard.http import Deadlines, DeadlinePassed, open_by, read_body
 from cultureboard.naming import slug
 from cultureboard.records import WIKIDATA_PROPERTIES
 
@@ -67,7 +67,7 @@ def fetch(source: str | Path, what: str, fix: str = "", deadlines: Deadlines | N
         try:
             request = urllib.request.Request(str(source), headers={"User-Agent": "cultureboard"})
             ends = deadlines.next()
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with open_by(urllib.request.urlopen, request, timeout=TIMEOUT_S, deadline=ends) as response:
                 data = read_body(response, max_bytes=MAX_FILE_BYTES, deadline=ends)
             if len(data) > MAX_FILE_BYTES:
                 raise ValueError(f"larger than {MAX_FILE_BYTES:,} bytes")

@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 from cultureboard import __version__
 from cultureboard.errors import CultureboardError
-from cultureboard.http import Deadlines, DeadlinePassed, read_body, with_retries
+from cultureboard.http import Deadlines, DeadlinePassed, open_by, read_body, with_retries
 
 from .kb import COUNTRY_PROPERTIES, EDGE_PROPERTIES, Details, Edge, label_codes, pick_labels, qid_number, year_of
 from .kb_rdf import COMMONS, WD
@@ -105,7 +105,7 @@ class SparqlKnowledgeBase:
             },
         )
         def attempt() -> bytes:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with open_by(urllib.request.urlopen, request, timeout=self.timeout, deadline=deadline) as response:
                 body = read_body(response, max_bytes=MAX_ANSWER_BYTES, deadline=deadline)
             self.queries += 1
             return body

@@ -23,7 +23,7 @@ from typing import Any
 
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
-from cultureboard.http import Deadlines, DeadlinePassed, read_body, with_retries
+from cultureboard.http import Deadlines, DeadlinePassed, open_by, read_body, with_retries
 
 from .llm_cache import ResponseCache, request_key
 
@@ -88,7 +88,7 @@ class OpenAIChatBackend:
     def _post(self, request: urllib.request.Request, deadline: float) -> str:
         """One attempt; every failure becomes an :class:`LLMCallError`, except a deadline that passed."""
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with open_by(urllib.request.urlopen, request, timeout=self.timeout, deadline=deadline) as response:
                 raw = read_body(response, max_bytes=MAX_ANSWER_BYTES, deadline=deadline)
         except DeadlinePassed:
             raise

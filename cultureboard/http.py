@@ -16,7 +16,7 @@ import http.client
 import threading
 import time
 import urllib.error
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -108,6 +108,17 @@ def finish_within(seconds: float, call: Callable[[], T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def open_by(opener: Callable[..., Any], request, *, timeout: float, deadline: float):
+    """``opener(request, timeout=timeout)`` (``urllib.request.urlopen`` or an opener's ``open``) whose status line
+    and headers must have arrived by ``deadline`` (a ``time.monotonic()`` value), or :class:`DeadlinePassed`: a
+    server that drips them a byte at a time, each within the socket timeout, would otherwise hold the read for as
+    long as it likes. The body is then read by :func:`read_body` under the same deadline."""
+    try:
+        return finish_within(max(0.0, deadline - time.monotonic()), lambda: opener(request, timeout=timeout))
+    except DeadlinePassed:
+        raise DeadlinePassed("still sending its headers after its time limit") from None
 
 
 def with_retries(call: Callable[[], T], *, retries: int = 3, backoff: float = 1.0, max_wait: float = 30.0,

@@ -1,16 +1,16 @@
 """Faults of the machine and of the other end, through the real CLI: the operating system refusing a write (a file
-size limit, a full disk, a read-only folder), a network peer that answers one byte a second (SPARQL, an
-OpenAI-protocol LLM server, an official download), and a worker process that is alive but never answers (a
+size limit, a full disk, a read-only folder), a network peer that answers one byte a second, in its body or in its
+headers (SPARQL, an OpenAI-protocol LLM server, an official download), and a worker process that is alive but never answers (a
 thumbnail worker, the dump's decompressor).
 
 Rules: an ``OSError`` that no command turned into its own error ends any command in one line ``error: PATH:
 STRERROR (fix: ...)`` with a fix chosen by the errno (``cultureboard.cli.main``), and no output is left
 half-written (outputs are written atomically); every network read has a deadline per answer or file and per run
-(``cultureboard.http.read_body``), so a dripping peer ends the command in one line that says so; every wait on a
+(``cultureboard.http.open_by`` for the headers, ``read_body`` for the body), so a dripping peer ends the command in one line that says so; every wait on a
 worker process is bounded by a stall limit (``cultureboard.workers``): a worker that sends nothing for that long
 is killed and the command ends in one line.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 10 cases, 10 rejected cleanly, 0 accepted
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 13 cases, 13 rejected cleanly, 0 accepted
 by design (OS_ERRORS, DRIPS, a dripping SPARQL endpoint past the run's deadline, a hung decompressor; the hung
 thumbnail worker is a case of ``test_hostile_submissions.py``).
 """
@@ -89,9 +89,10 @@ def test_a_refused_write_ends_any_command_in_one_line(capsys, tmp_path, request,
 
 class DripServer:
     """An HTTP server on 127.0.0.1 that answers every request 200 with a long body sent one byte at a time,
-    ``pause`` seconds apart (never tripping a per-read socket timeout), until the client goes away."""
+    ``pause`` seconds apart (never tripping a per-read socket timeout), until the client goes away; with
+    ``headers=True`` it drips a header line instead, so the body never starts."""
 
-    def __init__(self, pause: float = 0.5):
+    def __init__(self, pause: float = 0.5, headers: bool = False):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -102,8 +103,12 @@ class DripServer:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(10**6))
-                self.end_headers()
+                if headers:  # the status line and one header sent; the next header never ends
+                    self.flush_headers()
+                    self.wfile.write(b"X-Drip: ")
+                else:
+                    self.send_header("Content-Length", str(10**6))
+                    self.end_headers()
                 try:
                     while not stop.wait(pause):
                         self.wfile.write(b" ")
@@ -131,22 +136,24 @@ class DripServer:
 
 
 # (id, module, its per-answer and per-run limits as set for the test, the command with URL for the server's)
-DRIPS = [
+PEERS = [
     ("sparql-answer", "kb_sparql", {"QUERY_SECONDS": 1.0}, EXTRACT[:1] + ["--sparql", "URL/sparql"] + EXTRACT[3:]),
     ("llm-answer", "llm_backends", {"CALL_SECONDS": 1.0},
      ["build", "--llm", "openai:drip", "--countries", "IT", "--concepts", "cuisine", "--prompt-sets", "cube-awareness"]),
     ("official-download", "importers", {"FILE_SECONDS": 1.0}, ["import", "cube-1k", "URL/cube_1k.json"]),
 ]
+#: Each peer dripping its body, then its headers: (id, module, limits, args, headers)
+DRIPS = [(f"{c[0]}{'-headers' if headers else ''}", *c[1:], headers) for headers in (False, True) for c in PEERS]
 
 
-@pytest.mark.parametrize("module, limits, args", [pytest.param(*c[1:], id=c[0]) for c in DRIPS])
-def test_a_dripping_peer_ends_the_command_at_its_deadline(capsys, tmp_path, monkeypatch, module, limits, args):
+@pytest.mark.parametrize("module, limits, args, headers", [pytest.param(*c[1:], id=c[0]) for c in DRIPS])
+def test_a_dripping_peer_ends_the_command_at_its_deadline(capsys, tmp_path, monkeypatch, module, limits, args, headers):
     import importlib
 
     target = importlib.import_module(f"cultureboard.builder.{module}")
     for name, seconds in limits.items():
         monkeypatch.setattr(target, name, seconds)
-    with DripServer() as server:
+    with DripServer(headers=headers) as server:
         monkeypatch.setenv("CULTUREBOARD_LLM_BASE_URL", server.url + "/v1")
         monkeypatch.setenv("CULTUREBOARD_LLM_API_KEY", "sk-test")
         code = finishes(lambda: main([a.replace("URL", server.url) for a in args] + ["--out", str(tmp_path / "out")]))
