@@ -357,3 +357,19 @@ def test_from_common_rejects_other_questions_and_missing_relevance(prompts, tmp_
         from_common(rows.assign(question=rows["question"].replace("realism", "overall")))
     with pytest.raises(CultureboardError, match="gave no relevance answer for 1 image"):
         from_common(rows.drop(index=rows.index[0]))
+
+
+def test_ratings_of_prompts_without_a_country_are_one_line_through_the_cli(tmp_path, capsys):
+    """CUBE's tables are per country: ratings of a prompt set whose prompts name none (a global diversity prompt)
+    are refused in one line naming the file, not a traceback, and nothing is written."""
+    from cultureboard.cli import main
+
+    prompts = [{**_prompt(pid, "JP", "cuisine"), "country": None} for pid in ("jp/sushi", "jp/torii")]
+    prompts.append({**_prompt("it/pizza", "IT", "cuisine", n=2), "country": None})
+    dataset = write_tiny_dataset(tmp_path / "dataset", {SET: prompts})
+    ratings = write_csv(tmp_path / "r.csv", RATINGS)
+    code = main(["import", "ratings", str(ratings), "--study", "cube", "--dataset", str(dataset), "--prompt-set", SET,
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code != 0 and "r.csv: rates images of prompt set 'tiny-cube', whose prompts name no country" in err, err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()

@@ -263,6 +263,10 @@ def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: 
     prompts = read_prompt_set(dataset, prompt_set)
     rows = import_study("cube", path, prompts=prompts, submissions=submissions, rated_in={"submissions": submissions})
     ratings = from_common(rows)
+    if "country" not in ratings or ratings["country"].isna().all():
+        raise CultureboardError(path, f"rates images of prompt set {prompt_set!r}, whose prompts name no country: "
+                                "CUBE's tables are per country",
+                                "import the ratings of a prompt set whose prompts have countries (cube-awareness)")
     items = consensus(ratings)
     provenance = {"ratings": path.name, "ratings_sha256": file_sha256(path), "prompt_set": prompt_set,
                   "dataset_revision": local_revision(dataset), **code_provenance(("numpy", "pandas", "scipy"))}
