@@ -42,7 +42,7 @@ from ..results.aggregate import CI_METHOD, SLICE_TYPES, summarize, unit_values
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
-from .cache import Cache
+from .cache import ONE_PASS_EACH, Cache
 from .context import SLICE_FIELDS, Context, Image
 from .parity import is_parity
 from .registry import Family, PromptSetSpec, family_of, options_dict, parse_options
@@ -159,7 +159,10 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
                     "references_revision": references_revision(dataset) if ctx.used_references else None},
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD},
+        # forward_passes: model outputs computed one input a pass (values differ in the last bits from the batched
+        # runs of earlier versions, so those are never ranked with these: the site compares every setting)
+        "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD,
+                     "forward_passes": ONE_PASS_EACH["computed"]},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }
