@@ -31,12 +31,22 @@ def read_some(pipe, size: int) -> bytes:
     return os.read(pipe.fileno(), size)
 
 
-def read_to_end(pipe) -> bytes:
-    """All of a worker's output, each wait bounded as :func:`read_some`'s."""
-    parts = []
-    while piece := read_some(pipe, 1 << 16):
-        parts.append(piece)
-    return b"".join(parts)
+def read_all(pipes: list) -> list[bytes]:
+    """All the output of several workers' pipes, read together as it comes (no worker waits on a full pipe while
+    another is read); :class:`WorkerStalled` when none of those still open sent anything for :data:`STALL_SECONDS`."""
+    parts: dict = {pipe: [] for pipe in pipes}
+    open_ = list(pipes)
+    while open_:
+        ready, _, _ = select.select(open_, [], [], STALL_SECONDS)
+        if not ready:
+            raise WorkerStalled(f"sent nothing for {STALL_SECONDS:g} s")
+        for pipe in ready:
+            piece = os.read(pipe.fileno(), 1 << 16)
+            if piece:
+                parts[pipe].append(piece)
+            else:  # its end
+                open_.remove(pipe)
+    return [b"".join(parts[pipe]) for pipe in pipes]
 
 
 def wait_for(proc: subprocess.Popen) -> int:

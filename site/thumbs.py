@@ -34,7 +34,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cultureboard.workers import WorkerStalled, read_to_end, wait_for
+from cultureboard.workers import WorkerStalled, read_all, wait_for
 from cultureboard.errors import CultureboardError
 
 THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the speed of 0, files near the size of 4
@@ -279,12 +279,12 @@ def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str 
              for task, err in zip(tasks, errors)]
     try:
         answers = []
-        for proc, part, err in zip(procs, parts, errors):
-            try:  # a status line per job: a worker silent for STALL_SECONDS is hung, and killed below
-                text = read_to_end(proc.stdout)  # ends when the worker exits, however it exits
-                code = wait_for(proc)
-            except WorkerStalled as exc:
-                raise CultureboardError("a thumbnail worker process", f"is alive but {exc} (hung)", _FIX) from None
+        try:  # a status line per job, every worker read at once: one silent for STALL_SECONDS is hung, killed below
+            texts = read_all([proc.stdout for proc in procs])  # each ends when its worker exits, however it exits
+            codes = [wait_for(proc) for proc in procs]
+        except WorkerStalled as exc:
+            raise CultureboardError("a thumbnail worker process", f"is alive but {exc} (hung)", _FIX) from None
+        for text, code, part, err in zip(texts, codes, parts, errors):
             done = _statuses(text) if code == 0 else None
             if not isinstance(done, list) or len(done) != len(part):
                 err.seek(0)
