@@ -232,7 +232,7 @@ def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dic
                   current=n)
     statuses = [row["image"]["status"] for row in rows]
     return {"image_pages": links, "n_images": len(rows), "fetched": "not fetched" not in statuses,
-            "missing": sum(s in ("missing", "unreadable") for s in statuses)}
+            "missing": sum(s in ("missing", "unreadable", "unverified") for s in statuses)}
 
 
 def _json(text: str):

@@ -30,12 +30,13 @@ from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model
 from . import plots
 from .board import Board
 from .leaderboards import gap_badge, prompt_set_page
-from .names import display_name, model_page, slice_name, slice_order, slice_path
+from .names import direction_text, display_name, model_page, slice_name, slice_order, slice_path, sort_rule
 from .write import Column, Site
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-UNDER = {"label": "under-represented", "title": "The whole 95% CI of this country's gap (its mean minus the model's "
-         "mean over all prompts) lies on the headline's worse side of zero: the model serves it worse than its average."}
+UNDER = {"label": "under-represented", "title": "This country's gap (its mean minus the model's mean over all "
+         "prompts) lies on the headline's worse side of zero with a Benjamini-Hochberg q below 0.05: the model serves "
+         "it worse than its average."}
 #: The id ``generate`` gives a local pipeline folder: no Hub page.
 LOCAL_ID = "local/"
 
@@ -98,15 +99,14 @@ def _prompt_set_table(board: Board, results: list, image_pages: dict[str, str]) 
 def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict]]:
     """One row per country any submission has a headline slice for; one column per submission (its prompt set's
     headline, best-first sorting by the metric's direction), a cell badged where the country is under-represented
-    (:meth:`Board.under_represented`: the gap's whole CI on the headline's worse side of zero)."""
+    (:meth:`Board.under_represented`: the gap on the headline's worse side of zero, BH q < 0.05)."""
     columns = [Column("country", "Country", "link", sticky=True)]
     countries: set[str] = set()
     for i, r in enumerate(results):
         metric = _headline(board, r)
         card = board.cards[metric]
-        columns.append(Column(f"s{i}", f"{r.prompt_set}: {card['title']}", "score", f"{r.sid}: {metric}, "
-                              f"{card['direction']} is better", better=card["direction"]
-                              if card["direction"] in ("higher", "lower") else None))
+        columns.append(Column(f"s{i}", f"{r.prompt_set}: {card['title']}", "score",
+                              f"{r.sid}: {metric}, {direction_text(card)}", **sort_rule(card)))
         countries |= {s for (m, t, s) in r.entries if m == metric and t == "country"}
     under = [set(board.under_represented(r, _headline(board, r))) for r in results]
     rows = []

@@ -85,7 +85,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order)
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
-                          "trust_page": bool(board.trust), "galleries": {}}, previous=out)
+                          "galleries": {}}, previous=out)
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
         media, keep_media, unverified = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
