@@ -291,7 +291,7 @@ class CommonsAPI:
 
     def _describe(self, title: str, renamed: dict[str, str], pages: dict[str, dict]) -> CommonsFile | str:
         final = title
-        for _ in range(MAX_RENAMES):
+        for _ in range(MAX_RENAMES + 1):  # a chain of MAX_RENAMES renames, then the check that ends it
             if renamed.get(final, final) == final:
                 break
             final = renamed[final]

