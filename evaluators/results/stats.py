@@ -55,7 +55,7 @@ def bootstrap_ci(
     Raises:
         ValueError: no prompts, a prompt without values, a non-finite value, n_boot < 1, level not in (0, 1).
     """
-    value, replicates = _prompt_replicates(values_by_prompt, statistic, n_boot, level, seed)
+    value, replicates, _ = _prompt_replicates(values_by_prompt, statistic, n_boot, level, seed)
     return ConfidenceInterval(value, *percentile_interval(replicates, level))
 
 
@@ -65,9 +65,8 @@ def paired_test(values_by_prompt: Mapping[str, Sequence[float]] | Sequence[Seque
     two-sided sign-flip permutation p-value of "the mean equals ``null``" (:func:`sign_flip_p`), exact under a
     null symmetric about ``null`` whatever the number of pairs (a bootstrap p of a mean over 5-10 pairs is too
     small). p is None (untested) when every :math:`d_i` equals ``null`` or there is a single pair."""
-    value, replicates = _prompt_replicates(values_by_prompt, np.mean, n_boot, level, seed)
-    items = values_by_prompt.values() if isinstance(values_by_prompt, Mapping) else values_by_prompt
-    centred = np.array([_unit_mean(i, v) for i, v in enumerate(items)]) - null
+    value, replicates, means = _prompt_replicates(values_by_prompt, np.mean, n_boot, level, seed)
+    centred = means - null
     tested = len(centred) > 1 and np.abs(centred).max() > 0
     p = sign_flip_p(centred, n_boot, np.random.default_rng([seed, 1])) if tested else None
     return ConfidenceInterval(value, *percentile_interval(replicates, level)), p
@@ -84,8 +83,9 @@ def sign_flip_p(centred: np.ndarray, n_perm: int, rng: np.random.Generator) -> f
     return float((1 + (null >= abs(centred.mean()) - 1e-12).sum()) / (n_perm + 1))
 
 
-def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float, seed: int) -> tuple[float, np.ndarray]:
-    """(statistic over the per-prompt means, its ``n_boot`` bootstrap replicates over prompts)."""
+def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float,
+                       seed: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """(statistic over the per-prompt means, its ``n_boot`` bootstrap replicates over prompts, the means)."""
     _check_bootstrap(n_boot, level)
     items = values_by_prompt.items() if isinstance(values_by_prompt, Mapping) else enumerate(values_by_prompt)
     means = [_unit_mean(prompt, values) for prompt, values in items]
@@ -93,7 +93,7 @@ def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float, s
         raise ValueError("no prompts: a confidence interval needs at least one prompt")
     means = np.asarray(means)
     replicates = statistic(means[resample_indices(len(means), n_boot, np.random.default_rng(seed))], axis=1)
-    return float(statistic(means)), replicates
+    return float(statistic(means)), replicates, means
 
 
 def cluster_bootstrap_ci(values_by_unit: Sequence[Sequence[float]], clusters: Sequence, n_boot: int = 1000,
