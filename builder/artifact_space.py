@@ -74,9 +74,11 @@ def open_knowledge_base(dump: str | None, sparql: str | None, country_qids: list
 
 def extract(
     *, dump: str | None = None, sparql: str | None = None, concepts: list[str], countries: list[str],
-    hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01,
+    hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01, native_labels: bool = False,
 ) -> tuple[list[dict], dict]:
-    """Artifact rows plus a report of how they were found (source, counts, malformed lines)."""
+    """Artifact rows plus a report of how they were found (source, counts, malformed lines), and with
+    ``native_labels`` the artifacts' Wikidata labels in the countries' languages (for the native prompt variants:
+    read only when one is built)."""
     concepts, countries = option_list(concepts, "concepts"), option_list(countries, "countries")
     hops, max_malformed = option_int(hops, "hops", 1), option_fraction(max_malformed, "max_malformed")
     selected = select_concepts(load_concepts(concepts_file), concepts)
@@ -85,7 +87,8 @@ def extract(
     kb = open_knowledge_base(dump, sparql, [c.qid for c in wanted], max_malformed, roots)
     with contextlib.closing(kb):
         rows, traversal = extract_artifacts(kb, selected, wanted, hops)
-        labels = kb.native_labels(sorted({r["qid"] for r in rows}), sorted({t for c in wanted for t in c.languages}))
+        labels = (kb.native_labels(sorted({r["qid"] for r in rows}), sorted({t for c in wanted for t in c.languages}))
+                  if native_labels else None)
     report = {
         "source": {"dump": str(dump)} if dump else {"sparql": sparql},
         "concepts": {c.name: [r.qid for r in c.roots] for c in selected},
@@ -93,9 +96,9 @@ def extract(
         "hops": hops,
         "traversal": dataclasses.asdict(traversal),
         "artifacts": len(rows),
-        # {qid: {BCP 47 tag: label}} in the languages of the requested countries (for the native prompt variants)
-        "native_labels": {q: dict(sorted(labels[q].items())) for q in sorted(labels, key=qid_number)},
     }
+    if labels is not None:  # {qid: {BCP 47 tag: label}} in the languages of the requested countries
+        report["native_labels"] = {q: dict(sorted(labels[q].items())) for q in sorted(labels, key=qid_number)}
     if dump:
         report["dump"] = dataclasses.asdict(kb.report)
     else:

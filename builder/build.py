@@ -159,7 +159,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
 
     space, extraction = artifact_space.extract(
         dump=o["dump"], sparql=o["sparql"], concepts=o["concepts"], countries=o["countries"], hops=o["hops"],
-        concepts_file=o["concepts_file"], max_malformed=o["max_malformed"],
+        concepts_file=o["concepts_file"], max_malformed=o["max_malformed"], native_labels=bool(natives),
     )
     with tempfile.TemporaryDirectory(prefix="cultureboard-llm-") as scratch:
         cache_path = Path(scratch) / "cache.jsonl"

@@ -54,15 +54,16 @@ def test_country_languages_are_bcp47_and_a_malformed_one_is_a_clear_error():
 
 def test_wikidata_labels_in_the_countries_languages_from_the_dump_and_from_sparql(tmp_path):
     """Both knowledge-base paths read the sample dump's Spanish labels, and only in the requested languages."""
-    args = dict(concepts=["cuisine", "landmarks", "art"], countries=["ES", "MX", "NG"])
+    args = dict(concepts=["cuisine", "landmarks", "art"], countries=["ES", "MX", "NG"], native_labels=True)
     _, via_dump = extract(dump=str(sample_dump_path()), **args)
     with OxigraphServer(sample_dump_path(), tmp_path) as url:
         _, via_sparql = extract(sparql=url, **args)
     assert via_dump["native_labels"] == via_sparql["native_labels"]
     assert via_dump["native_labels"]["Q212121"] == {"es": "paella"}
     assert via_dump["native_labels"]["Q171517"] == {"es": "Palacio Real de Madrid"}
-    _, italy = extract(dump=str(sample_dump_path()), concepts=["cuisine"], countries=["IT"])
+    _, italy = extract(dump=str(sample_dump_path()), concepts=["cuisine"], countries=["IT"], native_labels=True)
     assert italy["native_labels"] == {}  # no Italian label in the sample; Spanish ones are not asked for
+    assert "native_labels" not in extract(dump=str(sample_dump_path()), **{**args, "native_labels": False})[1]
 
 
 def test_a_label_in_the_tag_itself_wins_over_one_in_its_language_subtag():
