@@ -44,6 +44,7 @@ from cultureboard.provenance import code_provenance, file_sha256
 from ..agreement import agreement
 from ..ratings_files import read_records
 from ..ratings_format import to_table
+from ..stats import goodness
 from ..trust import human_means, rated_results, trust_map, usable_scores, with_region_group
 from . import import_study, register_study
 
@@ -205,8 +206,8 @@ def correlations(rows: pd.DataFrame, results: str | Path, n_boot: int = 1000, se
                               "rho": overall["rho"], "low": overall["rho_low"], "high": overall["rho_high"],
                               "sign": sign, "rho_as_printed": None if overall["rho"] is None else sign * overall["rho"]})
                 if card.get("direction") == "target":  # the board ranks |value - target|: judge that
-                    judged = trust_map(pairs.assign(metric=(pairs["metric"] - card["target"]).abs()),
-                                       higher_is_better=False, n_boot=n_boot, seed=seed)
+                    judged = trust_map(pairs.assign(metric=goodness(pairs["metric"], "target", card["target"])),
+                                       n_boot=n_boot, seed=seed)
                 if card.get("direction", "none") != "none" and stands_for(card) == question:
                     trust += [{"submission": sid, "metric": metric, "human": gold, **row} for row in judged]
     return {"correlations": sorted(found, key=lambda r: (r["table"], r["scorer"], r["metric"], r["submission"],
