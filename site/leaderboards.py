@@ -82,7 +82,7 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                "_marks": marks(board, r, metrics, slice_type, slice_)}
         if any(c.key == "spread" for c in columns):
             row["spread"] = board.spread(group, r, metrics[0])
-            if badge := _entangled_badge(e for v in variants for e in board.entangled(r, v)):
+            if badge := entangled_badge(e for v in variants for e in board.entangled(r, v)):
                 row["_marks"]["spread"] = badge
         if r.control:
             row["_control"] = r.control
@@ -110,7 +110,7 @@ CONTROLS = {
 def marks(board: Board, r, metrics: list[str], slice_type: str, slice_: str) -> dict[str, list[dict]]:
     """Per-cell badges: the scorer of a metric shares training data with the submission (entanglement); a
     language-parity gap that differs from 0 (:func:`gap_badge`)."""
-    out = {m: badge for m in metrics if (badge := _entangled_badge(board.entangled(r, m)))}
+    out = {m: badge for m in metrics if (badge := entangled_badge(board.entangled(r, m)))}
     for m in metrics:
         if badge := gap_badge(r.entries.get((m, slice_type, slice_))):
             out[m] = out.get(m, []) + badge
@@ -127,7 +127,7 @@ def gap_badge(entry: dict | None) -> list[dict]:
              f"their English originals: the gap differs from 0 (bootstrap test, Benjamini-Hochberg q = {q:.3f})."}]
 
 
-def _entangled_badge(found) -> list[dict]:
+def entangled_badge(found) -> list[dict]:
     """The "entangled" badge naming each {scorer, corpora} of ``found`` (:meth:`Board.entangled`); none if empty."""
     what = "; ".join(dict.fromkeys(f"{e['scorer']} was trained on {', '.join(e['corpora'])}" for e in found))
     return [{"label": "entangled", "title": f"Shared training data: {what}, and the model declares it too; the score "

@@ -29,7 +29,7 @@ from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model
 
 from . import plots
 from .board import Board
-from .leaderboards import gap_badge, prompt_set_page
+from .leaderboards import entangled_badge, gap_badge, prompt_set_page
 from .names import direction_text, display_name, model_page, slice_name, slice_order, slice_path, sort_rule
 from .write import Column, Site
 
@@ -84,15 +84,13 @@ def _prompt_set_table(board: Board, results: list, image_pages: dict[str, str]) 
     rows = []
     for r in results:
         metric = _headline(board, r)
-        found = board.entangled(r, metric)
-        marks = {"headline": [{"label": "entangled", "title": "The model declares training data that its scorers were "
-                               "trained on too: " + "; ".join(f"{f['scorer']}: {', '.join(f['corpora'])}" for f in found)}]}
+        badge = entangled_badge(board.entangled(r, metric))
         rows.append({"prompt_set": {"text": r.prompt_set, "href": prompt_set_page(r.prompt_set)},
                      "submission": {"text": r.sid, "href": f"model/{r.sid}.html"},
                      "metric": {"text": board.cards[metric]["title"], "href": f"metric/{metric}.html"},
                      "headline": r.entries.get((metric, "overall", "all")),
                      "rank": board.ranks(board.group_of[r.sid], metric, "overall", "all").get(r.sid),
-                     "images": {"text": "browse", "href": image_pages[r.sid]}} | ({"_marks": marks} if found else {}))
+                     "images": {"text": "browse", "href": image_pages[r.sid]}} | ({"_marks": {"headline": badge}} if badge else {}))
     return columns, rows
 
 
