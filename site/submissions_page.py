@@ -24,6 +24,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import operator
 import os
 import stat
 from pathlib import Path
@@ -90,8 +91,8 @@ def validation_key(folder: Path, siblings: list[Path], shared: str) -> str:
     """sha256 of what validating ``folder`` depends on (the module docstring), ``shared`` the dataset's and the
     code's part. ``siblings``: the folders whose names give the same ``<org>__<model>`` (``folder`` among them); a
     folder whose submission.yaml names another model is invalid by its name before any sibling is compared."""
-    h = hashlib.sha256(shared.encode())
-    h.update(json.dumps(_tree(folder)).encode())
+    h = hashlib.sha256(shared.encode(errors="surrogateescape"))
+    h.update(_tree(folder).encode(errors="surrogateescape"))
     for name in (SUBMISSION_YAML, METADATA):
         h.update(_digest(folder / name).encode())
     for sibling in siblings:
@@ -118,32 +119,45 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def _signature(path: Path) -> list | None:
-    """What a change to ``path`` changes: its type, permissions, size, times, inode and link count (not followed)."""
+def _signature(path: str | Path) -> str:
+    """What a change to ``path`` changes: its type and permissions, size, times, inode and link count (not
+    followed), or "-" when it cannot be read."""
     try:
-        st = os.lstat(path)
+        return _stat_text(os.lstat(path))
     except OSError:
-        return None
-    return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink]
+        return "-"
 
 
-def _tree(root: Path) -> list:
-    """[relative path, signature] of ``root`` and everything under it, links not followed, in name order."""
-    out, stack = [["", _signature(root)]], [("", root)]
+def _stat_text(st: os.stat_result) -> str:
+    return f"{st.st_mode},{st.st_size},{st.st_mtime_ns},{st.st_ctime_ns},{st.st_ino},{st.st_nlink}"
+
+
+def _tree(root: str | Path) -> str:
+    """``root`` and everything under it, links not followed: one ``relative path NUL signature`` (:func:`_signature`)
+    an entry, joined by line breaks, parents before their entries and each folder's entries in name order. A
+    name holds no NUL and a signature no line break or NUL, so two trees give the same text only when they are
+    the same."""
+    lines, stack = ["\0" + _signature(root)], [("", os.fspath(root))]
     while stack:
         prefix, folder = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_name)
         except OSError:
             continue
         for e in entries:
-            st = e.stat(follow_symlinks=False)
-            out.append([prefix + e.name, [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-                                          st.st_nlink]])
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                lines.append(f"{prefix}{e.name}\0-")
+                continue
+            lines.append(f"{prefix}{e.name}\0{_stat_text(st)}")
             if stat.S_ISDIR(st.st_mode):
-                stack.append((prefix + e.name + "/", Path(e.path)))
-    return sorted(out)
+                stack.append((f"{prefix}{e.name}/", e.path))
+    return "\n".join(lines)
+
+
+_name = operator.attrgetter("name")
 
 
 def _digest(path: Path) -> str:

@@ -276,6 +276,10 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # as CI reads prompt_set.dataset
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: 19 digits in a row: the least an integer beyond 64 bits has, the one value that parse_metadata_line lets through
+#: and json_problems finds (JSON keys are strings; NaN and infinity are refused while parsing), so a line
+#: without it needs no json_problems walk
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
 
 
 def _printable(text: str) -> str:
@@ -361,12 +365,19 @@ def _check_image(root: Path, limits: Limits, size: tuple[int, int] | None, full_
     return out
 
 
+def _check_images(root: Path, limits: Limits, size: tuple[int, int] | None, full_decode: bool,
+                  items: list[tuple[str, int, str | None]]) -> list[Problem]:
+    """:func:`_check_image` of each item, their problems in the items' order."""
+    return [problem for item in items for problem in _check_image(root, limits, size, full_decode, item)]
+
+
 # ------------------------------------------------------------------------------------ the validation
 
 _MISSING = object()
 _SECTIONS = sorted({f.path.split(".")[0] for f in FIELDS if "." in f.path})
 _KNOWN = {f.path for f in FIELDS} | set(_SECTIONS)
 _FREE = {f.path for f in FIELDS if f.type is dict}  # mappings whose keys are the submitter's
+_METADATA_NAMES = frozenset(f.name for f in METADATA_FIELDS)
 
 
 def _yaml_lines(root: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]]]:
@@ -440,7 +451,7 @@ class _Validation:
         while stack:
             folder = stack.pop()
             try:
-                entries = sorted(os.scandir(self.root / folder), key=lambda e: e.name)
+                entries = sorted(os.scandir(os.path.join(self.root, folder)), key=lambda e: e.name)
             except OSError as exc:
                 self.error("file.unreadable", folder or ".", f"cannot be listed ({exc.strerror})", "check its permissions")
                 continue
@@ -519,6 +530,8 @@ class _Validation:
     # --- text
 
     def text(self, where: str, name: str, value: str, limit: int, multiline: bool = False) -> None:
+        if len(value) <= limit and not _UNSAFE.search(value):
+            return  # nothing to report (_UNSAFE is _CONTROL and _BIDI together): one search for most strings
         if m := _BIDI.search(value):
             self.error("safety.bidi_override", where, f"{name} contains the bidirectional control U+{ord(m[0]):04X}",
                        "remove it; it can make the text display differently from what it says")
@@ -704,7 +717,9 @@ class _Validation:
         whose submission.yaml cannot be read is skipped (its own validation reports it); so are controls."""
         if not isinstance(spec, dict) or get(spec, "control") is not None or not (key := model_key(spec)):
             return
-        for sibling in sorted(self.root.parent.iterdir()) if self.root.parent.is_dir() else ():
+        parent = self.root.parent
+        names = sorted(n for n in os.listdir(parent) if n.startswith(key)) if parent.is_dir() else []
+        for sibling in (parent / n for n in names):  # a sibling's name is the model's key, with a tag or without
             other = _sibling_spec(sibling, self.root, key, self.limits.max_yaml_bytes)
             if other is None:
                 continue
@@ -772,7 +787,6 @@ class _Validation:
         seen: dict[bytes, int] = {}
         unknown: dict[str, list[int]] = {}  # key -> [first line, lines]; at most _UNKNOWN_KEYS keys, the rest counted
         more_unknown = 0
-        known = {f.name for f in METADATA_FIELDS}
         with fh:
             for n, raw, length in metadata_lines(fh, self.limits.max_line_bytes):
                 where = f"{METADATA}:{n}"
@@ -795,7 +809,7 @@ class _Validation:
                     continue
                 seen[digest] = n
                 for key in obj:
-                    if key in known:
+                    if key in _METADATA_NAMES:
                         continue
                     if key in unknown:
                         unknown[key][1] += 1
@@ -840,7 +854,7 @@ class _Validation:
             self.error("metadata.not_object", where, f"is {type(obj).__name__}, not a JSON object",
                        'write {"file_name": ..., "prompt_id": ..., ...} objects, one per line')
             return None
-        bad = json_problems(obj)
+        bad = json_problems(obj) if _LONG_NUMBER.search(raw) else None
         if bad:
             self.error("metadata.bad_json", where, f"{bad[0][0]} {bad[0][1]}", "write integers within 64 bits")
             return None
@@ -864,7 +878,8 @@ class _Validation:
             else:
                 row[f.name] = value
         for key, value in obj.items():
-            self.text(where, f"key {_show(key, 30)}", key, self.limits.max_name_chars)
+            if key not in _METADATA_NAMES:  # the format's own names are short and printable
+                self.text(where, f"key {_show(key, 30)}", key, self.limits.max_name_chars)
             if isinstance(value, str):
                 self.text(where, key if key in row else f"key {_show(key, 30)}'s value", value, self.limits.max_name_chars)
         if row.get("refused") is False or (row.get("reason") is not None and not refusal):
@@ -1019,8 +1034,11 @@ class _Validation:
             elif location is not None and not self.flagged.intersection(map(str, (name, *PurePosixPath(name).parents))):
                 self.error("file.missing", f"{METADATA}:{n}", f"lists {_show(name)}, which does not exist",
                            "add the image, or correct file_name")
-        with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as pool:
-            for problems in pool.map(partial(_check_image, self.root, self.limits, size, full_decode), todo):
+        threads = workers or min(8, os.cpu_count() or 1)
+        step = max(1, -(-len(todo) // (4 * threads)))  # a few batches a thread: small images cost less than handing out one
+        check = partial(_check_images, self.root, self.limits, size, full_decode)
+        with ThreadPoolExecutor(threads) as pool:
+            for problems in pool.map(check, [todo[i: i + step] for i in range(0, len(todo), step)]):
                 for problem in problems:
                     self.add(problem)
         self.checked_images = len(todo)
