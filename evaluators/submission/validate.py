@@ -175,6 +175,12 @@ CODES: dict[str, str] = {
 }
 
 
+#: The codes of the one finding that reads the clock: a date in the future (``schema.bad_date``, whose code also
+#: covers a malformed date). Such a date becomes a past one as days pass, never the reverse, so a report without
+#: these codes is the report of any later day (:attr:`Report.dated`).
+DATED_CODES = frozenset({"schema.bad_date"})
+
+
 @dataclass(frozen=True)
 class Limits:
     """Limits on files and text; the defaults fit 512-2048 px generations."""
@@ -232,6 +238,12 @@ class Report:
     @property
     def valid(self) -> bool:
         return self.count("error") == 0
+
+    @property
+    def dated(self) -> bool:
+        """Whether a later day could report otherwise: a problem of :data:`DATED_CODES`, kept or omitted."""
+        return (any(p.code in DATED_CODES for p in self.problems)
+                or any(code in DATED_CODES for codes in self.omitted.values() for code in codes))
 
     @classmethod
     def combined(cls, reports: list[Report]) -> Report:
