@@ -259,6 +259,10 @@ BROKEN = [
      at("contact:"), {}),
     ("bidi-isolate-in-metadata", rows_edit(lambda r: r[0].update(file_name="images/\u2066x.png")), "safety.bidi_override",
      LINE(1), {}),
+    ("bidi-override-in-unknown-key", rows_edit(lambda r: r[0].update({"no\u202ete": 1})), "safety.bidi_override",
+     LINE(1), {}),
+    # 19 digits: the shortest integer beyond 64 bits (a line is walked for such values only when it has 19 in a row)
+    ("seed-of-two-to-the-63", rows_edit(lambda r: r[0].update(seed=2**63)), "metadata.bad_json", LINE(1), {}),
     ("over-long-field", spec_edit(lambda s: s.update(contact="x" * 300)), "safety.too_long", at("contact:"), {}),
     ("over-long-training-data", spec_edit(lambda s: s["model"].update(training_data="a" * 2001)), "safety.too_long",
      at("  training_data:"), {}),
