@@ -333,6 +333,17 @@ def test_broken_submission(sub, dataset, mutate, code, file, options):
     assert {p.code for p in report.problems} <= set(CODES)
 
 
+@pytest.mark.parametrize("workers", [1, 4])
+def test_image_problems_come_in_the_order_of_their_lines(sub, dataset, workers):
+    """However the images are shared among threads, each image's problems come in metadata.jsonl's order."""
+    rows = read_rows(sub)
+    for line in (12, 1, 6):
+        (sub / rows[line - 1]["file_name"]).write_bytes(png_bytes((5, 5, 5), (32, 32)))
+    report = run(sub, dataset, {"workers": workers})
+    assert [p.file for p in report.problems if p.code == "file.too_small"] == [
+        rows[line - 1]["file_name"] for line in (1, 6, 12)]
+
+
 def test_corpus_is_large_and_distinct():
     assert len(BROKEN) >= 30
     assert len({case[0] for case in BROKEN}) == len(BROKEN)
