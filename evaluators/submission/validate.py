@@ -815,7 +815,7 @@ class _Validation:
                 obj = self.parse_line(where, raw)
                 if obj is None:
                     continue
-                digest = hashlib.blake2b(json.dumps(obj, sort_keys=True).encode(), digest_size=16).digest()
+                digest = hashlib.blake2b(_CANONICAL.encode(obj).encode(), digest_size=16).digest()
                 if digest in seen:
                     self.error("metadata.duplicate_line", where, f"repeats line {seen[digest]}", "delete the repeated line")
                     continue
@@ -1058,6 +1058,7 @@ class _Validation:
 
 
 _UNKNOWN_KEYS = 100  # distinct unknown metadata keys reported one by one
+_CANONICAL = json.JSONEncoder(sort_keys=True)  # a line's content, whatever its key order (json.dumps's own encoding)
 
 
 def _chain_root(pid: str, prompts: dict[str, dict]) -> str:
