@@ -288,6 +288,7 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # as CI reads prompt_set.dataset
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DRIVE = re.compile(r"[A-Za-z]:")  # a Windows path's drive
 #: 19 digits in a row: the least an integer beyond 64 bits has, the one value that parse_metadata_line lets through
 #: and json_problems finds (JSON keys are strings; NaN and infinity are refused while parsing), so a line
 #: without it needs no json_problems walk
@@ -311,11 +312,12 @@ def _problem(severity: str, code: str, file: str, message: str, fix: str) -> Pro
 
 def _path_problem(name: str) -> tuple[str, str] | None:
     """(code, message) when a file_name is not a plain relative path inside the folder."""
-    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+    if name.startswith("/") or _DRIVE.match(name):
         return "safety.absolute_path", f"file_name {_show(name)} is an absolute path"
-    if ".." in name.split("/"):
+    parts = name.split("/")
+    if ".." in parts:
         return "safety.path_escape", f"file_name {_show(name)} escapes the submission folder with '..'"
-    if "\\" in name or any(part in ("", ".") for part in name.split("/")):
+    if "\\" in name or "" in parts or "." in parts:
         return "safety.bad_path", f"file_name {_show(name)} has backslashes, empty or '.' components"
     return None
 
