@@ -610,3 +610,25 @@ def test_other_models_controls_and_unreadable_siblings_are_not_compared(sub, dat
     sibling(sub, f"{SUBMISSION_ID}__ctl", lambda s: (differ(s), s.update(control="text-only")))
     (sibling(sub, f"{SUBMISSION_ID}__broken") / "submission.yaml").write_text("model: [unclosed\n")
     assert mismatches(sub, dataset) == []
+
+
+def test_a_prompt_set_is_read_once_while_its_files_stay_the_same(sub, dataset, tmp_path, monkeypatch):
+    """Validations against one dataset share its prompt set's rows, read again when a file of data/<name>/ changes
+    or another dataset folder is given."""
+    import pyarrow.parquet as pq
+
+    from cultureboard.dataset_folder import read_prompt_set
+    from cultureboard.evaluators.submission import validate as module
+
+    reads: list[Path] = []
+    monkeypatch.setattr(module, "_PROMPT_SETS", {})
+    monkeypatch.setattr(module, "read_prompt_set", lambda folder, name: reads.append(folder) or read_prompt_set(folder, name))
+    assert validate(sub, dataset).valid and validate(sub, dataset).valid
+    assert reads == [dataset]
+    copy = Path(shutil.copytree(dataset, tmp_path / "copy"))
+    assert validate(sub, copy).valid and reads == [dataset, copy]
+    shard = min((copy / "data" / "tiny").glob("*.parquet"))
+    table = pq.read_table(shard)
+    pq.write_table(table.slice(0, table.num_rows - 1), shard)  # its last prompt is gone
+    report = validate(sub, copy)
+    assert reads == [dataset, copy, copy] and "coverage.unknown_prompt" in {p.code for p in report.problems}

@@ -763,7 +763,7 @@ class _Validation:
                        f"dataset {dataset.name}{DidYouMean(sets)(name)}", f"use one of its prompt sets: {', '.join(sets)}")
             return None
         try:
-            rows = read_prompt_set(dataset, name)
+            rows = _prompt_rows(dataset, name)
         except CultureboardError as exc:
             self.error("schema.unknown_prompt_set", self.at("prompt_set.name"), f"{exc.source}: {exc.problem}", exc.fix)
             return None
@@ -1061,6 +1061,35 @@ class _Validation:
 
 _UNKNOWN_KEYS = 100  # distinct unknown metadata keys reported one by one
 _CANONICAL = json.JSONEncoder(sort_keys=True)  # a line's content, whatever its key order (json.dumps's own encoding)
+
+
+#: The rows of the prompt sets read lately (:func:`_prompt_rows`), at most _PROMPT_SETS_KEPT.
+_PROMPT_SETS: dict[tuple, list[dict]] = {}
+_PROMPT_SETS_KEPT = 8
+
+
+def _prompt_rows(dataset: Path, name: str) -> list[dict]:
+    """:func:`~cultureboard.dataset_folder.read_prompt_set`, read once for the folders validated against one
+    dataset (a site build validates hundreds). Remembered under the dataset folder's real path, ``name`` and the
+    entries of ``data/<name>/`` (name, type, size, times, inode and link count of each): read_prompt_set reads
+    the parquet files there, so any change to what it reads changes the key. An error is never remembered. The
+    rows are shared by the validations that use them, which only read them."""
+    try:
+        with os.scandir(dataset / "data" / name) as it:
+            files = sorted((e.name, _signature(e.stat(follow_symlinks=False))) for e in it)
+        key = (os.path.realpath(dataset), name, tuple(files))
+    except OSError:
+        return read_prompt_set(dataset, name)  # it says what is wrong
+    if key not in _PROMPT_SETS:
+        rows = read_prompt_set(dataset, name)
+        if len(_PROMPT_SETS) >= _PROMPT_SETS_KEPT:
+            _PROMPT_SETS.clear()
+        _PROMPT_SETS[key] = rows
+    return _PROMPT_SETS[key]
+
+
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink
 
 
 def _chain_root(pid: str, prompts: dict[str, dict]) -> str:
