@@ -148,6 +148,9 @@ def _stat_text(st: os.stat_result) -> str:
     return f"{st.st_mode},{st.st_size},{st.st_mtime_ns},{st.st_ctime_ns},{st.st_ino},{st.st_nlink}"
 
 
+_name = operator.attrgetter("name")
+
+
 def _tree(root: str | Path) -> str:
     """``root`` and everything under it, links not followed: one ``relative path NUL signature`` (:func:`_signature`)
     an entry, joined by line breaks, parents before their entries and each folder's entries in name order. A
@@ -171,9 +174,6 @@ def _tree(root: str | Path) -> str:
             if stat.S_ISDIR(st.st_mode):
                 stack.append((f"{prefix}{e.name}/", e.path))
     return "\n".join(lines)
-
-
-_name = operator.attrgetter("name")
 
 
 def _digest(path: Path) -> str:
