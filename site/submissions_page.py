@@ -11,11 +11,16 @@ Each folder of the submissions folder (hidden names left out) is in one state, t
 - ``scored``: with the code version (cultureboard version and git commit) that scored it.
 
 Validation reads and hashes every image, so what it found is kept in the site (:data:`CACHE`, one entry per folder)
-under a key of everything it depends on (:func:`validation_key`): the folder's files (name, type, size, times,
+under a key of everything it reads (:func:`validation_key`): the folder's files (name, type, size, times,
 inode and link count of each, and the bytes of submission.yaml and metadata.jsonl), the submission.yaml of each
-sibling folder of the same model, the dataset folder's files, the code that validates (its source files) and
-today's date (a date in the future is an error). The next build validates again only the folders whose key
-changed.
+sibling folder of the same model, the dataset folder's files and the code that validates (its source files). The
+next build validates again only the folders whose key changed, and those whose finding depends on the day.
+
+The day. The one check that reads the clock is "date is in the future" (``validate.DATED_CODES``); as days pass
+such a date becomes a past one, never the reverse (the UTC date is taken to only advance). So a folder found
+valid stays valid, and an invalid folder without that problem keeps its errors, on every later day: their entries
+hold ``"day": null`` and serve any day. An entry whose report has that problem holds the UTC day read before it
+was validated and serves that day only; on a later day the folder is validated again.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import operator
 import os
 import stat
 from pathlib import Path
@@ -42,7 +48,8 @@ from .load import read_summary
 from .write import Column, Site
 
 PAGE = "submissions.html"
-#: What validation found of each folder, {folder name: {"key": validation_key, "invalid": first error or null}}.
+#: What validation found of each folder, {folder name: {"key": validation_key, "invalid": first error or null,
+#: "day": the day the finding holds on, or null for every day (the module docstring)}}.
 CACHE = "cache/validation.json"
 
 
@@ -68,7 +75,7 @@ def states(submissions: Path, results: Path, dataset: Path, cache: dict | None =
 
 def _rows(folders: list[Path], results: Path, dataset: Path, known: dict, cache: dict | None,
           summaries: dict) -> list[dict]:
-    revision, shared = local_revision(dataset), _shared_key(dataset)
+    revision, shared, today = local_revision(dataset), _shared_key(dataset), _today()
     models: dict[str, list[Path]] = {}
     for f in folders:
         models.setdefault(_model_of(f.name), []).append(f)
@@ -76,9 +83,8 @@ def _rows(folders: list[Path], results: Path, dataset: Path, known: dict, cache:
     for f in folders:
         key = validation_key(f, models[_model_of(f.name)], shared)
         entry = known.get(f.name)
-        if not (isinstance(entry, dict) and entry.get("key") == key and "invalid" in entry
-                and isinstance(entry["invalid"], (str, type(None)))):
-            entry = {"key": key, "invalid": _first_error(f, dataset)}
+        if not _serves(entry, key, today):
+            entry = {"key": key} | _findings(f, dataset, today)
         if cache is not None:
             cache[f.name] = entry
         rows.append({"submission": f.name} | _state(entry["invalid"], results / f.name / "summary.json", revision,
@@ -90,13 +96,25 @@ def validation_key(folder: Path, siblings: list[Path], shared: str) -> str:
     """sha256 of what validating ``folder`` depends on (the module docstring), ``shared`` the dataset's and the
     code's part. ``siblings``: the folders whose names give the same ``<org>__<model>`` (``folder`` among them); a
     folder whose submission.yaml names another model is invalid by its name before any sibling is compared."""
-    h = hashlib.sha256(shared.encode())
-    h.update(json.dumps(_tree(folder)).encode())
+    h = hashlib.sha256(shared.encode(errors="surrogateescape"))
+    h.update(_tree(folder).encode(errors="surrogateescape"))
     for name in (SUBMISSION_YAML, METADATA):
         h.update(_digest(folder / name).encode())
     for sibling in siblings:
         h.update(json.dumps([sibling.name, _signature(sibling), _signature(sibling / SUBMISSION_YAML)]).encode())
     return h.hexdigest()
+
+
+def _serves(entry: object, key: str, today: str) -> bool:
+    """Whether ``entry``, a cache entry as read from disk (of any shape), answers for ``key`` on the day ``today``."""
+    return (isinstance(entry, dict) and entry.get("key") == key
+            and "invalid" in entry and isinstance(entry["invalid"], (str, type(None)))
+            and "day" in entry and entry["day"] in (None, today))
+
+
+def _today() -> str:
+    """Today's UTC date, YYYY-MM-DD: the day a date-dependent finding holds on."""
+    return dt.datetime.now(dt.UTC).date().isoformat()
 
 
 def _model_of(name: str) -> str:
@@ -105,9 +123,8 @@ def _model_of(name: str) -> str:
 
 
 def _shared_key(dataset: Path) -> str:
-    """The dataset folder's files, the validating code and today's date (UTC), as one string."""
-    day = dt.datetime.now(dt.UTC).date().isoformat()
-    return json.dumps([_code_digest(), _tree(dataset), day])
+    """The dataset folder's files and the validating code, as one string."""
+    return _code_digest() + "\n" + _tree(dataset)
 
 
 @functools.cache
@@ -118,32 +135,45 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def _signature(path: Path) -> list | None:
-    """What a change to ``path`` changes: its type, permissions, size, times, inode and link count (not followed)."""
+def _signature(path: str | Path) -> str:
+    """What a change to ``path`` changes: its type and permissions, size, times, inode and link count (not
+    followed), or "-" when it cannot be read."""
     try:
-        st = os.lstat(path)
+        return _stat_text(os.lstat(path))
     except OSError:
-        return None
-    return [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink]
+        return "-"
 
 
-def _tree(root: Path) -> list:
-    """[relative path, signature] of ``root`` and everything under it, links not followed, in name order."""
-    out, stack = [["", _signature(root)]], [("", root)]
+def _stat_text(st: os.stat_result) -> str:
+    return f"{st.st_mode},{st.st_size},{st.st_mtime_ns},{st.st_ctime_ns},{st.st_ino},{st.st_nlink}"
+
+
+_name = operator.attrgetter("name")
+
+
+def _tree(root: str | Path) -> str:
+    """``root`` and everything under it, links not followed: one ``relative path NUL signature`` (:func:`_signature`)
+    an entry, joined by line breaks, parents before their entries and each folder's entries in name order. A
+    name holds no NUL and a signature no line break or NUL, so two trees give the same text only when they are
+    the same."""
+    lines, stack = ["\0" + _signature(root)], [("", os.fspath(root))]
     while stack:
         prefix, folder = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_name)
         except OSError:
             continue
         for e in entries:
-            st = e.stat(follow_symlinks=False)
-            out.append([prefix + e.name, [st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-                                          st.st_nlink]])
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                lines.append(f"{prefix}{e.name}\0-")
+                continue
+            lines.append(f"{prefix}{e.name}\0{_stat_text(st)}")
             if stat.S_ISDIR(st.st_mode):
-                stack.append((prefix + e.name + "/", Path(e.path)))
-    return sorted(out)
+                stack.append((f"{prefix}{e.name}/", e.path))
+    return "\n".join(lines)
 
 
 def _digest(path: Path) -> str:
@@ -158,14 +188,14 @@ def _digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _first_error(folder: Path, dataset: Path) -> str | None:
-    """``validate``'s first error of ``folder`` as the page shows it, or None when the folder is valid."""
+def _findings(folder: Path, dataset: Path, today: str) -> dict:
+    """``{"invalid", "day"}`` of :data:`CACHE`: ``validate``'s first error of ``folder`` as the page shows it (None
+    when the folder is valid), and ``today`` when a later day could find otherwise (the module docstring), else None."""
     report = validate(folder, dataset)
-    if report.valid:
-        return None
     first = report.errors[0] if report.errors else None
-    return (f"{first.file}: {first.message} (fix: {first.fix})" if first else
-            f"{report.count('error')} errors (run `cultureboard validate {folder.name}`)")
+    invalid = (None if report.valid else f"{first.file}: {first.message} (fix: {first.fix})" if first else
+               f"{report.count('error')} errors (run `cultureboard validate {folder.name}`)")
+    return {"invalid": invalid, "day": today if report.dated else None}
 
 
 def read_cache(previous: Path) -> dict:

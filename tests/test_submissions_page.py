@@ -136,3 +136,70 @@ def test_validation_is_reused_until_what_it_read_changes(world, tmp_path, monkey
     assert sorted(checked) == ["lab__stale", "lab__stale__v2"] and rows["lab__stale"]["state"] == "invalid"
     assert "model.id" in rows["lab__stale"]["detail"]
     assert again() == rows and checked == []
+
+
+def _counting_validations(monkeypatch) -> list[str]:
+    """The names of the folders states() validates from now on."""
+    checked: list[str] = []
+    monkeypatch.setattr(page, "validate",
+                        lambda folder, dataset: checked.append(folder.name) or validate(folder, dataset))
+    return checked
+
+
+def test_validation_follows_the_folders_tree_and_the_dataset(world, tmp_path, monkeypatch):
+    """A file added to a folder, a file's permissions, and a change to the dataset folder each validate again."""
+    subs = shutil.copytree(world["submissions"], tmp_path / "submissions")
+    dataset = shutil.copytree(world["dataset"], tmp_path / world["dataset"].name)
+    cache: dict = {}
+    states(subs, world["results"], dataset, cache)
+    checked = _counting_validations(monkeypatch)
+
+    def again():
+        checked.clear()
+        return {r["submission"]: r for r in states(subs, world["results"], dataset, cache)}
+
+    (subs / "lab__scored" / "images" / "notes.txt").write_text("an unlisted file")
+    rows = again()
+    assert checked == ["lab__scored"] and "notes.txt" in rows["lab__scored"]["detail"]
+    (subs / "lab__scored" / "images" / "notes.txt").unlink()
+    image = min((subs / "lab__unscored" / "images").rglob("*.png"))
+    image.chmod(0o755)  # only the mode changes
+    rows = again()
+    assert checked == ["lab__scored", "lab__unscored"] and "executable" in rows["lab__unscored"]["detail"]
+    image.chmod(0o644)
+    again()
+    parquet = min((dataset / "data").rglob("*.parquet"))
+    parquet.write_bytes(parquet.read_bytes())  # the same bytes, written again: its times change
+    again()
+    assert sorted(checked) == sorted(world["rows"])
+    again()
+    assert checked == []
+
+
+def test_a_finding_is_kept_across_days_unless_it_depends_on_the_day(world, tmp_path, monkeypatch):
+    """A valid folder (and one invalid for a reason the date does not touch) keeps its entry on the next day; one
+    whose date is in the future is validated again, as its date may be past by then."""
+    subs = shutil.copytree(world["submissions"], tmp_path / "submissions")
+    make_submission(subs, world["dataset"], PROMPT_SET, model="future", spec={"date": "2999-01-01"})
+    cache: dict = {}
+    monkeypatch.setattr(page, "_today", lambda: "2026-11-27")
+    first = {r["submission"]: r for r in states(subs, world["results"], world["dataset"], cache)}
+    assert "date 2999-01-01 is in the future" in first["lab__future"]["detail"]
+    assert {name: e["day"] for name, e in cache.items()} == {name: "2026-11-27" if name == "lab__future" else None
+                                                             for name in first}
+    checked = _counting_validations(monkeypatch)
+    assert {r["submission"]: r for r in states(subs, world["results"], world["dataset"], cache)} == first
+    assert checked == []
+    monkeypatch.setattr(page, "_today", lambda: "2026-11-28")
+    assert {r["submission"]: r for r in states(subs, world["results"], world["dataset"], cache)} == first
+    assert checked == ["lab__future"] and cache["lab__future"]["day"] == "2026-11-28"
+    assert cache["lab__scored"]["day"] is None and cache["lab__invalid"]["day"] is None
+
+
+def test_a_report_is_dated_only_by_a_date_problem():
+    from cultureboard.evaluators.submission.validate import Problem, Report
+
+    other = Problem("metadata.bad_json", "error", "metadata.jsonl:1", "x", "y")
+    future = Problem("schema.bad_date", "error", "submission.yaml:4", "date 2999-01-01 is in the future", "y")
+    assert not Report("s", [other]).dated and Report("s", [other, future]).dated
+    assert Report("s", [other], omitted={"error": {"schema.bad_date": 1}}).dated

@@ -243,6 +243,10 @@ BROKEN = [
     ("absolute-path", rows_edit(lambda r: r[0].update(file_name="/etc/passwd")), "safety.absolute_path", LINE(1), {}),
     ("backslash-path", rows_edit(lambda r: r[0].update(file_name="images\\tiny\\jp\\sushi\\0.png")), "safety.bad_path",
      LINE(1), {}),
+    ("dot-component-path", rows_edit(lambda r: r[0].update(file_name="images/./tiny/jp/sushi/0.png")), "safety.bad_path",
+     LINE(1), {}),
+    ("empty-component-path", rows_edit(lambda r: r[0].update(file_name="images//tiny/jp/sushi/0.png")),
+     "safety.bad_path", LINE(1), {}),
     ("hidden-file", write(".DS_Store", b"\0\0\0\1Bud1"), "safety.hidden_file", ".DS_Store", {}),
     ("macosx-folder", write("__MACOSX/images/._0.png", b"\0\5\26\7"), "safety.hidden_file", "__MACOSX", {}),
     ("fifo", lambda f: os.mkfifo(f / "images/pipe"), "safety.special_file", "images/pipe", {}),
@@ -259,6 +263,10 @@ BROKEN = [
      at("contact:"), {}),
     ("bidi-isolate-in-metadata", rows_edit(lambda r: r[0].update(file_name="images/\u2066x.png")), "safety.bidi_override",
      LINE(1), {}),
+    ("bidi-override-in-unknown-key", rows_edit(lambda r: r[0].update({"no\u202ete": 1})), "safety.bidi_override",
+     LINE(1), {}),
+    # 19 digits: the shortest integer beyond 64 bits (a line is walked for such values only when it has 19 in a row)
+    ("seed-of-two-to-the-63", rows_edit(lambda r: r[0].update(seed=2**63)), "metadata.bad_json", LINE(1), {}),
     ("over-long-field", spec_edit(lambda s: s.update(contact="x" * 300)), "safety.too_long", at("contact:"), {}),
     ("over-long-training-data", spec_edit(lambda s: s["model"].update(training_data="a" * 2001)), "safety.too_long",
      at("  training_data:"), {}),
@@ -327,6 +335,17 @@ def test_broken_submission(sub, dataset, mutate, code, file, options):
     assert all(p.severity == "error" and p.message and p.fix for p in matches)
     assert not report.valid  # the CLI exits 1
     assert {p.code for p in report.problems} <= set(CODES)
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_image_problems_come_in_the_order_of_their_lines(sub, dataset, workers):
+    """However the images are shared among threads, each image's problems come in metadata.jsonl's order."""
+    rows = read_rows(sub)
+    for line in (12, 1, 6):
+        (sub / rows[line - 1]["file_name"]).write_bytes(png_bytes((5, 5, 5), (32, 32)))
+    report = run(sub, dataset, {"workers": workers})
+    assert [p.file for p in report.problems if p.code == "file.too_small"] == [
+        rows[line - 1]["file_name"] for line in (1, 6, 12)]
 
 
 def test_corpus_is_large_and_distinct():
@@ -591,3 +610,25 @@ def test_other_models_controls_and_unreadable_siblings_are_not_compared(sub, dat
     sibling(sub, f"{SUBMISSION_ID}__ctl", lambda s: (differ(s), s.update(control="text-only")))
     (sibling(sub, f"{SUBMISSION_ID}__broken") / "submission.yaml").write_text("model: [unclosed\n")
     assert mismatches(sub, dataset) == []
+
+
+def test_a_prompt_set_is_read_once_while_its_files_stay_the_same(sub, dataset, tmp_path, monkeypatch):
+    """Validations against one dataset share its prompt set's rows, read again when a file of data/<name>/ changes
+    or another dataset folder is given."""
+    import pyarrow.parquet as pq
+
+    from cultureboard.dataset_folder import read_prompt_set
+    from cultureboard.evaluators.submission import validate as module
+
+    reads: list[Path] = []
+    monkeypatch.setattr(module, "_PROMPT_SETS", {})
+    monkeypatch.setattr(module, "read_prompt_set", lambda folder, name: reads.append(folder) or read_prompt_set(folder, name))
+    assert validate(sub, dataset).valid and validate(sub, dataset).valid
+    assert reads == [dataset]
+    copy = Path(shutil.copytree(dataset, tmp_path / "copy"))
+    assert validate(sub, copy).valid and reads == [dataset, copy]
+    shard = min((copy / "data" / "tiny").glob("*.parquet"))
+    table = pq.read_table(shard)
+    pq.write_table(table.slice(0, table.num_rows - 1), shard)  # its last prompt is gone
+    report = validate(sub, copy)
+    assert reads == [dataset, copy, copy] and "coverage.unknown_prompt" in {p.code for p in report.problems}

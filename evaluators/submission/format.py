@@ -305,12 +305,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
+#: The decoder of :func:`parse_metadata_line`, made once (``json.loads`` with these options makes one a call).
+_LINE_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_not_finite, parse_float=_finite_float)
+
+
 def parse_metadata_line(raw: bytes) -> Any:
     """One metadata.jsonl line as strict JSON: UTF-8, no repeated keys, no NaN / Infinity (nor 1e999). Raises
     UnicodeDecodeError, json.JSONDecodeError, :class:`DuplicateKeyError`, :class:`NotFiniteError`, or
     ValueError / RecursionError (integers too long to convert, nesting too deep)."""
-    return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_not_finite,
-                      parse_float=_finite_float)
+    text = raw.decode("utf-8")
+    if text.startswith("\ufeff"):  # refused with json.loads's own words (the decoder alone says "Expecting value")
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _LINE_DECODER.decode(text)
 
 
 def metadata_lines(fh: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes | None, int]]:

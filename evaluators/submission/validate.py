@@ -175,6 +175,12 @@ CODES: dict[str, str] = {
 }
 
 
+#: The codes of the one finding that reads the clock: a date in the future (``schema.bad_date``, whose code also
+#: covers a malformed date). Such a date becomes a past one as days pass, never the reverse, so a report without
+#: these codes is the report of any later day (:attr:`Report.dated`).
+DATED_CODES = frozenset({"schema.bad_date"})
+
+
 @dataclass(frozen=True)
 class Limits:
     """Limits on files and text; the defaults fit 512-2048 px generations."""
@@ -233,6 +239,12 @@ class Report:
     def valid(self) -> bool:
         return self.count("error") == 0
 
+    @property
+    def dated(self) -> bool:
+        """Whether a later day could report otherwise: a problem of :data:`DATED_CODES`, kept or omitted."""
+        return (any(p.code in DATED_CODES for p in self.problems)
+                or any(code in DATED_CODES for codes in self.omitted.values() for code in codes))
+
     @classmethod
     def combined(cls, reports: list[Report]) -> Report:
         """One report of several (PR scope and submission): the last one's name and counts."""
@@ -276,6 +288,11 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")  # as CI reads prompt_set.dataset
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DRIVE = re.compile(r"[A-Za-z]:")  # a Windows path's drive
+#: 19 digits in a row: the least an integer beyond 64 bits has, the one value that parse_metadata_line lets through
+#: and json_problems finds (JSON keys are strings; NaN and infinity are refused while parsing), so a line
+#: without it needs no json_problems walk
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
 
 
 def _printable(text: str) -> str:
@@ -295,11 +312,12 @@ def _problem(severity: str, code: str, file: str, message: str, fix: str) -> Pro
 
 def _path_problem(name: str) -> tuple[str, str] | None:
     """(code, message) when a file_name is not a plain relative path inside the folder."""
-    if name.startswith("/") or re.match(r"[A-Za-z]:", name):
+    if name.startswith("/") or _DRIVE.match(name):
         return "safety.absolute_path", f"file_name {_show(name)} is an absolute path"
-    if ".." in name.split("/"):
+    parts = name.split("/")
+    if ".." in parts:
         return "safety.path_escape", f"file_name {_show(name)} escapes the submission folder with '..'"
-    if "\\" in name or any(part in ("", ".") for part in name.split("/")):
+    if "\\" in name or "" in parts or "." in parts:
         return "safety.bad_path", f"file_name {_show(name)} has backslashes, empty or '.' components"
     return None
 
@@ -361,12 +379,19 @@ def _check_image(root: Path, limits: Limits, size: tuple[int, int] | None, full_
     return out
 
 
+def _check_images(root: Path, limits: Limits, size: tuple[int, int] | None, full_decode: bool,
+                  items: list[tuple[str, int, str | None]]) -> list[Problem]:
+    """:func:`_check_image` of each item, their problems in the items' order."""
+    return [problem for item in items for problem in _check_image(root, limits, size, full_decode, item)]
+
+
 # ------------------------------------------------------------------------------------ the validation
 
 _MISSING = object()
 _SECTIONS = sorted({f.path.split(".")[0] for f in FIELDS if "." in f.path})
 _KNOWN = {f.path for f in FIELDS} | set(_SECTIONS)
 _FREE = {f.path for f in FIELDS if f.type is dict}  # mappings whose keys are the submitter's
+_METADATA_NAMES = frozenset(f.name for f in METADATA_FIELDS)
 
 
 def _yaml_lines(root: yaml.Node) -> tuple[dict[str, int], list[tuple[str, int]]]:
@@ -440,7 +465,7 @@ class _Validation:
         while stack:
             folder = stack.pop()
             try:
-                entries = sorted(os.scandir(self.root / folder), key=lambda e: e.name)
+                entries = sorted(os.scandir(os.path.join(self.root, folder)), key=lambda e: e.name)
             except OSError as exc:
                 self.error("file.unreadable", folder or ".", f"cannot be listed ({exc.strerror})", "check its permissions")
                 continue
@@ -519,6 +544,8 @@ class _Validation:
     # --- text
 
     def text(self, where: str, name: str, value: str, limit: int, multiline: bool = False) -> None:
+        if len(value) <= limit and not _UNSAFE.search(value):
+            return  # nothing to report (_UNSAFE is _CONTROL and _BIDI together): one search for most strings
         if m := _BIDI.search(value):
             self.error("safety.bidi_override", where, f"{name} contains the bidirectional control U+{ord(m[0]):04X}",
                        "remove it; it can make the text display differently from what it says")
@@ -704,7 +731,9 @@ class _Validation:
         whose submission.yaml cannot be read is skipped (its own validation reports it); so are controls."""
         if not isinstance(spec, dict) or get(spec, "control") is not None or not (key := model_key(spec)):
             return
-        for sibling in sorted(self.root.parent.iterdir()) if self.root.parent.is_dir() else ():
+        parent = self.root.parent
+        names = sorted(n for n in os.listdir(parent) if n.startswith(key)) if parent.is_dir() else []
+        for sibling in (parent / n for n in names):  # a sibling's name is the model's key, with a tag or without
             other = _sibling_spec(sibling, self.root, key, self.limits.max_yaml_bytes)
             if other is None:
                 continue
@@ -734,7 +763,7 @@ class _Validation:
                        f"dataset {dataset.name}{DidYouMean(sets)(name)}", f"use one of its prompt sets: {', '.join(sets)}")
             return None
         try:
-            rows = read_prompt_set(dataset, name)
+            rows = _prompt_rows(dataset, name)
         except CultureboardError as exc:
             self.error("schema.unknown_prompt_set", self.at("prompt_set.name"), f"{exc.source}: {exc.problem}", exc.fix)
             return None
@@ -772,7 +801,6 @@ class _Validation:
         seen: dict[bytes, int] = {}
         unknown: dict[str, list[int]] = {}  # key -> [first line, lines]; at most _UNKNOWN_KEYS keys, the rest counted
         more_unknown = 0
-        known = {f.name for f in METADATA_FIELDS}
         with fh:
             for n, raw, length in metadata_lines(fh, self.limits.max_line_bytes):
                 where = f"{METADATA}:{n}"
@@ -789,13 +817,13 @@ class _Validation:
                 obj = self.parse_line(where, raw)
                 if obj is None:
                     continue
-                digest = hashlib.blake2b(json.dumps(obj, sort_keys=True).encode(), digest_size=16).digest()
+                digest = hashlib.blake2b(_CANONICAL.encode(obj).encode(), digest_size=16).digest()
                 if digest in seen:
                     self.error("metadata.duplicate_line", where, f"repeats line {seen[digest]}", "delete the repeated line")
                     continue
                 seen[digest] = n
                 for key in obj:
-                    if key in known:
+                    if key in _METADATA_NAMES:
                         continue
                     if key in unknown:
                         unknown[key][1] += 1
@@ -840,7 +868,7 @@ class _Validation:
             self.error("metadata.not_object", where, f"is {type(obj).__name__}, not a JSON object",
                        'write {"file_name": ..., "prompt_id": ..., ...} objects, one per line')
             return None
-        bad = json_problems(obj)
+        bad = json_problems(obj) if _LONG_NUMBER.search(raw) else None
         if bad:
             self.error("metadata.bad_json", where, f"{bad[0][0]} {bad[0][1]}", "write integers within 64 bits")
             return None
@@ -864,7 +892,8 @@ class _Validation:
             else:
                 row[f.name] = value
         for key, value in obj.items():
-            self.text(where, f"key {_show(key, 30)}", key, self.limits.max_name_chars)
+            if key not in _METADATA_NAMES:  # the format's own names are short and printable
+                self.text(where, f"key {_show(key, 30)}", key, self.limits.max_name_chars)
             if isinstance(value, str):
                 self.text(where, key if key in row else f"key {_show(key, 30)}'s value", value, self.limits.max_name_chars)
         if row.get("refused") is False or (row.get("reason") is not None and not refusal):
@@ -1019,8 +1048,11 @@ class _Validation:
             elif location is not None and not self.flagged.intersection(map(str, (name, *PurePosixPath(name).parents))):
                 self.error("file.missing", f"{METADATA}:{n}", f"lists {_show(name)}, which does not exist",
                            "add the image, or correct file_name")
-        with ThreadPoolExecutor(workers or min(8, os.cpu_count() or 1)) as pool:
-            for problems in pool.map(partial(_check_image, self.root, self.limits, size, full_decode), todo):
+        threads = workers or min(8, os.cpu_count() or 1)
+        step = max(1, -(-len(todo) // (4 * threads)))  # a few batches a thread: small images cost less than handing out one
+        check = partial(_check_images, self.root, self.limits, size, full_decode)
+        with ThreadPoolExecutor(threads) as pool:
+            for problems in pool.map(check, [todo[i: i + step] for i in range(0, len(todo), step)]):
                 for problem in problems:
                     self.add(problem)
         self.checked_images = len(todo)
@@ -1028,6 +1060,36 @@ class _Validation:
 
 
 _UNKNOWN_KEYS = 100  # distinct unknown metadata keys reported one by one
+_CANONICAL = json.JSONEncoder(sort_keys=True)  # a line's content, whatever its key order (json.dumps's own encoding)
+
+
+#: The rows of the prompt sets read lately (:func:`_prompt_rows`), at most _PROMPT_SETS_KEPT.
+_PROMPT_SETS: dict[tuple, list[dict]] = {}
+_PROMPT_SETS_KEPT = 8
+
+
+def _prompt_rows(dataset: Path, name: str) -> list[dict]:
+    """:func:`~cultureboard.dataset_folder.read_prompt_set`, read once for the folders validated against one
+    dataset (a site build validates hundreds). Remembered under the dataset folder's real path, ``name`` and the
+    entries of ``data/<name>/`` (name, type, size, times, inode and link count of each): read_prompt_set reads
+    the parquet files there, so any change to what it reads changes the key. An error is never remembered. The
+    rows are shared by the validations that use them, which only read them."""
+    try:
+        with os.scandir(dataset / "data" / name) as it:
+            files = sorted((e.name, _signature(e.stat(follow_symlinks=False))) for e in it)
+        key = (os.path.realpath(dataset), name, tuple(files))
+    except OSError:
+        return read_prompt_set(dataset, name)  # it says what is wrong
+    if key not in _PROMPT_SETS:
+        rows = read_prompt_set(dataset, name)
+        if len(_PROMPT_SETS) >= _PROMPT_SETS_KEPT:
+            _PROMPT_SETS.clear()
+        _PROMPT_SETS[key] = rows
+    return _PROMPT_SETS[key]
+
+
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_nlink
 
 
 def _chain_root(pid: str, prompts: dict[str, dict]) -> str:
