@@ -51,12 +51,19 @@ class Result:
     label: str = ""  # the display name, made unique among the site's results (plots); set by the board
     control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
     _metric_rows: dict | None = field(default=None, repr=False, compare=False)
+    _columns: dict = field(default_factory=dict, repr=False, compare=False)
 
     def rows_of(self, metric: str) -> np.ndarray:
         """Positions of ``metric``'s rows in :attr:`scores` (the rows are grouped by metric once)."""
         if self._metric_rows is None:
             self._metric_rows = self.scores.groupby("metric", sort=False).indices
         return self._metric_rows.get(metric, np.array([], dtype=np.int64))
+
+    def column(self, name: str) -> np.ndarray:
+        """:attr:`scores`' column ``name`` as a numpy array (text as objects, a missing value NaN), converted once."""
+        if name not in self._columns:
+            self._columns[name] = self.scores[name].to_numpy()
+        return self._columns[name]
 
     @property
     def prompt_set(self) -> str:
