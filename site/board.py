@@ -300,7 +300,7 @@ def _gaps(result: Result, metric: str):
         return None
     value, unit, country = (result.column(c) for c in ("value", "unit_id", "country"))
     rows = result.rows_of(metric)
-    rows = rows[pd.isna(result.column("flag")[rows]) & ~np.isnan(value[rows]) & ~pd.isna(country[rows])
+    rows = rows[pd.isna(result.column("flag")[rows]) & ~pd.isna(value[rows]) & ~pd.isna(country[rows])
                 & ~pd.isna(unit[rows])]
     if not len(rows):
         return None

@@ -69,6 +69,7 @@ def _sticky(columns) -> dict[str, str]:
 def body(columns, rows, root: str) -> Markup:
     out = ["<tbody>\n"]
     sticky = _sticky(columns)
+    root = escape(root)
     for row in rows:
         marks = row.get("_marks") or {}
         cls = ' class="control"' if row.get("_control") else ' class="muted"' if row.get("_muted") else ""
@@ -86,6 +87,7 @@ def body(columns, rows, root: str) -> Markup:
 
 
 def cell(c, v, marks, root: str) -> str:
+    """Column ``c``'s cell of value ``v`` with its badges ``marks``; ``root`` (the way up to the site's top) escaped."""
     muted = " muted" if c.muted else ""
     if v is None:
         return f'<td class="na{muted}" data-sort="">—{_badges(marks)}</td>'
@@ -114,7 +116,7 @@ def cell(c, v, marks, root: str) -> str:
                 f'{escape(v["value"])} <span class="ci">(ranks {escape(v["best"][1])}–{escape(v["worst"][1])}, '
                 f'{escape(v["n"])} scorers)</span>{_badges(marks)}</td>')
     if kind == "link":
-        return f'<td><a href="{escape(root)}{escape(v["href"])}">{escape(v["text"])}</a>{_badges(marks)}</td>'
+        return f'<td><a href="{root}{escape(v["href"])}">{escape(v["text"])}</a>{_badges(marks)}</td>'
     if kind == "num":
         shown = v if isinstance(v, int) else num(v)
         return f'<td class="num" data-sort="{escape(v)}">{escape(shown)}</td>'
@@ -128,12 +130,13 @@ def cell(c, v, marks, root: str) -> str:
 
 
 def _image(im: dict, root: str) -> str:
-    """A thumbnail linked to its full-size file; a Hub image as an external link; else its status."""
+    """A thumbnail linked to its full-size file; a Hub image as an external link; else its status (``root``
+    escaped)."""
     external = bool(im.get("external") and im.get("full") and link(im["full"]))
-    href = escape(im["full"]) if external else f'{escape(root)}{escape(im.get("full") or "")}'
+    href = escape(im["full"]) if external else f'{root}{escape(im.get("full") or "")}'
     rel = ' rel="noopener noreferrer"' if external else ""
     if im.get("thumb"):
-        img = f'<img src="{escape(root)}{escape(im["thumb"])}" alt="{escape(im["alt"])}" loading="lazy">'
+        img = f'<img src="{root}{escape(im["thumb"])}" alt="{escape(im["alt"])}" loading="lazy">'
         return f'<a href="{href}"{rel} title="Full size">{img}</a>' if im.get("full") else img
     if external:
         return f'<a class="na" href="{href}"{rel}>image on the Hub</a>'
@@ -143,6 +146,7 @@ def _image(im: dict, root: str) -> str:
 def image_list(images, root: str) -> Markup:
     """A prompt page's images of one submission: each a linked thumbnail with "sample k: value" under it."""
     out = []
+    root = escape(root)
     for im in images:
         value = "" if im["value"] is None else f": {num(im['value'])}"
         out.append(f'<li>{_image(im, root)}<span class="caption">sample {escape(im["sample"])}{value}</span></li>')

@@ -52,6 +52,7 @@ class Result:
     control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
     _metric_rows: dict | None = field(default=None, repr=False, compare=False)
     _columns: dict = field(default_factory=dict, repr=False, compare=False)
+    _image_values: dict | None = field(default=None, repr=False, compare=False)
 
     def rows_of(self, metric: str) -> np.ndarray:
         """Positions of ``metric``'s rows in :attr:`scores` (the rows are grouped by metric once)."""
@@ -64,6 +65,16 @@ class Result:
         if name not in self._columns:
             self._columns[name] = self.scores[name].to_numpy()
         return self._columns[name]
+
+    def image_values(self) -> dict[tuple[str, str], float]:
+        """(file name, metric) -> the mean of that image's values of the metric (rows without a value left out;
+        pandas' group mean), computed once."""
+        if self._image_values is None:
+            name, value = self.column("file_name"), self.column("value")
+            keep = ~pd.isna(name) & ~pd.isna(value)
+            by_image = pd.Series(value[keep]).groupby([name[keep], self.column("metric")[keep]])
+            self._image_values = by_image.mean().to_dict()
+        return self._image_values
 
     @property
     def prompt_set(self) -> str:
@@ -141,8 +152,9 @@ def _load_one(folder: Path, sub: Path) -> Result:
     result = Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
                     control=control if isinstance(control, str) else None)
     versions = {c["name"]: c["version"] for c in summary["metrics_info"]} | summary["provenance"]["metrics"]
+    standin = result.standin
     for e in summary["metrics"]:  # what the downloads carry with each score
-        e["standin"], e["metric_version"] = result.standin, versions.get(e["metric"])
+        e["standin"], e["metric_version"] = standin, versions.get(e["metric"])
     return result
 
 
