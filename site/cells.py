@@ -69,18 +69,18 @@ def _sticky(columns) -> dict[str, str]:
 def body(columns, rows, root: str) -> Markup:
     out = ["<tbody>\n"]
     sticky = _sticky(columns)
+    columns = [(c, c.key, sticky.get(c.key)) for c in columns]
     root = escape(root)
     for row in rows:
         marks = row.get("_marks") or {}
         cls = ' class="control"' if row.get("_control") else ' class="muted"' if row.get("_muted") else ""
         out.append(f"<tr{cls}>\n")
-        for c in columns:
-            td = cell(c, row[c.key], marks.get(c.key), root)
-            if c.key in sticky:  # every cell starts '<td class="' or '<td>'
-                td = (td.replace('<td class="', f'<td class="{sticky[c.key]} ', 1) if td.startswith('<td class="')
-                      else td.replace("<td", f'<td class="{sticky[c.key]}"', 1))
-            out.append(td)
-            out.append("\n")
+        for c, key, classes in columns:
+            td = cell(c, row[key], marks.get(key), root)
+            if classes:  # every cell starts '<td class="' or '<td>'
+                td = (td.replace('<td class="', f'<td class="{classes} ', 1) if td.startswith('<td class="')
+                      else td.replace("<td", f'<td class="{classes}"', 1))
+            out.append(td + "\n")
         out.append("</tr>\n")
     out.append("</tbody>")
     return Markup("".join(out))
@@ -99,11 +99,12 @@ def cell(c, v, marks, root: str) -> str:
                  f'<span class="v">{num(value)}</span> <span class="ci">[{num(v["ci_low"])}, {num(v["ci_high"])}]</span>'
                  if v["ci_low"] is not None else
                  f'<span class="v">{num(value)}</span> <span class="ci">({escape(v.get("ci_note") or "no CI")})</span>')
-        title = f'{escape(v["n_images"])} images, {escape(v["n_prompts"])} prompts, coverage {pct(v.get("coverage"))}'
+        images, prompts = escape(v["n_images"]), escape(v["n_prompts"])
+        title = f'{images} images, {prompts} prompts, coverage {pct(v.get("coverage"))}'
         badge = f' <span class="badge" title="{escape(note["title"])}">{escape(note["label"])}</span>' if note else ""
         key = "" if value is None else escape(value if c.target is None else abs(value - c.target))
         return (f'<td class="score{muted}" data-sort="{key}">{shown} '
-                f'<span class="n" title="{title}">n={escape(v["n_images"])}/{escape(v["n_prompts"])}</span>'
+                f'<span class="n" title="{title}">n={images}/{prompts}</span>'
                 f"{badge}{_badges(marks)}</td>")
     if kind == "rank":
         if v["best"] == v["worst"]:
@@ -118,6 +119,8 @@ def cell(c, v, marks, root: str) -> str:
     if kind == "link":
         return f'<td><a href="{root}{escape(v["href"])}">{escape(v["text"])}</a>{_badges(marks)}</td>'
     if kind == "num":
+        if type(v) in (int, float):  # its text (digits, sign, point, exponent, nan, inf) needs no escaping
+            return f'<td class="num" data-sort="{v}">{v if type(v) is int else num(v)}</td>'
         shown = v if isinstance(v, int) else num(v)
         return f'<td class="num" data-sort="{escape(v)}">{escape(shown)}</td>'
     if kind == "pct":
