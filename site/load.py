@@ -38,7 +38,9 @@ _FIX = "rerun `cultureboard evaluate` for this submission"
 
 @dataclass
 class Result:
-    """One submission's results, its submission.yaml and metadata.jsonl."""
+    """One submission's results, its submission.yaml and metadata.jsonl. :attr:`scores` is never changed once
+    loaded, so what :meth:`rows_of`, :meth:`column` and :meth:`image_values` derive from it is derived once per
+    build (the object lives for one build)."""
 
     sid: str
     summary: dict

@@ -112,7 +112,7 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
                       np.ptp(gap_reps) > 0))
     ends = np.quantile(np.stack([r for *_, r, _, _ in found], axis=1), [(1 - level) / 2, (1 + level) / 2], axis=0)
     intervals = [(float(low), float(high)) if tested else (np.nan, np.nan)
-                 for low, high, (*_, tested) in zip(*ends, found)]  # percentile intervals, all in one call
+                 for low, high, (*_, tested) in zip(*ends, found)]  # stats.percentile_interval of each, in one call
     # permutation p-values (module docstring): prompts' countries shuffled; countries' region groups shuffled
     null = shuffled_means(means, index, len(names), n_boot, rng) - everything[0]
     p = list(permutation_p(null, [value for _, _, value, *_ in found[:len(names)]]))
