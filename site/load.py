@@ -144,7 +144,7 @@ def _load_one(folder: Path, sub: Path) -> Result:
         images.append(im)
     images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
     try:
-        scores = pq.read_table(folder / "scores.parquet").to_pandas()  # plain object strings: fast to iterate
+        scores = pq.read_table(folder / "scores.parquet").to_pandas()  # text as pandas' str (Result.column: numpy)
     except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
         raise CultureboardError(folder / "scores.parquet", f"cannot be read ({exc.__class__.__name__})", _FIX) from None
     if missing := {"file_name", "metric", "value"} - set(scores.columns):
