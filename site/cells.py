@@ -69,23 +69,25 @@ def _sticky(columns) -> dict[str, str]:
 def body(columns, rows, root: str) -> Markup:
     out = ["<tbody>\n"]
     sticky = _sticky(columns)
+    columns = [(c, c.key, sticky.get(c.key)) for c in columns]
+    root = escape(root)
     for row in rows:
         marks = row.get("_marks") or {}
         cls = ' class="control"' if row.get("_control") else ' class="muted"' if row.get("_muted") else ""
         out.append(f"<tr{cls}>\n")
-        for c in columns:
-            td = cell(c, row[c.key], marks.get(c.key), root)
-            if c.key in sticky:  # every cell starts '<td class="' or '<td>'
-                td = (td.replace('<td class="', f'<td class="{sticky[c.key]} ', 1) if td.startswith('<td class="')
-                      else td.replace("<td", f'<td class="{sticky[c.key]}"', 1))
-            out.append(td)
-            out.append("\n")
+        for c, key, classes in columns:
+            td = cell(c, row[key], marks.get(key), root)
+            if classes:  # every cell starts '<td class="' or '<td>'
+                td = (td.replace('<td class="', f'<td class="{classes} ', 1) if td.startswith('<td class="')
+                      else td.replace("<td", f'<td class="{classes}"', 1))
+            out.append(td + "\n")
         out.append("</tr>\n")
     out.append("</tbody>")
     return Markup("".join(out))
 
 
 def cell(c, v, marks, root: str) -> str:
+    """Column ``c``'s cell of value ``v`` with its badges ``marks``; ``root`` (the way up to the site's top) escaped."""
     muted = " muted" if c.muted else ""
     if v is None:
         return f'<td class="na{muted}" data-sort="">—{_badges(marks)}</td>'
@@ -97,11 +99,12 @@ def cell(c, v, marks, root: str) -> str:
                  f'<span class="v">{num(value)}</span> <span class="ci">[{num(v["ci_low"])}, {num(v["ci_high"])}]</span>'
                  if v["ci_low"] is not None else
                  f'<span class="v">{num(value)}</span> <span class="ci">({escape(v.get("ci_note") or "no CI")})</span>')
-        title = f'{escape(v["n_images"])} images, {escape(v["n_prompts"])} prompts, coverage {pct(v.get("coverage"))}'
+        images, prompts = escape(v["n_images"]), escape(v["n_prompts"])
+        title = f'{images} images, {prompts} prompts, coverage {pct(v.get("coverage"))}'
         badge = f' <span class="badge" title="{escape(note["title"])}">{escape(note["label"])}</span>' if note else ""
         key = "" if value is None else escape(value if c.target is None else abs(value - c.target))
         return (f'<td class="score{muted}" data-sort="{key}">{shown} '
-                f'<span class="n" title="{title}">n={escape(v["n_images"])}/{escape(v["n_prompts"])}</span>'
+                f'<span class="n" title="{title}">n={images}/{prompts}</span>'
                 f"{badge}{_badges(marks)}</td>")
     if kind == "rank":
         if v["best"] == v["worst"]:
@@ -114,8 +117,10 @@ def cell(c, v, marks, root: str) -> str:
                 f'{escape(v["value"])} <span class="ci">(ranks {escape(v["best"][1])}–{escape(v["worst"][1])}, '
                 f'{escape(v["n"])} scorers)</span>{_badges(marks)}</td>')
     if kind == "link":
-        return f'<td><a href="{escape(root)}{escape(v["href"])}">{escape(v["text"])}</a>{_badges(marks)}</td>'
+        return f'<td><a href="{root}{escape(v["href"])}">{escape(v["text"])}</a>{_badges(marks)}</td>'
     if kind == "num":
+        if type(v) in (int, float):  # its text (digits, sign, point, exponent, nan, inf) needs no escaping
+            return f'<td class="num" data-sort="{v}">{v if type(v) is int else num(v)}</td>'
         shown = v if isinstance(v, int) else num(v)
         return f'<td class="num" data-sort="{escape(v)}">{escape(shown)}</td>'
     if kind == "pct":
@@ -128,12 +133,13 @@ def cell(c, v, marks, root: str) -> str:
 
 
 def _image(im: dict, root: str) -> str:
-    """A thumbnail linked to its full-size file; a Hub image as an external link; else its status."""
+    """A thumbnail linked to its full-size file; a Hub image as an external link; else its status (``root``
+    escaped)."""
     external = bool(im.get("external") and im.get("full") and link(im["full"]))
-    href = escape(im["full"]) if external else f'{escape(root)}{escape(im.get("full") or "")}'
+    href = escape(im["full"]) if external else f'{root}{escape(im.get("full") or "")}'
     rel = ' rel="noopener noreferrer"' if external else ""
     if im.get("thumb"):
-        img = f'<img src="{escape(root)}{escape(im["thumb"])}" alt="{escape(im["alt"])}" loading="lazy">'
+        img = f'<img src="{root}{escape(im["thumb"])}" alt="{escape(im["alt"])}" loading="lazy">'
         return f'<a href="{href}"{rel} title="Full size">{img}</a>' if im.get("full") else img
     if external:
         return f'<a class="na" href="{href}"{rel}>image on the Hub</a>'
@@ -143,6 +149,7 @@ def _image(im: dict, root: str) -> str:
 def image_list(images, root: str) -> Markup:
     """A prompt page's images of one submission: each a linked thumbnail with "sample k: value" under it."""
     out = []
+    root = escape(root)
     for im in images:
         value = "" if im["value"] is None else f": {num(im['value'])}"
         out.append(f'<li>{_image(im, root)}<span class="caption">sample {escape(im["sample"])}{value}</span></li>')

@@ -66,8 +66,8 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               notes=[(m, _facts_text(facts)) for m, facts in sorted(r.summary["provenance"].get("notes", {}).items())],
               refused=r.summary["provenance"].get("refused") or [], controls=_control_text(r),
               overview=None if r.control else model_page(model_key(r.spec)),
-              entangled=[{"metric": m, "title": board.cards[m]["title"], "found": board.entangled(r, m)}
-                         for m in group.metrics if board.entangled(r, m)],
+              entangled=[{"metric": m, "title": board.cards[m]["title"], "found": found}
+                         for m in group.metrics if (found := board.entangled(r, m))],
               **images)
 
 

@@ -56,8 +56,8 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                         "alt": f"World map of {what}, the mean of the ranked submissions per country; open the map "
                                "page to choose a submission or another metric"})
     eras = [{"model": r.label, "era": s, "value": e["value"], "low": e["ci_low"], "high": e["ci_high"]}
-            for r in ranked for (m, t, s), e in sorted(r.entries.items(), key=lambda kv: slice_order("era", kv[0][2]))
-            if m == metric and t == "era"]
+            for r in ranked
+            for (m, t, s), e in sorted(_entries(r, metric, "era"), key=lambda kv: slice_order("era", kv[0][2]))]
     if eras:
         out.append({"src": site.plot(page, f"{group.name}-eras", plots.era_bars_svg(eras, f"{title} by era")),
                     "alt": f"Bars of {title} per era, with 95% CIs"})
@@ -78,8 +78,8 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
         elif is_cross(slice_type):
             cells = [{"model": r.label, "country": slice_name(slice_type, s), "value": e["value"], "low": e["ci_low"],
                       "high": e["ci_high"]}
-                     for r in ranked for (m, t, s), e in sorted(r.entries.items(), key=lambda kv: slice_order(*kv[0][1:]))
-                     if m == sliced and t == slice_type]
+                     for r in ranked for (m, t, s), e in sorted(_entries(r, sliced, slice_type),
+                                                                 key=lambda kv: slice_order(*kv[0][1:]))]
             svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}",
                                     desc=f"Heatmap of {sliced_title}: submissions (rows) by {label.lower()} (columns).")
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
@@ -93,8 +93,12 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
 
 def _by_country(results, metric: str) -> list[dict]:
     return [{"model": r.label, "country": slice_name("country", s), "value": e["value"], "low": e["ci_low"],
-             "high": e["ci_high"]} for r in results for (m, t, s), e in sorted(r.entries.items())
-            if m == metric and t == "country"]
+             "high": e["ci_high"]} for r in results for (m, t, s), e in sorted(_entries(r, metric, "country"))]
+
+
+def _entries(r, metric: str, slice_type: str) -> list[tuple[tuple[str, str, str], dict]]:
+    """``r``'s summary entries of ``metric`` on the slices of ``slice_type``, as ((metric, type, slice), entry)."""
+    return [(k, e) for k, e in r.entries.items() if k[0] == metric and k[1] == slice_type]
 
 
 def _country_means(results, metric: str) -> tuple[dict[str, float | None], worldmap.Cis]:

@@ -19,6 +19,9 @@ import json
 import math
 from urllib.parse import quote
 
+import numpy as np
+import pandas as pd
+
 from cultureboard.naming import slug
 
 from .board import Board
@@ -96,10 +99,6 @@ def _filters(rows: list[dict], fields=FILTERS) -> list[dict]:
 
 def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str], members, headline: str,
                   media: dict, page_size: int) -> None:
-    values = {}
-    for r in members:
-        rows = r.scores[(r.scores["metric"] == headline) & r.scores["file_name"].notna() & r.scores["value"].notna()]
-        values[r.sid] = rows.groupby("file_name")["value"].mean().to_dict()
     by_prompt: dict[str, dict[str, list[dict]]] = {}
     for r in members:
         for im in r.images:
@@ -108,16 +107,18 @@ def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str],
     index = {r.sid: {im["file_name"]: k for k, im in enumerate(r.images)} for r in members}
     ordered = board.order(board.group_of[members[0].sid], headline, "overall", "all")
     order = {r.sid: k for k, r in enumerate(ordered)}
+    members = sorted(members, key=lambda r: (order.get(r.sid, len(order)), r.display, r.sid))
     for prompt_id in prompts:
         row = _prompt_row(board, prompt_set, prompt_id)
         lines = []
-        for r in sorted(members, key=lambda r: (order.get(r.sid, len(order)), r.display, r.sid)):
+        for r in members:
             images = by_prompt.get(prompt_id, {}).get(r.sid, [])
             if not images:
                 continue
             page = 1 + index[r.sid][images[0]["file_name"]] // page_size
+            values = r.image_values()
             lines.append({"r": r, "more": len(images) - PER_SUBMISSION, "browser": f"model/{r.sid}/images-{page}.html",
-                          "images": [_image(r, im, media, row["text"], values[r.sid].get(im["file_name"]))
+                          "images": [_image(r, im, media, row["text"], values.get((im["file_name"], headline)))
                                      for im in images[:PER_SUBMISSION]]})
         site.page(row["href"], "prompt.html", f"Prompt: {row['text'][:80]}", prompt=row, lines=lines, card=card,
                   prompt_set=prompt_set, fields=_fields(board.prompts.get(prompt_id, {})))
@@ -193,16 +194,18 @@ def entry(value) -> str:
 
 def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dict:
     """model/<id>/images-<n>.html; returns what the model page says about them."""
-    scored = r.scores[r.scores["file_name"].notna()]
-    present = set(scored["metric"].unique())
+    file_name, metric_of = r.column("file_name"), r.column("metric")
+    scored = ~pd.isna(file_name)
+    present = set(metric_of[scored])
     metrics = [m for m in board.group_of[r.sid].metrics if m in present]
-    good = scored[scored["value"].notna()]
-    values = good.groupby(["file_name", "metric"])["value"].mean().to_dict()
+    values = r.image_values()
     notes: dict[str, list[dict]] = {}
-    if {"detail", "flag"} <= set(scored.columns):
-        noted = scored[scored["flag"].notna() | scored["detail"].notna()].sort_values(["file_name", "metric"])
+    if {"detail", "flag"} <= set(r.scores.columns):
+        flag_of, detail_of = r.column("flag"), r.column("detail")
+        noted = sorted(np.flatnonzero(scored & ~(pd.isna(flag_of) & pd.isna(detail_of))),
+                       key=lambda i: (file_name[i], metric_of[i]))  # by image and metric (stable)
         explained: dict[str, list[dict]] = {}  # many rows share a detail (e.g. {"images": 1})
-        for name, metric, flag, detail in zip(*(noted[c].tolist() for c in ("file_name", "metric", "flag", "detail"))):
+        for name, metric, flag, detail in ((file_name[i], metric_of[i], flag_of[i], detail_of[i]) for i in noted):
             if isinstance(detail, str) and detail and detail not in explained:
                 explained[detail] = explain(_json(detail))
             items = explained.get(detail, []) if isinstance(detail, str) else []
@@ -215,11 +218,13 @@ def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dic
                 for m in metrics]
     columns += [Column("notes", "Explanations", "notes"), Column("prompt_id", "Prompt id", "text", hidden=True),
                 Column("file_name", "File", "text", hidden=True), Column("sha256", "sha256", "text", hidden=True)]
+    prompts = {}  # prompt id -> its link, made once for the prompt's images
+    for p in dict.fromkeys(im["prompt_id"] for im in r.images):
+        prompts[p] = {"text": board.prompts.get(p, {}).get("text") or p, "href": prompt_page(r.prompt_set, p)}
     rows = []
     for im in r.images:
-        text = board.prompts.get(im["prompt_id"], {}).get("text")
-        rows.append({"image": _image(r, im, media, text or im["prompt_id"], None),
-                     "prompt": {"text": text or im["prompt_id"], "href": prompt_page(r.prompt_set, im["prompt_id"])},
+        prompt = prompts[im["prompt_id"]]
+        rows.append({"image": _image(r, im, media, prompt["text"], None), "prompt": prompt,
                      "sample_idx": im["sample_idx"], **{m: values.get((im["file_name"], m)) for m in metrics},
                      "notes": _dedupe(notes.get(im["file_name"], [])), "prompt_id": im["prompt_id"],
                      "file_name": im["file_name"], "sha256": im["sha256"]})
@@ -244,6 +249,8 @@ def _json(text: str):
 
 def _dedupe(notes: list[dict]) -> list[dict]:
     """Notes of one image with the metrics that gave the same flag and explanation merged."""
+    if len(notes) < 2:
+        return notes
     merged: dict[str, dict] = {}
     for n in notes:
         key = json.dumps([n["flag"], n["explained"]], sort_keys=True)

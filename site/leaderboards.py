@@ -10,6 +10,8 @@ rest are on the metric and submission pages and in the downloads.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT
 
@@ -189,6 +191,7 @@ def slice_pages(site: Site, board: Board) -> None:
     """A page per country, region group, continent, era and category (headline only: the submission pages have
     every metric per slice), and slices.html listing them."""
     listing = []
+    scored_on = Counter(s for r in board.results.values() for s in {k[1:] for k in r.entries})  # results per slice
     for slice_type, slice_ in board.slices():
         path = slice_path(slice_type, slice_)
         if path in site.sizes:
@@ -199,8 +202,7 @@ def slice_pages(site: Site, board: Board) -> None:
                   slice_type=slice_type, slice=slice_,
                   answer=country_answer.answer(board, slice_) if slice_type == "country" else None)
         listing.append({"type": type_label(slice_type), "slice": {"text": slice_name(slice_type, slice_), "href": path},
-                        "results": sum(any(k[1:] == (slice_type, slice_) for k in r.entries)
-                                       for r in board.results.values())})
+                        "results": scored_on[(slice_type, slice_)]})
     columns = [Column("type", "Type", "text"), Column("slice", "Slice", "link"),
                Column("results", "Submissions", "num", "Submissions with scores on this slice", better="higher")]
     site.page("slices.html", "slices.html", "Slices", table=site.table("slices.html", "slices", columns, listing))

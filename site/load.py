@@ -38,7 +38,9 @@ _FIX = "rerun `cultureboard evaluate` for this submission"
 
 @dataclass
 class Result:
-    """One submission's results, its submission.yaml and metadata.jsonl."""
+    """One submission's results, its submission.yaml and metadata.jsonl. :attr:`scores` is never changed once
+    loaded, so what :meth:`rows_of`, :meth:`column` and :meth:`image_values` derive from it is derived once per
+    build (the object lives for one build)."""
 
     sid: str
     summary: dict
@@ -51,12 +53,30 @@ class Result:
     label: str = ""  # the display name, made unique among the site's results (plots); set by the board
     control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
     _metric_rows: dict | None = field(default=None, repr=False, compare=False)
+    _columns: dict = field(default_factory=dict, repr=False, compare=False)
+    _image_values: dict | None = field(default=None, repr=False, compare=False)
 
     def rows_of(self, metric: str) -> np.ndarray:
         """Positions of ``metric``'s rows in :attr:`scores` (the rows are grouped by metric once)."""
         if self._metric_rows is None:
             self._metric_rows = self.scores.groupby("metric", sort=False).indices
         return self._metric_rows.get(metric, np.array([], dtype=np.int64))
+
+    def column(self, name: str) -> np.ndarray:
+        """:attr:`scores`' column ``name`` as a numpy array (text as objects, a missing value NaN), converted once."""
+        if name not in self._columns:
+            self._columns[name] = self.scores[name].to_numpy()
+        return self._columns[name]
+
+    def image_values(self) -> dict[tuple[str, str], float]:
+        """(file name, metric) -> the mean of that image's values of the metric (rows without a value left out;
+        pandas' group mean), computed once."""
+        if self._image_values is None:
+            name, value = self.column("file_name"), self.column("value")
+            keep = ~pd.isna(name) & ~pd.isna(value)
+            by_image = pd.Series(value[keep]).groupby([name[keep], self.column("metric")[keep]])
+            self._image_values = by_image.mean().to_dict()
+        return self._image_values
 
     @property
     def prompt_set(self) -> str:
@@ -124,7 +144,7 @@ def _load_one(folder: Path, sub: Path) -> Result:
         images.append(im)
     images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
     try:
-        scores = pq.read_table(folder / "scores.parquet").to_pandas()  # plain object strings: fast to iterate
+        scores = pq.read_table(folder / "scores.parquet").to_pandas()  # text as pandas' str (Result.column: numpy)
     except (OSError, ValueError) as exc:  # pyarrow's errors derive from these
         raise CultureboardError(folder / "scores.parquet", f"cannot be read ({exc.__class__.__name__})", _FIX) from None
     if missing := {"file_name", "metric", "value"} - set(scores.columns):
@@ -134,8 +154,9 @@ def _load_one(folder: Path, sub: Path) -> Result:
     result = Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
                     control=control if isinstance(control, str) else None)
     versions = {c["name"]: c["version"] for c in summary["metrics_info"]} | summary["provenance"]["metrics"]
+    standin = result.standin
     for e in summary["metrics"]:  # what the downloads carry with each score
-        e["standin"], e["metric_version"] = result.standin, versions.get(e["metric"])
+        e["standin"], e["metric_version"] = standin, versions.get(e["metric"])
     return result
 
 

@@ -32,3 +32,28 @@ def test_sticky_columns_are_marked_in_the_header_and_every_cell():
         '<td class="rank tie" data-sort="1" title="Tied: the 95% CI overlaps others\', so the rank is anywhere from 1 '
         'to 2"', '<td class="sticky s0"', '<td class="sticky s1 score" data-sort="0.5"', "<td"]
     assert tds[6].startswith('<td class="sticky s1 na" data-sort="">')  # a missing value's cell too
+
+
+def tds(columns, rows, root="") -> list[str]:
+    return [line for line in str(body(columns, rows, root)).split("\n") if line.startswith("<td")]
+
+
+def test_number_cells_show_integers_whole_and_other_values_to_three_decimals():
+    got = tds([Column("x", "X", "num")], [{"x": 3}, {"x": 0.12345}, {"x": float("nan")}, {"x": True}, {"x": -2e-7}])
+    assert got == ['<td class="num" data-sort="3">3</td>', '<td class="num" data-sort="0.12345">0.123</td>',
+                   '<td class="num" data-sort="nan">—</td>', '<td class="num" data-sort="True">True</td>',
+                   '<td class="num" data-sort="-2e-07">-0.000</td>']
+
+
+def test_a_score_cell_counts_images_then_prompts():
+    [cell] = tds([Column("m", "M", "score")], [{"m": {**ROW["m"], "n_images": 8, "n_prompts": 4}}])
+    assert '<span class="n" title="8 images, 4 prompts, coverage 100%">n=8/4</span>' in cell
+
+
+def test_every_link_and_image_under_the_root_is_escaped():
+    columns = [Column("s", "S", "link"), Column("i", "I", "thumb")]
+    image = {"thumb": "thumbs/a.webp", "full": "images/a.png", "alt": 'a "b"', "status": "ok"}
+    got = tds(columns, [{"s": {"text": "<x>", "href": "model/a.html"}, "i": image}], root='"/')
+    assert got == ['<td><a href="&#34;/model/a.html">&lt;x&gt;</a></td>',
+                   '<td class="thumb"><a href="&#34;/images/a.png" title="Full size"><img src="&#34;/thumbs/a.webp" '
+                   'alt="a &#34;b&#34;" loading="lazy"></a></td>']

@@ -95,6 +95,16 @@ def test_same_seed_same_gaps_and_pairing():
     assert (a.value, a.low, a.high) == pytest.approx((-2 * b.value, -2 * b.high, -2 * b.low))
 
 
+
+def test_a_countrys_draws_follow_its_prompts_in_the_given_order_wherever_they_stand():
+    # the bootstrap redraws each country from its own prompts in their given order: interleaving two countries'
+    # prompts (each keeping its order) leaves every gap and interval as it is (bit for bit)
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=40), rng.normal(1, size=40)
+    grouped = gaps(np.concatenate([a, b]), ["A"] * 40 + ["B"] * 40, ["GN"] * 40 + ["GS"] * 40, n_boot=200, seed=1)
+    mixed = gaps(np.ravel([a, b], order="F"), ["A", "B"] * 40, ["GN", "GS"] * 40, n_boot=200, seed=1)
+    assert [(g.name, g.value, g.low, g.high) for g in mixed] == [(g.name, g.value, g.low, g.high) for g in grouped]
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(([1.0], ["A", "B"]), "one mean, country"), (([], []), "one mean, country"), (([np.nan], ["A"]), "finite"),

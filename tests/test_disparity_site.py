@@ -5,12 +5,16 @@ left out of the frontier plot, and its untested country gaps never count as serv
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from cultureboard.evaluators.results.disparity import gaps
+from cultureboard.site import board as board_module
 from cultureboard.site import figures
+from cultureboard.site.load import Result
 from cultureboard.site.write import Site
 
 METRIC = "m.score"
@@ -60,3 +64,38 @@ def test_the_table_marks_the_untested_gap_and_its_downloads_hold_null(board, tmp
 def test_the_frontier_leaves_the_untested_gap_out(board):
     svg = figures._frontier(board, board.group, METRIC, "Score")
     assert svg is not None and "wide" in svg and "narrow" in svg and "few" not in svg
+
+
+def scored(rows: list[tuple]) -> Result:
+    """A result of metric METRIC (and one other) from (metric, unit, value, flag, country) rows."""
+    scores = pd.DataFrame(rows, columns=["metric", "unit_id", "value", "flag", "country"]).astype(
+        {"metric": "str", "unit_id": "str", "flag": "str", "country": "str"})
+    summary = {"provenance": {"settings": {"n_boot": 50, "seed": 3, "ci_level": 0.9}}}
+    return Result("s", summary, scores, {}, Path("s"), [], {})
+
+
+def test_the_board_gives_each_unit_its_mean_over_its_usable_rows(monkeypatch):
+    """Board gaps take per unit (units in sorted order) the mean of its rows with a value, a country, a unit and
+    no flag, of the metric asked for only; a unit whose rows name two countries is left out; the evaluator's
+    bootstrap settings are passed on."""
+    nan = float("nan")
+    rows = [(METRIC, "u3", 1.0, None, "NG"), (METRIC, "u1", 2.0, None, "IT"), (METRIC, "u1", 4.0, None, "IT"),
+            (METRIC, "u1", 100.0, "no reference", "IT"), (METRIC, "u1", nan, None, "IT"),
+            (METRIC, "u2", 8.0, None, "NG"), (METRIC, "u2", 5.0, None, None), (METRIC, None, 7.0, None, "NG"),
+            (METRIC, "u4", 1.0, None, "IT"), (METRIC, "u4", 9.0, None, "NG"),  # two countries: left out
+            ("m.other", "u1", 50.0, None, "IT"), (METRIC, "u0", 3.0, None, "FR"), (METRIC, "u3", 2.0, None, "NG")]
+    seen = {}
+    monkeypatch.setattr(board_module, "gaps", lambda *a, **k: seen.update(args=a, kwargs=k) or ["found"])
+    assert board_module._gaps(scored(rows), METRIC) == ["found"]
+    means, countries, regions = seen["args"]
+    assert means.tolist() == [3.0, 3.0, 8.0, 1.5] and countries.tolist() == ["FR", "IT", "NG", "NG"]
+    assert regions == ["GN", "GN", "GS", "GS"] and seen["kwargs"] == {"n_boot": 50, "level": 0.9, "seed": 3}
+
+
+def test_the_board_has_no_gaps_with_one_country_or_none_usable(monkeypatch):
+    monkeypatch.setattr(board_module, "gaps", lambda *a, **k: pytest.fail("no gaps expected"))
+    one = [(METRIC, "u1", 1.0, None, "IT"), (METRIC, "u2", 2.0, None, "IT"), (METRIC, "u3", 2.0, None, "NG"),
+           (METRIC, "u3", 2.0, None, "FR")]
+    assert board_module._gaps(scored(one), METRIC) is None
+    assert board_module._gaps(scored([(METRIC, "u1", 1.0, "flagged", "IT")]), METRIC) is None
+    assert board_module._gaps(scored(one), "m.absent") is None

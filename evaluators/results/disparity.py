@@ -39,7 +39,7 @@ import pandas as pd
 
 from cultureboard.countries import load_countries
 
-from .stats import benjamini_hochberg, percentile_interval, resample_indices
+from .stats import benjamini_hochberg, resample_indices
 
 REGION_GAP = "GN-GS"
 #: Benjamini-Hochberg q below which a gap is called significant (the under-represented badge, "served worse").
@@ -82,18 +82,20 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
         raise ValueError("every prompt needs a country (a code): leave out prompts without one")
     if not 0 < level < 1 or n_boot < 1:
         raise ValueError(f"need level in (0, 1) and n_boot >= 1, got {level}, {n_boot}")
-    names = sorted(set(countries))
+    names, index = np.unique(countries, return_inverse=True)  # sorted; each prompt's country as its position
+    order = np.argsort(index, kind="stable")
+    counts = np.bincount(index)
+    bounds = np.cumsum(counts)[:-1]
+    by_country = np.split(means[order], bounds)  # each country's prompt means, in the given order
     group_of = {}
-    for c in names:
-        found = set(groups[countries == c])
-        if len(found) > 1:
+    for c, found in zip(names, np.split(groups[order], bounds)):
+        if len(found := set(found)) > 1:
             raise ValueError(f"country {c} is in several region groups: {sorted(map(str, found))}")
         group_of[c] = found.pop()
     rng = np.random.default_rng(seed)
-    counts = np.array([(countries == c).sum() for c in names])
-    point = np.array([means[countries == c].mean() for c in names])
-    reps = np.stack([means[countries == c][resample_indices(n, n_boot, rng)].mean(axis=1)
-                     for c, n in zip(names, counts)], axis=1)  # (n_boot, countries)
+    point = np.array([m.mean() for m in by_country])
+    reps = np.stack([m[resample_indices(len(m), n_boot, rng)].mean(axis=1) for m in by_country],
+                    axis=1)  # (n_boot, countries)
 
     def pooled(select: np.ndarray):
         weights = counts * select
@@ -108,10 +110,11 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
         gap_reps = gn_reps - gs_reps
         found.append(("region_group", REGION_GAP, gn - gs, gap_reps, int(counts[north | south].sum()),
                       np.ptp(gap_reps) > 0))
-    untested = (np.nan, np.nan)
-    intervals = [percentile_interval(r, level) if tested else untested for *_, r, _, tested in found]
+    ends = np.quantile(np.stack([r for *_, r, _, _ in found], axis=1), [(1 - level) / 2, (1 + level) / 2], axis=0)
+    intervals = [(float(low), float(high)) if tested else (np.nan, np.nan)
+                 for low, high, (*_, tested) in zip(*ends, found)]  # stats.percentile_interval of each, in one call
     # permutation p-values (module docstring): prompts' countries shuffled; countries' region groups shuffled
-    null = shuffled_means(means, np.searchsorted(names, countries), len(names), n_boot, rng) - everything[0]
+    null = shuffled_means(means, index, len(names), n_boot, rng) - everything[0]
     p = list(permutation_p(null, [value for _, _, value, *_ in found[:len(names)]]))
     if len(found) > len(names):
         members = north | south
