@@ -6,27 +6,42 @@ plain anchors with ``rel="noopener noreferrer"``, and a downloaded CSV cell that
 formula gets a leading apostrophe. The same inputs give the same bytes.
 
 A build given the previous site reuses each of its files that holds the very bytes it would write (compared
-byte for byte): a hard link, so nothing is written, and nothing is freed when the previous site is removed.
+byte for byte): a hard link, so nothing is written, and nothing is freed when the previous site is removed. A page
+is not even rendered when the previous build recorded the same key for it (:meth:`Site.page_key`: everything the
+page's bytes depend on) in its :data:`MANIFEST` and its file there still holds the bytes recorded beside the key.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
 import io
 import json
 import os
 import re
 import stat
+import sys
+import types
 import unicodedata
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import PurePath, Path
 
 import jinja2
+import pandas as pd
 
 from . import cells
+from .load import Result
 from .names import caveat, direction_text, link, num, pct
 
 HERE = Path(__file__).parent
+#: What a build records of each page it rendered, {path: [key, sha256 of the page's bytes]}: the next build into
+#: the same folder links a page whose key is unchanged instead of rendering it.
+MANIFEST = "cache/pages.json"
+#: The libraries that render a page or format its values (their versions are part of every page's key).
+LIBRARIES = ("jinja2", "markupsafe", "numpy", "pandas")
 CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; "
        "form-action 'none'")
 
@@ -72,11 +87,94 @@ class Site:
         self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
                                 **self.globals)
         self.sizes: dict[str, int] = {}
+        self.keys: dict[str, list[str]] = {}  # page path -> [key, sha256 of its bytes]: this build's MANIFEST
         self._folders: set[Path] = set()
+        self._code = code_digest([HERE, *_other_sources()])
+        self._results: dict[int, tuple[tuple, list]] = {}  # id(Result) -> (its field values, what _plain writes)
+        recorded = self.previous is not None and _json(self._previous(MANIFEST))
+        self._recorded = recorded if isinstance(recorded, dict) else {}  # the previous build's MANIFEST
 
     def page(self, path: str, template: str, title: str, **context) -> None:
-        html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title, **context)
-        self.sizes[path] = self.write(path, html)
+        """Render ``template`` as ``path``, or link the previous site's page when the previous build recorded this
+        page's key for it and its file still holds the bytes recorded beside the key."""
+        key = self.page_key(path, template, title, context)
+        data = self._recorded_page(path, key)
+        if data is None:
+            html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title,
+                                                          **context)
+            data = html.encode("utf-8")
+            self._put(path, data)
+        self.sizes[path] = len(data)
+        if key is not None:
+            self.keys[path] = [key, _sha256(data)]
+
+    def page_key(self, path: str, template: str, title: str, context: dict) -> str | None:
+        """The sha256 of everything a page's bytes depend on: the source of the templates and of the code they call
+        (:func:`code_digest`), the Jinja globals at render time (they hold data: ``galleries`` is set after the
+        Site is made; the filters are code), the path, template, title and context. Values are written as JSON
+        (:meth:`_plain` for the rest); None when one cannot be written faithfully: the page is then rendered.
+
+        JSON does not tell a tuple from a list, a str subclass (``Markup``) from ``str`` nor a number key from its
+        text: which of the two a given value is, is the code's choice, and the code is in the key."""
+        try:
+            text = json.dumps([self._code, self.env.globals, path, template, title, context], default=self._plain)
+        except (TypeError, ValueError):  # a value _plain refuses, a dict key that is not text, a circular value
+            return None
+        return _sha256(text.encode("utf-8"))
+
+    def finish(self) -> None:
+        """Write :data:`MANIFEST` (call it once, after the last page)."""
+        self.write(MANIFEST, json.dumps(self.keys, sort_keys=True, indent=0) + "\n")
+
+    def _recorded_page(self, path: str, key: str | None) -> bytes | None:
+        """The previous site's page ``path``, linked into this build, when the previous build recorded ``key`` for it
+        and its file still holds the bytes recorded beside the key; else None."""
+        entry = self._recorded.get(path)
+        if key is None or not (isinstance(entry, list) and entry[:1] == [key]):
+            return None
+        data = self._previous(path)
+        if data is None or entry != [key, _sha256(data)] or not self._link(path, self._target(path)):
+            return None
+        return data
+
+    def _plain(self, value):
+        """A value that JSON has no form for, in plain values: a dataclass as its class name and its fields that take
+        part in its equality (a field kept out of it, such as a lazily built index, is a cache of the others), a
+        set sorted, a path as text, a function as its module, name and line (its source is in the key) with the
+        values it holds (defaults, closure), a named class as its module and name, a data frame as its columns,
+        dtypes and a hash of each row (index included). A :class:`.load.Result` (a
+        submission's data, shown on many pages) is written once a build, as a hash (:meth:`_result`). Anything
+        else (an object of unknown state) raises TypeError: the page has no key."""
+        if isinstance(value, Result):
+            return self._result(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return [type(value).__qualname__, *_fields(value)]
+        if isinstance(value, (set, frozenset)):
+            return ["set", *sorted(value)]
+        if isinstance(value, PurePath):
+            return ["path", str(value)]
+        if isinstance(value, types.FunctionType):
+            return ["code", value.__module__, value.__qualname__, value.__code__.co_firstlineno, value.__defaults__,
+                    value.__kwdefaults__, [c.cell_contents for c in value.__closure__ or ()]]
+        if isinstance(value, (types.BuiltinFunctionType, type)) and "<" not in value.__qualname__:
+            return ["code", value.__module__, value.__qualname__]
+        if isinstance(value, pd.DataFrame):
+            rows = pd.util.hash_pandas_object(value, index=True).to_numpy()
+            return ["frame", [str(c) for c in value.columns], [str(t) for t in value.dtypes], _sha256(rows.tobytes())]
+        raise TypeError(f"no faithful JSON form for {type(value).__qualname__}")
+
+    def _result(self, r: Result) -> list:
+        """``r`` as the hash of its fields (a dict with keys that are not text, such as ``entries``, as its items),
+        remembered for the build: a result is loaded before the pages and no page changes it in place; a field
+        set anew (another object) is noticed and the hash made again."""
+        values = tuple(_fields(r))
+        known = self._results.get(id(r))
+        if known is None or any(a is not b for a, b in zip(known[0], values)):
+            items = [list(v.items()) if isinstance(v, dict) and not all(type(k) is str for k in v) else v
+                     for v in values]
+            known = self._results[id(r)] = (values, ["Result", _sha256(json.dumps(items, default=self._plain)
+                                                                        .encode("utf-8"))])
+        return known[1]
 
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
         """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json."""
@@ -102,37 +200,85 @@ class Site:
     def write(self, path: str, text: str) -> int:
         """Write ``text`` as UTF-8 to ``path`` (site-relative), or link the previous site's file of these very bytes;
         returns the size in bytes."""
-        data = text.encode("utf-8")
-        target = self.root / path
-        if target.parent not in self._folders:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._folders.add(target.parent)
-        if not (self.previous is not None and self._reuse(path, data, target)):
+        return self._put(path, text.encode("utf-8"))
+
+    def _put(self, path: str, data: bytes) -> int:
+        target = self._target(path)
+        if not (self._previous(path, len(data)) == data and self._link(path, target)):
             with open(target, "wb") as fh:
                 fh.write(data)
         return len(data)
 
-    def _reuse(self, path: str, data: bytes, target: Path) -> bool:
-        """Link the previous site's ``path`` as ``target`` when it is a regular file (never through a link) holding
-        ``data``."""
-        source = self.previous / path
+    def _target(self, path: str) -> Path:
+        """Where ``path`` goes in this build, its folder made."""
+        target = self.root / path
+        if target.parent not in self._folders:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(target.parent)
+        return target
+
+    def _previous(self, path: str, size: int | None = None) -> bytes | None:
+        """The bytes of the previous site's ``path`` when it is a regular file (never read through a link), of
+        ``size`` bytes when given; else None."""
+        if self.previous is None:
+            return None
         try:
-            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            fd = os.open(self.previous / path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
-            return False
+            return None
         try:
             st = os.fstat(fd)
-            if not (stat.S_ISREG(st.st_mode) and st.st_size == len(data)):
-                return False
+            if not stat.S_ISREG(st.st_mode) or size not in (None, st.st_size):
+                return None
             with open(fd, "rb", closefd=False) as fh:
-                if fh.read(len(data) + 1) != data:
-                    return False
-            os.link(source, target, follow_symlinks=False)
-        except OSError:  # e.g. another file system: written instead
-            return False
+                return fh.read()
+        except OSError:
+            return None
         finally:
             os.close(fd)
+
+    def _link(self, path: str, target: Path) -> bool:
+        """Hard-link the previous site's ``path`` as ``target`` (never through a link)."""
+        try:
+            os.link(self.previous / path, target, follow_symlinks=False)
+        except OSError:  # e.g. another file system: written instead
+            return False
         return True
+
+
+def code_digest(folders: list[Path]) -> str:
+    """The sha256 of every file under ``folders`` (by its path in its folder; bytecode caches left out), of the
+    Python version and of the :data:`LIBRARIES`' versions: the code that turns a page's context into its bytes."""
+    digest = hashlib.sha256(json.dumps([sys.version, *(importlib.metadata.version(n) for n in LIBRARIES)]).encode())
+    for k, folder in enumerate(folders):
+        for file in sorted(p for p in folder.rglob("*") if "__pycache__" not in p.parts and p.is_file()):
+            data = file.read_bytes()
+            digest.update(f"\n{k} {file.relative_to(folder).as_posix()} {len(data)}\n".encode())
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def _other_sources() -> list[Path]:
+    """The folders of cultureboard's other packages, whose code the site's filters, globals and shown objects call
+    (the whole of it: what a page calls is not known in advance)."""
+    return [Path(p) for name in ("cultureboard", "cultureboard.builder", "cultureboard.evaluators")
+            for p in importlib.util.find_spec(name).submodule_search_locations]
+
+
+def _fields(value) -> list:
+    return [getattr(value, f.name) for f in dataclasses.fields(value) if f.compare]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _json(data: bytes | None):
+    """``data`` parsed as JSON; None when there is none or it is not JSON."""
+    try:
+        return None if data is None else json.loads(data)
+    except ValueError:
+        return None
 
 
 def _flatten(columns: list[Column], row: dict) -> dict:
