@@ -20,17 +20,18 @@ import importlib.metadata
 import importlib.util
 import io
 import json
+import operator
 import os
+import pickle
 import re
 import stat
 import sys
 import types
 import unicodedata
 from dataclasses import dataclass, field
-from pathlib import PurePath, Path
+from pathlib import Path
 
 import jinja2
-import pandas as pd
 
 from . import cells
 from .load import Result
@@ -41,7 +42,9 @@ HERE = Path(__file__).parent
 #: the same folder links a page whose key is unchanged instead of rendering it.
 MANIFEST = "cache/pages.json"
 #: The libraries that render a page or format its values (their versions are part of every page's key).
-LIBRARIES = ("jinja2", "markupsafe", "numpy", "pandas")
+LIBRARIES = ("jinja2", "markupsafe", "numpy", "pandas", "pyarrow")
+#: A result's fields that take part in its equality (its lazily built index is a cache of the others).
+_COMPARED = operator.attrgetter(*(f.name for f in dataclasses.fields(Result) if f.compare))
 CSP = ("default-src 'none'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; "
        "form-action 'none'")
 
@@ -90,7 +93,7 @@ class Site:
         self.keys: dict[str, list[str]] = {}  # page path -> [key, sha256 of its bytes]: this build's MANIFEST
         self._folders: set[Path] = set()
         self._code = code_digest([HERE, *_other_sources()])
-        self._results: dict[int, tuple[tuple, list]] = {}  # id(Result) -> (its field values, what _plain writes)
+        self._results: dict[int, tuple[tuple, str | None]] = {}  # id(Result) -> (its field values, digest)
         recorded = self.previous is not None and _json(self._previous(MANIFEST))
         self._recorded = recorded if isinstance(recorded, dict) else {}  # the previous build's MANIFEST
 
@@ -98,82 +101,54 @@ class Site:
         """Render ``template`` as ``path``, or link the previous site's page when the previous build recorded this
         page's key for it and its file still holds the bytes recorded beside the key."""
         key = self.page_key(path, template, title, context)
-        data = self._recorded_page(path, key)
-        if data is None:
-            html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title,
-                                                          **context)
-            data = html.encode("utf-8")
-            self._put(path, data)
-        self.sizes[path] = len(data)
+        if self._linked(path, key):
+            return
+        html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title, **context)
+        data = html.encode("utf-8")
+        self.sizes[path] = self._put(path, data)
         if key is not None:
             self.keys[path] = [key, _sha256(data)]
 
     def page_key(self, path: str, template: str, title: str, context: dict) -> str | None:
         """The sha256 of everything a page's bytes depend on: the source of the templates and of the code they call
         (:func:`code_digest`), the Jinja globals at render time (they hold data: ``galleries`` is set after the
-        Site is made; the filters are code), the path, template, title and context. Values are written as JSON
-        (:meth:`_plain` for the rest); None when one cannot be written faithfully: the page is then rendered.
-
-        JSON does not tell a tuple from a list, a str subclass (``Markup``) from ``str`` nor a number key from its
-        text: which of the two a given value is, is the code's choice, and the code is in the key."""
-        try:
-            text = json.dumps([self._code, self.env.globals, path, template, title, context], default=self._plain)
-        except (TypeError, ValueError):  # a value _plain refuses, a dict key that is not text, a circular value
-            return None
-        return _sha256(text.encode("utf-8"))
+        Site is made; the filters are code), the path, template, title and context, pickled (:class:`_KeyPickler`).
+        None when a value cannot be pickled: the page is then rendered."""
+        return self._key(self.env.globals, path, template, title, context)
 
     def finish(self) -> None:
         """Write :data:`MANIFEST` (call it once, after the last page)."""
         self.write(MANIFEST, json.dumps(self.keys, sort_keys=True, indent=0) + "\n")
 
-    def _recorded_page(self, path: str, key: str | None) -> bytes | None:
-        """The previous site's page ``path``, linked into this build, when the previous build recorded ``key`` for it
-        and its file still holds the bytes recorded beside the key; else None."""
+    def _key(self, *values) -> str | None:
+        buffer = io.BytesIO()
+        try:
+            _KeyPickler(buffer, self).dump((self._code, *values))
+        except (pickle.PicklingError, TypeError, ValueError, AttributeError, RecursionError):
+            return None  # an object pickle cannot write (a generator, a lock), or a cycle
+        return _sha256(buffer.getvalue())
+
+    def _linked(self, path: str, key: str | None) -> bool:
+        """Link the previous site's ``path`` into this build when the previous build recorded ``key`` for it and its
+        file still holds the bytes recorded beside the key (and record it for the next build)."""
         entry = self._recorded.get(path)
         if key is None or not (isinstance(entry, list) and entry[:1] == [key]):
-            return None
+            return False
         data = self._previous(path)
         if data is None or entry != [key, _sha256(data)] or not self._link(path, self._target(path)):
-            return None
-        return data
+            return False
+        self.sizes[path] = len(data)
+        self.keys[path] = entry
+        return True
 
-    def _plain(self, value):
-        """A value that JSON has no form for, in plain values: a dataclass as its class name and its fields that take
-        part in its equality (a field kept out of it, such as a lazily built index, is a cache of the others), a
-        set sorted, a path as text, a function as its module, name and line (its source is in the key) with the
-        values it holds (defaults, closure), a named class as its module and name, a data frame as its columns,
-        dtypes and a hash of each row (index included). A :class:`.load.Result` (a
-        submission's data, shown on many pages) is written once a build, as a hash (:meth:`_result`). Anything
-        else (an object of unknown state) raises TypeError: the page has no key."""
-        if isinstance(value, Result):
-            return self._result(value)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return [type(value).__qualname__, *_fields(value)]
-        if isinstance(value, (set, frozenset)):
-            return ["set", *sorted(value)]
-        if isinstance(value, PurePath):
-            return ["path", str(value)]
-        if isinstance(value, types.FunctionType):
-            return ["code", value.__module__, value.__qualname__, value.__code__.co_firstlineno, value.__defaults__,
-                    value.__kwdefaults__, [c.cell_contents for c in value.__closure__ or ()]]
-        if isinstance(value, (types.BuiltinFunctionType, type)) and "<" not in value.__qualname__:
-            return ["code", value.__module__, value.__qualname__]
-        if isinstance(value, pd.DataFrame):
-            rows = pd.util.hash_pandas_object(value, index=True).to_numpy()
-            return ["frame", [str(c) for c in value.columns], [str(t) for t in value.dtypes], _sha256(rows.tobytes())]
-        raise TypeError(f"no faithful JSON form for {type(value).__qualname__}")
-
-    def _result(self, r: Result) -> list:
-        """``r`` as the hash of its fields (a dict with keys that are not text, such as ``entries``, as its items),
-        remembered for the build: a result is loaded before the pages and no page changes it in place; a field
-        set anew (another object) is noticed and the hash made again."""
-        values = tuple(_fields(r))
+    def result_digest(self, r: Result) -> str | None:
+        """The sha256 of ``r``'s fields that take part in its equality (not its lazily built index; None when they
+        cannot be pickled), made once a build: a result is loaded before the pages and no page changes it in place; a field set anew (another
+        object) is noticed and the digest made again."""
+        values = _COMPARED(r)
         known = self._results.get(id(r))
-        if known is None or any(a is not b for a, b in zip(known[0], values)):
-            items = [list(v.items()) if isinstance(v, dict) and not all(type(k) is str for k in v) else v
-                     for v in values]
-            known = self._results[id(r)] = (values, ["Result", _sha256(json.dumps(items, default=self._plain)
-                                                                        .encode("utf-8"))])
+        if known is None or not all(map(operator.is_, known[0], values)):
+            known = self._results[id(r)] = (values, self._key(values))
         return known[1]
 
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
@@ -265,8 +240,30 @@ def _other_sources() -> list[Path]:
             for p in importlib.util.find_spec(name).submodule_search_locations]
 
 
-def _fields(value) -> list:
-    return [getattr(value, f.name) for f in dataclasses.fields(value) if f.compare]
+class _KeyPickler(pickle.Pickler):
+    """Pickles the inputs of a page for its key. Pickle writes what it takes to rebuild each value (text and
+    ``Markup``, tuples and lists, a dict's order, a float's every bit, a dataclass's fields, a data frame's blocks
+    and index), and classes and named functions by their module and name (their source is in the key); here a
+    function is written with its line and the values it holds (defaults, closure), and a :class:`.load.Result`
+    (a submission's data, shown on many pages) as its :meth:`Site.result_digest`. A set is written in its
+    iteration order, which for text changes from one run to the next: a page given a set of text is rendered
+    again (never served stale)."""
+
+    def __init__(self, file, site: Site):
+        super().__init__(file, protocol=5)
+        self.site = site
+
+    def reducer_override(self, value):
+        if isinstance(value, Result):
+            digest = self.site.result_digest(value)
+            if digest is None:
+                raise pickle.PicklingError(f"result {value.sid} cannot be pickled")
+            return tuple, (("Result", digest),)
+        if isinstance(value, types.FunctionType):
+            return tuple, (("function", value.__module__, value.__qualname__, value.__code__.co_firstlineno,
+                            value.__defaults__, value.__kwdefaults__,
+                            tuple(c.cell_contents for c in value.__closure__ or ())),)
+        return NotImplemented
 
 
 def _sha256(data: bytes) -> str:
