@@ -7,8 +7,9 @@ formula gets a leading apostrophe. The same inputs give the same bytes.
 
 A build given the previous site reuses each of its files that holds the very bytes it would write (compared
 byte for byte): a hard link, so nothing is written, and nothing is freed when the previous site is removed. A page
-is not even rendered when the previous build recorded the same key for it (:meth:`Site.page_key`: everything the
-page's bytes depend on) in its :data:`MANIFEST` and its file there still holds the bytes recorded beside the key.
+is not even rendered, nor a table's downloads made, when the previous build recorded the same key for it (a hash
+of everything its bytes depend on: :meth:`Site.page_key`, :meth:`Site.table`) in its :data:`MANIFEST` and its
+file there still holds the bytes recorded beside the key.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from .load import Result
 from .names import caveat, direction_text, link, num, pct
 
 HERE = Path(__file__).parent
-#: What a build records of each page it rendered, {path: [key, sha256 of the page's bytes]}: the next build into
-#: the same folder links a page whose key is unchanged instead of rendering it.
+#: What a build records of each page and table download it made, {path: [key, sha256 of the file's bytes]}: the
+#: next build into the same folder links a file whose key is unchanged instead of making it again.
 MANIFEST = "cache/pages.json"
 #: The libraries that render a page or format its values (their versions are part of every page's key).
 LIBRARIES = ("jinja2", "markupsafe", "numpy", "pandas", "pyarrow")
@@ -90,7 +91,7 @@ class Site:
         self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
                                 **self.globals)
         self.sizes: dict[str, int] = {}
-        self.keys: dict[str, list[str]] = {}  # page path -> [key, sha256 of its bytes]: this build's MANIFEST
+        self.keys: dict[str, list[str]] = {}  # path -> [key, sha256 of its bytes]: this build's MANIFEST
         self._folders: set[Path] = set()
         self._code = code_digest([HERE, *_other_sources()])
         self._results: dict[int, tuple[tuple, str | None]] = {}  # id(Result) -> (its field values, digest)
@@ -101,20 +102,20 @@ class Site:
         """Render ``template`` as ``path``, or link the previous site's page when the previous build recorded this
         page's key for it and its file still holds the bytes recorded beside the key."""
         key = self.page_key(path, template, title, context)
-        if self._linked(path, key):
-            return
-        html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title, **context)
-        data = html.encode("utf-8")
-        self.sizes[path] = self._put(path, data)
-        if key is not None:
-            self.keys[path] = [key, _sha256(data)]
+        sizes = self._linked([path], key)
+        if sizes:
+            self.sizes[path] = sizes[0]
+        else:
+            html = self.env.get_template(template).render(root="../" * path.count("/"), path=path, title=title,
+                                                          **context)
+            self.sizes[path] = self._put_keyed(path, html, key)
 
     def page_key(self, path: str, template: str, title: str, context: dict) -> str | None:
         """The sha256 of everything a page's bytes depend on: the source of the templates and of the code they call
         (:func:`code_digest`), the Jinja globals at render time (they hold data: ``galleries`` is set after the
         Site is made; the filters are code), the path, template, title and context, pickled (:class:`_KeyPickler`).
         None when a value cannot be pickled: the page is then rendered."""
-        return self._key(self.env.globals, path, template, title, context)
+        return self._key("page", self.env.globals, path, template, title, context)
 
     def finish(self) -> None:
         """Write :data:`MANIFEST` (call it once, after the last page)."""
@@ -128,18 +129,32 @@ class Site:
             return None  # an object pickle cannot write (a generator, a lock), or a cycle
         return _sha256(buffer.getvalue())
 
-    def _linked(self, path: str, key: str | None) -> bool:
-        """Link the previous site's ``path`` into this build when the previous build recorded ``key`` for it and its
-        file still holds the bytes recorded beside the key (and record it for the next build)."""
-        entry = self._recorded.get(path)
-        if key is None or not (isinstance(entry, list) and entry[:1] == [key]):
-            return False
-        data = self._previous(path)
-        if data is None or entry != [key, _sha256(data)] or not self._link(path, self._target(path)):
-            return False
-        self.sizes[path] = len(data)
-        self.keys[path] = entry
-        return True
+    def _linked(self, paths: list[str], key: str | None) -> list[int] | None:
+        """Link the previous site's ``paths`` into this build when the previous build recorded ``key`` for each and
+        each file still holds the bytes recorded beside the key (all or none); returns their sizes, else None."""
+        entries = [self._recorded.get(path) for path in paths]
+        if key is None or not all(isinstance(entry, list) and entry[:1] == [key] for entry in entries):
+            return None
+        found = [self._previous(path) for path in paths]
+        if not all(data is not None and entry == [key, _sha256(data)] for data, entry in zip(found, entries)):
+            return None
+        linked = []
+        for path in paths:
+            target = self._target(path)
+            if not self._link(path, target):
+                for made in linked:  # never write into a file linked to the previous site's
+                    made.unlink()
+                return None
+            linked.append(target)
+        self.keys.update(zip(paths, entries))
+        return [len(data) for data in found]
+
+    def _put_keyed(self, path: str, text: str, key: str | None) -> int:
+        """:meth:`write`, recording ``key`` and the bytes' sha256 for the next build."""
+        data = text.encode("utf-8")
+        if key is not None:
+            self.keys[path] = [key, _sha256(data)]
+        return self._put(path, data)
 
     def result_digest(self, r: Result) -> str | None:
         """The sha256 of ``r``'s fields that take part in its equality (not its lazily built index; None when they
@@ -152,19 +167,17 @@ class Site:
         return known[1]
 
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
-        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json."""
+        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json, or linked from the
+        previous site when the previous build recorded the same key for them (the code, ``page``, ``name``,
+        ``columns``, ``rows`` and whether the site carries the stand-in banner: all that :func:`_downloads`
+        reads)."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
+        files = [stem + ".csv", stem + ".json"]
         standin = bool(self.globals.get("banner"))
-        flat = [_flatten(columns, row) | _provenance(columns, row, standin) for row in rows]
-        keys = (list(flat[0]) if flat else
-                [c.key for c in columns if c.kind != "thumb"] + list(_provenance([], {}, standin)))
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(keys)
-        writer.writerows([_csv_cell(row[k]) for k in keys] for row in flat)
-        self.write(stem + ".csv", buffer.getvalue())
-        self.write(stem + ".json", json.dumps({"page": page, "table": name, "columns": keys, "rows": flat},
-                                              ensure_ascii=False, allow_nan=False) + "\n")
+        key = self._key("table", page, name, columns, rows, standin)
+        if not self._linked(files, key):
+            for path, text in zip(files, _downloads(page, name, columns, rows, standin)):
+                self._put_keyed(path, text, key)
         return Table(name, [c for c in columns if not c.hidden], rows, stem + ".csv", stem + ".json", caption=caption)
 
     def plot(self, page: str, name: str, svg: str) -> str:
@@ -251,7 +264,8 @@ class _KeyPickler(pickle.Pickler):
 
     def __init__(self, file, site: Site):
         super().__init__(file, protocol=5)
-        self.site = site
+        self.fast = True  # every value written whole, never as a reference to an earlier one: the bytes depend on
+        self.site = site  # the values alone, not on which of them happen to be one object (a cycle is refused)
 
     def reducer_override(self, value):
         if isinstance(value, Result):
@@ -276,6 +290,19 @@ def _json(data: bytes | None):
         return None if data is None else json.loads(data)
     except ValueError:
         return None
+
+
+def _downloads(page: str, name: str, columns: list[Column], rows: list[dict], standin: bool) -> tuple[str, str]:
+    """A table's CSV and JSON downloads: its rows flattened (:func:`_flatten`) with their provenance."""
+    flat = [_flatten(columns, row) | _provenance(columns, row, standin) for row in rows]
+    keys = (list(flat[0]) if flat else
+            [c.key for c in columns if c.kind != "thumb"] + list(_provenance([], {}, standin)))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(keys)
+    writer.writerows([_csv_cell(row[k]) for k in keys] for row in flat)
+    return buffer.getvalue(), json.dumps({"page": page, "table": name, "columns": keys, "rows": flat},
+                                         ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _flatten(columns: list[Column], row: dict) -> dict:

@@ -209,4 +209,67 @@ def test_values_are_written_by_what_they_hold(sources, tmp_path):
     assert key("<b>") != key(Markup("<b>")) and key((1, 2)) != key([1, 2]) and key(0.0) != key(-0.0)
     assert key({"a": 1, "b": 2}) != key({"b": 2, "a": 1})  # a dict is shown in its order
     assert key({(1, 2): "tuple key"}) != key({(1, 3): "tuple key"})
-    assert key(i for i in ()) is None
+    shared, cycle = {"a": [1]}, []
+    cycle.append(cycle)
+    assert key([shared, shared]) == key([shared, {"a": [1]}])  # which values are one object does not matter
+    assert key(i for i in ()) is None and key(cycle) is None
+
+
+# --- a table's downloads
+
+COLUMNS = [write.Column("name", "Name", "text"), write.Column("score", "Score", "num")]
+ROWS = [{"name": "a", "score": 0.5}, {"name": "b", "score": 0.25}]
+FILES = ["data/model-p-t.csv", "data/model-p-t.json"]
+DOWNLOADS = write._downloads
+
+
+class Tables:
+    """One build of the table t of ``PAGE`` into ``root``, counting the downloads made."""
+
+    def __init__(self, root: Path, monkeypatch, previous: Path | None = None, columns=COLUMNS, rows=ROWS,
+                 banner=None):
+        self.made = []
+        monkeypatch.setattr(write, "_downloads", lambda *a: self.made.append(a[1]) or DOWNLOADS(*a))
+        self.site = Site(root, {"galleries": {}, "banner": banner}, previous=previous)
+        self.table = self.site.table(PAGE, "t", columns, rows)
+        self.site.finish()
+        self.files = [root / f for f in FILES]
+
+
+def test_unchanged_downloads_are_linked_not_made(sources, tmp_path, monkeypatch):
+    first = Tables(tmp_path / "a", monkeypatch)
+    assert first.made == ["t"] and [first.table.csv, first.table.json] == FILES
+    second = Tables(tmp_path / "b", monkeypatch, first.site.root)
+    assert second.made == [] and second.table == first.table
+    assert [f.stat().st_ino for f in second.files] == [f.stat().st_ino for f in first.files]
+    assert Tables(tmp_path / "c", monkeypatch, second.site.root).made == []
+
+
+@pytest.mark.parametrize("change", [{"rows": ROWS[:1]}, {"rows": [ROWS[0] | {"score": 0.75}, ROWS[1]]},
+                                    {"columns": [COLUMNS[0], dataclasses.replace(COLUMNS[1], kind="pct")]},
+                                    {"banner": {"count": 1}}])
+def test_changed_rows_columns_or_banner_make_the_downloads_afresh(sources, tmp_path, monkeypatch, change):
+    first = Tables(tmp_path / "a", monkeypatch)
+    second = Tables(tmp_path / "b", monkeypatch, first.site.root, **change)
+    assert second.made == ["t"]
+    fresh = Tables(tmp_path / "fresh", monkeypatch, **change)  # what a build without a previous site writes
+    assert [f.read_bytes() for f in second.files] == [f.read_bytes() for f in fresh.files]
+
+
+def test_a_changed_module_makes_the_downloads_afresh(sources, tmp_path, monkeypatch):
+    first = Tables(tmp_path / "a", monkeypatch)
+    with open(sources / "write.py", "a") as fh:
+        fh.write("\n# a change in the code that makes the downloads\n")
+    assert Tables(tmp_path / "b", monkeypatch, first.site.root).made == ["t"]
+
+
+@pytest.mark.parametrize("spoiled", FILES)
+def test_one_spoiled_download_makes_both_afresh_and_links_neither(sources, tmp_path, monkeypatch, spoiled):
+    first = Tables(tmp_path / "a", monkeypatch)
+    good = [f.read_bytes() for f in first.files]
+    path = first.site.root / spoiled
+    path.write_bytes(path.read_bytes().replace(b"a", b"z"))
+    second = Tables(tmp_path / "b", monkeypatch, first.site.root)
+    assert second.made == ["t"] and [f.read_bytes() for f in second.files] == good
+    assert (first.site.root / spoiled).read_bytes() != good[FILES.index(spoiled)]  # the previous file untouched
+    assert all(f.stat().st_nlink == 1 for f in second.files if f.name == Path(spoiled).name)
