@@ -122,6 +122,7 @@ class Site:
         self.write(MANIFEST, json.dumps(self.keys, sort_keys=True, indent=0) + "\n")
 
     def _key(self, *values) -> str | None:
+        """The sha256 of the code digest and ``values``, pickled by :class:`_KeyPickler`; None when they cannot be."""
         buffer = io.BytesIO()
         try:
             _KeyPickler(buffer, self).dump((self._code, *values))
@@ -158,8 +159,8 @@ class Site:
 
     def result_digest(self, r: Result) -> str | None:
         """The sha256 of ``r``'s fields that take part in its equality (not its lazily built index; None when they
-        cannot be pickled), made once a build: a result is loaded before the pages and no page changes it in place; a field set anew (another
-        object) is noticed and the digest made again."""
+        cannot be pickled), made once a build: a result is loaded before the pages and no page changes it in
+        place; a field set anew (another object) is noticed and the digest made again."""
         values = _COMPARED(r)
         known = self._results.get(id(r))
         if known is None or not all(map(operator.is_, known[0], values)):
