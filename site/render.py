@@ -108,6 +108,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
                          summaries={sid: r.summary for sid, r in board.results.items()})
         agreement_page.agreement_page(site, board)
         write_search_index(site, board)  # after the last page: it lists the pages written
+        site.finish()  # records each page's key for the next build
         pages_at = time.perf_counter()
         keep_media()  # last: the previous site's unchanged media folders move into the new one
     largest = max(site.sizes, key=site.sizes.get)
