@@ -9,7 +9,7 @@
   (:func:`media`): its bytes checked, written as the copy and thumbnailed from memory.
 
 A submission whose images are unchanged since the previous build keeps that build's folders whole (moved in
-at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
+at the very end, see :func:`start_media`); otherwise a thumbnail of the previous build with the same settings is
 linked, not remade, when it is a regular file in real folders (a link is never followed nor copied). A source
 must be a regular file inside its submission folder (found by listing the folder; links are neither followed
 nor listed). The images are published and new thumbnails made by a pool of worker *processes*, each
@@ -31,7 +31,10 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from cultureboard.workers import WorkerStalled, read_all, wait_for
@@ -42,11 +45,11 @@ THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the spe
 PROCESS_THRESHOLD = 200
 
 
-def make_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None):
-    """Thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result` objects) into
-    ``new``, reusing those of the site ``previous``: returns ((sid, sha256) -> {status: "ok" | "missing" |
-    "unreadable" | "unverified", full: site path of the full-size file or None}, finish, problems: [{submission,
-    file, problem}] of the images left out because their bytes are not the declared, valid ones).
+def start_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None) -> "Media":
+    """Start making the thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result`
+    objects) into ``new``, reusing those of the site ``previous``. Returns at once, the workers running, so that the
+    caller renders what needs no image meanwhile; :meth:`Media.result` waits for them. Use the :class:`Media` as a
+    context manager: leaving the block (an error raised or not) kills and waits for every worker still running.
 
     A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
     ``thumbs/<id>/manifest.json`` says so, with the same thumbnail settings) keeps its folders whole: ``finish()``
@@ -58,7 +61,6 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
     params = {**THUMB, "max_side": px}
     out: dict[tuple[str, str], dict] = {}
     jobs: list[tuple[dict, str | None, list]] = []  # (the image's entry, an earlier thumbnail to link, the job)
-    problems: list[dict] = []
     moves: list[tuple[Path, Path]] = []
     fresh: dict[str, tuple[str, dict[str, dict]]] = {}  # sid -> (fingerprint, sha256 -> entry)
     reusable = _old_params(previous) == params
@@ -93,28 +95,57 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
             thumb = None if old else f"{new}/thumbs/{r.sid}/{sha}.webp"
             jobs.append((entries[sha], old, [f"{r.folder}/{name}", name, sha, f"{new}/{full}", thumb]))
         fresh[r.sid] = (fingerprint, entries)
-    for (entry, old, job), (status, problem) in zip(jobs, _run([job for _, _, job in jobs], px, workers)):
-        if problem is not None:  # neither published nor thumbnailed
-            entry.update(status="unverified", full=None)
-            problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
-        elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
-            _link_or_copy(Path(old), Path(new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
-            entry["status"] = "ok"
-        else:
-            entry["status"] = status
-    for sid, (fingerprint, entries) in fresh.items():
-        (new / "thumbs" / sid / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint, "params": params,
-                                                                 "images": entries}, sort_keys=True) + "\n")
-    (new / "thumbs").mkdir(parents=True, exist_ok=True)
-    (new / "thumbs" / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
+    workers = max(1, workers or os.cpu_count() or 1)
+    tasks = [job for _, _, job in jobs]
+    pool = _Threads if len(tasks) < PROCESS_THRESHOLD or workers == 1 else _Processes
+    return Media(new, params, out, jobs, fresh, moves, pool(tasks, px, workers))
 
-    def finish() -> None:
-        for source, target in moves:
+
+@dataclass
+class Media:
+    """The image files of one build, being made by ``pool`` (:func:`start_media`)."""
+
+    new: Path
+    params: dict
+    out: dict  # (sid, sha256) -> {status, full}; the status of a job's image set by result()
+    jobs: list  # (the image's entry in out, an earlier thumbnail to link or None, the job)
+    fresh: dict  # sid -> (fingerprint, sha256 -> entry): the submissions whose folders are made anew
+    moves: list  # (previous folder, new folder) of the submissions whose folders are kept whole
+    pool: "_Threads | _Processes"
+
+    def result(self):
+        """Wait for the workers; returns ((sid, sha256) -> {status: "ok" | "missing" | "unreadable" | "unverified",
+        full: site path of the full-size file or None}, finish, problems: [{submission, file, problem}] of the
+        images left out because their bytes are not the declared, valid ones). A worker that died or hung, or a
+        failed write, raises one :class:`CultureboardError`."""
+        problems: list[dict] = []
+        for (entry, old, job), (status, problem) in zip(self.jobs, self.pool.statuses()):
+            if problem is not None:  # neither published nor thumbnailed
+                entry.update(status="unverified", full=None)
+                problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
+            elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
+                _link_or_copy(Path(old), Path(self.new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
+                entry["status"] = "ok"
+            else:
+                entry["status"] = status
+        for sid, (fingerprint, entries) in self.fresh.items():
+            (self.new / "thumbs" / sid / MANIFEST).write_text(json.dumps(
+                {"fingerprint": fingerprint, "params": self.params, "images": entries}, sort_keys=True) + "\n")
+        (self.new / "thumbs").mkdir(parents=True, exist_ok=True)
+        (self.new / "thumbs" / "params.json").write_text(json.dumps(self.params, sort_keys=True) + "\n")
+        return self.out, self._finish, problems
+
+    def _finish(self) -> None:
+        for source, target in self.moves:
             if _real_dir(source):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, target)
 
-    return out, finish, problems
+    def __enter__(self) -> "Media":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.close()
 
 
 def media(source: str, name: str, sha256: str, full: str, thumb: str | None, px: int) -> tuple[str, str | None]:
@@ -218,7 +249,7 @@ def _listing(folder: Path) -> set[str] | None:
 def _regular_files(root: Path) -> set[str]:
     """Relative paths of the regular files under ``root``, links neither followed nor listed (one scandir per
     folder: no per-image resolve)."""
-    found, stack = set(), [("", root)]
+    found, stack = set(), [("", str(root))]
     while stack:
         prefix, folder = stack.pop()
         try:
@@ -226,7 +257,7 @@ def _regular_files(root: Path) -> set[str]:
                 for entry in entries:
                     rel = prefix + entry.name
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append((rel + "/", Path(entry.path)))
+                        stack.append((rel + "/", entry.path))
                     elif entry.is_file(follow_symlinks=False):
                         found.add(rel)
         except OSError:
@@ -254,37 +285,72 @@ def thumbnail(source, target: str, px: int) -> str:
 
 #: The command of a thumbnail worker process (:func:`main`).
 WORKER = [sys.executable, "-m", "cultureboard.site.thumbs"]
+#: How often at most a working worker process sends its statuses (at least once a job when a job takes longer).
+FLUSH_SECONDS = 0.2
 _FIX = "check the free space, the file size limit (ulimit -f) and the memory of this machine, then build again"
 
 
-def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str | None]]:
-    """(status, problem) of each :func:`media` job. A write that fails, or a worker process that dies (killed, out
-    of memory, a write refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``), ends the build with
-    one error: the parent never waits on a dead or hung worker nor redoes its part."""
-    workers = max(1, workers or os.cpu_count() or 1)
-    if len(jobs) < PROCESS_THRESHOLD or workers == 1:
+def _write_error(exc: OSError) -> CultureboardError:
+    return CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})", _FIX)
+
+
+class _Threads:
+    """Few :func:`media` jobs, run by ``workers`` threads of this process (no process start-up)."""
+
+    def __init__(self, jobs: list[list], px: int, workers: int):
+        self._pool = ThreadPoolExecutor(workers)
+        self._done = [self._pool.submit(media, *job, px) for job in jobs]
+
+    def statuses(self) -> list[tuple[str, str | None]]:
+        """(status, problem) of each job; a failed write raises one :class:`CultureboardError`."""
         try:
-            with ThreadPoolExecutor(workers) as pool:
-                return list(pool.map(lambda job: media(*job, px), jobs))
+            return [done.result() for done in self._done]
         except OSError as exc:
-            raise CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})",
-                                    _FIX) from None
-    parts = [jobs[k::workers] for k in range(workers)]
-    errors = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker's long traceback never blocks it
-    tasks = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker that never reads never blocks the parent
-    for task, part in zip(tasks, parts):
-        task.write(json.dumps({"px": px, "jobs": part}).encode())
-        task.seek(0)
-    procs = [subprocess.Popen(WORKER, stdin=task, stdout=subprocess.PIPE, stderr=err)
-             for task, err in zip(tasks, errors)]
-    try:
+            raise _write_error(exc) from None
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
+class _Processes:
+    """:func:`media` jobs shared among ``workers`` worker processes, started at once. Their output is read by a
+    thread as it comes (no worker waits on a full pipe while the caller does other work). A worker process that
+    dies (killed, out of memory, a write refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``) ends
+    the build with one error: the parent never waits on a dead or hung worker nor redoes its part."""
+
+    def __init__(self, jobs: list[list], px: int, workers: int):
+        self._parts = [jobs[k::workers] for k in range(workers)]
+        self._errors = [tempfile.TemporaryFile() for _ in self._parts]  # not a pipe: a long traceback never blocks
+        self._tasks = [tempfile.TemporaryFile() for _ in self._parts]  # not a pipe: a worker that never reads never
+        for task, part in zip(self._tasks, self._parts):                # blocks the parent
+            task.write(json.dumps({"px": px, "jobs": part}).encode())
+            task.seek(0)
+        self._procs: list[subprocess.Popen] = []
+        self._read: tuple | BaseException | None = None  # (texts, exit codes), or what reading them raised
+        self._reader = threading.Thread(target=self._read_all, name="thumbnail workers", daemon=True)
+        try:
+            for task, err in zip(self._tasks, self._errors):
+                self._procs.append(subprocess.Popen(WORKER, stdin=task, stdout=subprocess.PIPE, stderr=err))
+        except BaseException:
+            self.close()
+            raise
+        self._reader.start()
+
+    def _read_all(self) -> None:
+        try:  # every worker read at once; each output ends when its worker exits, however it exits
+            self._read = (read_all([proc.stdout for proc in self._procs]), [wait_for(proc) for proc in self._procs])
+        except BaseException as exc:  # noqa: BLE001 - handed to statuses(), in the caller's thread
+            self._read = exc
+
+    def statuses(self) -> list[tuple[str, str | None]]:
+        """(status, problem) of each job, once every worker has ended."""
+        self._reader.join()
+        if isinstance(self._read, WorkerStalled):
+            raise CultureboardError("a thumbnail worker process", f"is alive but {self._read} (hung)", _FIX)
+        if isinstance(self._read, BaseException):
+            raise self._read
         answers = []
-        try:  # a status line per job, every worker read at once: one silent for STALL_SECONDS is hung, killed below
-            texts = read_all([proc.stdout for proc in procs])  # each ends when its worker exits, however it exits
-            codes = [wait_for(proc) for proc in procs]
-        except WorkerStalled as exc:
-            raise CultureboardError("a thumbnail worker process", f"is alive but {exc} (hung)", _FIX) from None
-        for text, code, part, err in zip(texts, codes, parts, errors):
+        for text, code, part, err in zip(*self._read, self._parts, self._errors):
             done = _statuses(text) if code == 0 else None
             if not isinstance(done, list) or len(done) != len(part):
                 err.seek(0)
@@ -292,17 +358,23 @@ def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str 
                 how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
                 raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
             answers.append([tuple(answer) for answer in done])
-    finally:
-        for proc, err, task in zip(procs, errors, tasks):
+        statuses: list = [None] * sum(map(len, self._parts))
+        for k, done in enumerate(answers):
+            statuses[k::len(self._parts)] = done
+        return statuses
+
+    def close(self) -> None:
+        """Kill and wait for every worker still running (a hung one, or all of them when the caller failed)."""
+        for proc in self._procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
-            err.close()
-            task.close()
-    statuses: list = [None] * len(jobs)
-    for k, done in enumerate(answers):
-        statuses[k::workers] = done
-    return statuses
+            proc.wait()
+        if self._reader.is_alive():
+            self._reader.join()  # its pipes ended with their workers
+        for proc in self._procs:
+            proc.stdout.close()
+        for file in self._errors + self._tasks:
+            file.close()
 
 
 def _statuses(text: bytes) -> list[str] | None:
@@ -347,9 +419,13 @@ def main() -> None:
     """Worker: {px, jobs: [[source, name, sha256, full, thumb], ...]} on stdin -> the [status, problem] of each job's
     :func:`media` on stdout, one JSON list a line, at once (the parent sees the worker is alive)."""
     task = json.load(sys.stdin)
+    sent = time.monotonic()
     try:
         for job in task["jobs"]:
-            print(json.dumps(media(*job, task["px"])), flush=True)
+            print(json.dumps(media(*job, task["px"])))
+            if time.monotonic() - sent >= FLUSH_SECONDS:
+                sys.stdout.flush()
+                sent = time.monotonic()
     except OSError as exc:  # one line for the parent's error, not a traceback
         sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
 
