@@ -326,7 +326,8 @@ class _Processes:
             task.write(json.dumps({"px": px, "jobs": part}).encode())
             task.seek(0)
         self._procs: list[subprocess.Popen] = []
-        self._read: tuple | BaseException | None = None  # (texts, exit codes), or what reading them raised
+        self._codes: list[int | None] = [None] * workers  # each worker's exit status, once its output ended
+        self._read: list[bytes] | BaseException | None = None  # each worker's output, or what stopped the reading
         self._reader = threading.Thread(target=self._read_all, name="thumbnail workers", daemon=True)
         try:
             for task, err in zip(self._tasks, self._errors):
@@ -337,10 +338,25 @@ class _Processes:
         self._reader.start()
 
     def _read_all(self) -> None:
-        try:  # every worker read at once; each output ends when its worker exits, however it exits
-            self._read = (read_all([proc.stdout for proc in self._procs]), [wait_for(proc) for proc in self._procs])
+        """The reading thread: every worker read at once, each output ending when its worker exits, however it
+        exits; the first worker to fail stops it (its siblings are not waited for: :meth:`close` kills them)."""
+        try:
+            self._read = read_all([proc.stdout for proc in self._procs], ended=self._ended)
         except BaseException as exc:  # noqa: BLE001 - handed to statuses(), in the caller's thread
             self._read = exc
+
+    def _ended(self, k: int) -> None:
+        self._codes[k] = wait_for(self._procs[k])
+        if self._codes[k] != 0:
+            raise self._failure(k)
+
+    def _failure(self, k: int) -> CultureboardError:
+        """The error of worker ``k``, which exited but did not answer every job: how it ended, its last word."""
+        code, err = self._codes[k], self._errors[k]
+        err.seek(0)
+        last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
 
     def statuses(self) -> list[tuple[str, str | None]]:
         """(status, problem) of each job, once every worker has ended."""
@@ -349,18 +365,12 @@ class _Processes:
             raise CultureboardError("a thumbnail worker process", f"is alive but {self._read} (hung)", _FIX)
         if isinstance(self._read, BaseException):
             raise self._read
-        answers = []
-        for text, code, part, err in zip(*self._read, self._parts, self._errors):
-            done = _statuses(text) if code == 0 else None
-            if not isinstance(done, list) or len(done) != len(part):
-                err.seek(0)
-                last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
-                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
-            answers.append([tuple(answer) for answer in done])
         statuses: list = [None] * sum(map(len, self._parts))
-        for k, done in enumerate(answers):
-            statuses[k::len(self._parts)] = done
+        for k, (text, part) in enumerate(zip(self._read, self._parts)):
+            done = _statuses(text)
+            if not isinstance(done, list) or len(done) != len(part):
+                raise self._failure(k)
+            statuses[k::len(self._parts)] = [tuple(answer) for answer in done]
         return statuses
 
     def close(self) -> None:
