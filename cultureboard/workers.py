@@ -31,11 +31,12 @@ def read_some(pipe, size: int) -> bytes:
     return os.read(pipe.fileno(), size)
 
 
-def read_all(pipes: list, ended=None) -> list[bytes]:
+def read_all(pipes: list, heard=None) -> list[bytes]:
     """All the output of several workers' pipes, read together as it comes (no worker waits on a full pipe while
     another is read); :class:`WorkerStalled` when none of those still open sent anything for :data:`STALL_SECONDS`.
-    ``ended(k)``, when given, is called as soon as ``pipes[k]`` ends (its worker exited, or closed it): it may raise
-    to stop the reading there, e.g. when that worker failed, rather than wait for the others."""
+    ``heard(k, piece)``, when given, is called with each piece read from ``pipes[k]`` as it comes, and with b"" as
+    soon as that pipe ends (its worker exited, or closed it): it may raise to stop the reading there, e.g. when that
+    worker failed, rather than wait for the others."""
     parts: dict = {pipe: [] for pipe in pipes}
     open_ = list(pipes)
     while open_:
@@ -48,8 +49,8 @@ def read_all(pipes: list, ended=None) -> list[bytes]:
                 parts[pipe].append(piece)
             else:  # its end
                 open_.remove(pipe)
-                if ended is not None:
-                    ended(pipes.index(pipe))
+            if heard is not None:
+                heard(pipes.index(pipe), piece)
     return [b"".join(parts[pipe]) for pipe in pipes]
 
 

@@ -75,8 +75,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
     and is listed in ``unverified``. Returns {out, pages, largest_page, largest_page_bytes, thumbnails,
     missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}: the images are
-    made while the pages that show none are rendered, so ``images`` is the time this process spent on them (planning
-    the jobs, waiting for the workers once those pages were done) and ``pages`` the time it spent rendering.
+    made while the pages are rendered, so ``images`` is the time this process spent on them (planning the jobs,
+    waiting for the workers when a page needed images not done yet) and ``pages`` the time it spent rendering.
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
@@ -103,16 +103,15 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             figures.map_pages(site, board)
             details.trust_page(site, board)
             agreement_page.agreement_page(site, board)
-            waiting_at = time.perf_counter()
+            # then each submission's pages as soon as its images are done (the workers take them in this order)
+            first_images = {}
+            for r in board.results.values():
+                images = gallery.image_pages(site, board, r, pending.ready(r.sid), page_size)
+                details.model_pages(site, board, r, images)
+                first_images[r.sid] = images["image_pages"][0]
             media, keep_media, unverified = pending.result()
-        media_at = time.perf_counter()
         if gallery.gallery_pages(site, board, media, page_size) != site.env.globals["galleries"]:
             raise AssertionError("gallery.gallery_links named other gallery pages than gallery_pages wrote")
-        first_images = {}
-        for r in board.results.values():
-            images = gallery.image_pages(site, board, r, media, page_size)
-            details.model_pages(site, board, r, images)
-            first_images[r.sid] = images["image_pages"][0]
         models.overview_pages(site, board, first_images)
         write_search_index(site, board)  # after the last page: it lists the pages written
         pages_at = time.perf_counter()
@@ -123,9 +122,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             "largest_page_bytes": site.sizes[largest], "thumbnails": statuses.count("ok"),
             "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped, "unverified": unverified,
             "seconds": round(time.perf_counter() - start, 3),
-            "phases": {"load": round(loaded_at - start, 3),
-                       "images": round(started_at - loaded_at + media_at - waiting_at, 3),
-                       "pages": round(waiting_at - started_at + pages_at - media_at, 3),
+            "phases": {"load": round(loaded_at - start, 3), "images": round(started_at - loaded_at + pending.waited, 3),
+                       "pages": round(pages_at - started_at - pending.waited, 3),
                        "replace": round(time.perf_counter() - pages_at, 3)}}
 
 

@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cultureboard.workers import WorkerStalled, read_all, wait_for
@@ -48,7 +48,8 @@ PROCESS_THRESHOLD = 200
 def start_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None) -> "Media":
     """Start making the thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result`
     objects) into ``new``, reusing those of the site ``previous``. Returns at once, the workers running, so that the
-    caller renders what needs no image meanwhile; :meth:`Media.result` waits for them. Use the :class:`Media` as a
+    caller renders what needs no image meanwhile; :meth:`Media.ready` waits for one submission's images,
+    :meth:`Media.result` for all. Use the :class:`Media` as a
     context manager: leaving the block (an error raised or not) kills and waits for every worker still running.
 
     A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
@@ -63,6 +64,7 @@ def start_media(results, previous: Path, new: Path, px: int, *, workers: int | N
     jobs: list[tuple[dict, str | None, list]] = []  # (the image's entry, an earlier thumbnail to link, the job)
     moves: list[tuple[Path, Path]] = []
     fresh: dict[str, tuple[str, dict[str, dict]]] = {}  # sid -> (fingerprint, sha256 -> entry)
+    ends: dict[str, int] = {}  # sid -> the number of jobs up to its last one
     reusable = _old_params(previous) == params
     for r in results:
         location = str(get(r.spec, "images.location", ""))
@@ -95,10 +97,11 @@ def start_media(results, previous: Path, new: Path, px: int, *, workers: int | N
             thumb = None if old else f"{new}/thumbs/{r.sid}/{sha}.webp"
             jobs.append((entries[sha], old, [f"{r.folder}/{name}", name, sha, f"{new}/{full}", thumb]))
         fresh[r.sid] = (fingerprint, entries)
+        ends[r.sid] = len(jobs)
     workers = max(1, workers or os.cpu_count() or 1)
     tasks = [job for _, _, job in jobs]
     pool = _Threads if len(tasks) < PROCESS_THRESHOLD or workers == 1 else _Processes
-    return Media(new, params, out, jobs, fresh, moves, pool(tasks, px, workers))
+    return Media(new, params, out, jobs, fresh, moves, ends, pool(tasks, px, workers))
 
 
 @dataclass
@@ -107,33 +110,52 @@ class Media:
 
     new: Path
     params: dict
-    out: dict  # (sid, sha256) -> {status, full}; the status of a job's image set by result()
+    out: dict  # (sid, sha256) -> {status, full}; the status of a job's image set once it is done (_apply)
     jobs: list  # (the image's entry in out, an earlier thumbnail to link or None, the job)
     fresh: dict  # sid -> (fingerprint, sha256 -> entry): the submissions whose folders are made anew
     moves: list  # (previous folder, new folder) of the submissions whose folders are kept whole
+    ends: dict  # sid -> the number of jobs up to its last one (a submission's jobs follow each other)
     pool: "_Threads | _Processes"
+    problems: list = field(default_factory=list)  # the images left out, of the jobs done
+    applied: int = 0  # the jobs whose statuses are in ``out``: the first ``applied``
+    waited: float = 0.0  # seconds the caller spent waiting for the workers
+
+    def ready(self, sid: str) -> dict:
+        """``out``, the images of ``sid`` in it done (and those of the submissions before it): its pages can be
+        rendered while the workers make the rest. Raises as :meth:`result` does."""
+        self._apply(self.ends.get(sid, 0))
+        return self.out
 
     def result(self):
         """Wait for the workers; returns ((sid, sha256) -> {status: "ok" | "missing" | "unreadable" | "unverified",
         full: site path of the full-size file or None}, finish, problems: [{submission, file, problem}] of the
         images left out because their bytes are not the declared, valid ones). A worker that died or hung, or a
         failed write, raises one :class:`CultureboardError`."""
-        problems: list[dict] = []
-        for (entry, old, job), (status, problem) in zip(self.jobs, self.pool.statuses()):
-            if problem is not None:  # neither published nor thumbnailed
-                entry.update(status="unverified", full=None)
-                problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
-            elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
-                _link_or_copy(Path(old), Path(self.new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
-                entry["status"] = "ok"
-            else:
-                entry["status"] = status
+        self._apply(len(self.jobs))
         for sid, (fingerprint, entries) in self.fresh.items():
             (self.new / "thumbs" / sid / MANIFEST).write_text(json.dumps(
                 {"fingerprint": fingerprint, "params": self.params, "images": entries}, sort_keys=True) + "\n")
         (self.new / "thumbs").mkdir(parents=True, exist_ok=True)
         (self.new / "thumbs" / "params.json").write_text(json.dumps(self.params, sort_keys=True) + "\n")
-        return self.out, self._finish, problems
+        return self.out, self._finish, self.problems
+
+    def _apply(self, end: int) -> None:
+        """Wait for the jobs up to ``end`` and set their images' entries."""
+        if end <= self.applied:
+            return
+        waiting_at = time.perf_counter()
+        statuses = self.pool.statuses(self.applied, end)
+        self.waited += time.perf_counter() - waiting_at
+        for (entry, old, job), (status, problem) in zip(self.jobs[self.applied:end], statuses):
+            if problem is not None:  # neither published nor thumbnailed
+                entry.update(status="unverified", full=None)
+                self.problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
+            elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
+                _link_or_copy(Path(old), Path(self.new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
+                entry["status"] = "ok"
+            else:
+                entry["status"] = status
+        self.applied = end
 
     def _finish(self) -> None:
         for source, target in self.moves:
@@ -301,10 +323,11 @@ class _Threads:
         self._pool = ThreadPoolExecutor(workers)
         self._done = [self._pool.submit(media, *job, px) for job in jobs]
 
-    def statuses(self) -> list[tuple[str, str | None]]:
-        """(status, problem) of each job; a failed write raises one :class:`CultureboardError`."""
+    def statuses(self, start: int, end: int) -> list[tuple[str, str | None]]:
+        """(status, problem) of the jobs from ``start`` to ``end``, once done; a failed write raises one
+        :class:`CultureboardError`."""
         try:
-            return [done.result() for done in self._done]
+            return [done.result() for done in self._done[start:end]]
         except OSError as exc:
             raise _write_error(exc) from None
 
@@ -313,10 +336,12 @@ class _Threads:
 
 
 class _Processes:
-    """:func:`media` jobs shared among ``workers`` worker processes, started at once. Their output is read by a
-    thread as it comes (no worker waits on a full pipe while the caller does other work). A worker process that
-    dies (killed, out of memory, a write refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``) ends
-    the build with one error: the parent never waits on a dead or hung worker nor redoes its part."""
+    """:func:`media` jobs shared among ``workers`` worker processes, started at once, job ``j`` done by worker
+    ``j % workers``. Their status lines are read by a thread as they come (no worker waits on a full pipe while the
+    caller does other work), so that the caller can use the first jobs' while the others are being done. A worker
+    process that dies (killed, out of memory, a write refused) or hangs (silent for
+    ``cultureboard.workers.STALL_SECONDS``) ends the build with one error as soon as the caller waits: the parent
+    never waits on a dead or hung worker nor redoes its part."""
 
     def __init__(self, jobs: list[list], px: int, workers: int):
         self._parts = [jobs[k::workers] for k in range(workers)]
@@ -327,8 +352,11 @@ class _Processes:
             task.seek(0)
         self._procs: list[subprocess.Popen] = []
         self._codes: list[int | None] = [None] * workers  # each worker's exit status, once its output ended
-        self._read: list[bytes] | BaseException | None = None  # each worker's output, or what stopped the reading
-        self._reader = threading.Thread(target=self._read_all, name="thumbnail workers", daemon=True)
+        self._answers: list[list[tuple]] = [[] for _ in self._parts]  # each worker's (status, problem) so far
+        self._rest = [b""] * workers  # each worker's output after its last full line
+        self._ended: BaseException | bool = False  # the reading ended: True, or what stopped it
+        self._heard = threading.Condition()  # notified on every line and at the end
+        self._reader = threading.Thread(target=self._read, name="thumbnail workers", daemon=True)
         try:
             for task, err in zip(self._tasks, self._errors):
                 self._procs.append(subprocess.Popen(WORKER, stdin=task, stdout=subprocess.PIPE, stderr=err))
@@ -337,41 +365,58 @@ class _Processes:
             raise
         self._reader.start()
 
-    def _read_all(self) -> None:
+    def _read(self) -> None:
         """The reading thread: every worker read at once, each output ending when its worker exits, however it
         exits; the first worker to fail stops it (its siblings are not waited for: :meth:`close` kills them)."""
         try:
-            self._read = read_all([proc.stdout for proc in self._procs], ended=self._ended)
+            read_all([proc.stdout for proc in self._procs], heard=self._piece)
+            ended: BaseException | bool = True
         except BaseException as exc:  # noqa: BLE001 - handed to statuses(), in the caller's thread
-            self._read = exc
+            ended = exc
+        with self._heard:
+            self._ended = ended
+            self._heard.notify_all()
 
-    def _ended(self, k: int) -> None:
-        self._codes[k] = wait_for(self._procs[k])
-        if self._codes[k] != 0:
-            raise self._failure(k)
+    def _piece(self, k: int, piece: bytes) -> None:
+        """What worker ``k`` sent: status lines, or its end (b"")."""
+        if not piece:
+            self._codes[k] = wait_for(self._procs[k])
+            if self._codes[k] != 0 or self._rest[k] or len(self._answers[k]) != len(self._parts[k]):
+                raise self._failure(k)
+            return
+        *lines, self._rest[k] = (self._rest[k] + piece).split(b"\n")
+        try:
+            answers = [tuple(json.loads(line)) for line in lines]
+        except ValueError:
+            raise CultureboardError("a thumbnail worker process", "sent something other than its status lines",
+                                    _FIX) from None
+        with self._heard:
+            self._answers[k] += answers
+            self._heard.notify_all()
 
     def _failure(self, k: int) -> CultureboardError:
-        """The error of worker ``k``, which exited but did not answer every job: how it ended, its last word."""
+        """The error of worker ``k``, which ended without answering every job: how it ended, its last word."""
         code, err = self._codes[k], self._errors[k]
         err.seek(0)
         last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         return CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
 
-    def statuses(self) -> list[tuple[str, str | None]]:
-        """(status, problem) of each job, once every worker has ended."""
-        self._reader.join()
-        if isinstance(self._read, WorkerStalled):
-            raise CultureboardError("a thumbnail worker process", f"is alive but {self._read} (hung)", _FIX)
-        if isinstance(self._read, BaseException):
-            raise self._read
-        statuses: list = [None] * sum(map(len, self._parts))
-        for k, (text, part) in enumerate(zip(self._read, self._parts)):
-            done = _statuses(text)
-            if not isinstance(done, list) or len(done) != len(part):
-                raise self._failure(k)
-            statuses[k::len(self._parts)] = [tuple(answer) for answer in done]
-        return statuses
+    def statuses(self, start: int, end: int) -> list[tuple[str, str | None]]:
+        """(status, problem) of the jobs from ``start`` to ``end``, once every worker has sent theirs."""
+        workers = len(self._parts)
+        needed = [len(range(k, end, workers)) for k in range(workers)]  # of each worker's answers
+
+        def arrived() -> bool:
+            return self._ended is not False or all(len(done) >= n for done, n in zip(self._answers, needed))
+
+        with self._heard:
+            self._heard.wait_for(arrived)
+            if isinstance(self._ended, WorkerStalled):
+                raise CultureboardError("a thumbnail worker process", f"is alive but {self._ended} (hung)", _FIX)
+            if isinstance(self._ended, BaseException):
+                raise self._ended
+            return [self._answers[j % workers][j // workers] for j in range(start, end)]
 
     def close(self) -> None:
         """Kill and wait for every worker still running (a hung one, or all of them when the caller failed)."""
@@ -385,14 +430,6 @@ class _Processes:
             proc.stdout.close()
         for file in self._errors + self._tasks:
             file.close()
-
-
-def _statuses(text: bytes) -> list[str] | None:
-    """A worker's output, one JSON status a line, as a list; None when it is not that."""
-    try:
-        return [json.loads(line) for line in text.splitlines()]
-    except ValueError:
-        return None
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

@@ -981,7 +981,8 @@ def test_fifty_submissions_keep_pages_small(world, tmp_path):
 
 def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
     """A build started from a script read on stdin (no importable __main__) makes its thumbnails in worker
-    processes all the same."""
+    processes all the same; each submission's pages, rendered as soon as the workers have done its images, are
+    those of a build whose few images were made by threads, before any page."""
     script = textwrap.dedent(f"""
         from cultureboard.site import thumbs
         from cultureboard.site.render import build_site
@@ -997,6 +998,9 @@ def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
     assert made == world["summary"]["thumbnails"] and missing == 0
     for path in sorted((tmp_path / "site" / "thumbs" / ALPHA).glob("*.webp"))[:5]:
         assert path.read_bytes() == (world["site"] / "thumbs" / ALPHA / path.name).read_bytes()
+    pages = sorted(p.relative_to(tmp_path / "site") for p in (tmp_path / "site").rglob("*.html"))
+    assert pages == sorted(p.relative_to(world["site"]) for p in world["site"].rglob("*.html"))
+    assert [p for p in pages if (tmp_path / "site" / p).read_bytes() != (world["site"] / p).read_bytes()] == []
 
 
 def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
