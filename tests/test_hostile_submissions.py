@@ -784,6 +784,17 @@ def test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, mutate):
     assert (site / "model" / f"{BAD}.html").is_file()
 
 
+def test_site_publishes_only_verified_bytes_from_worker_processes(capsys, tmp_path, scored, monkeypatch):
+    """The same when worker processes check the images: each status read back is its own image's."""
+    import os
+
+    from cultureboard.site import thumbs
+
+    monkeypatch.setattr(thumbs, "PROCESS_THRESHOLD", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, dict(SITE_UNVERIFIED)["truncated"])
+
+
 # (id, the code a thumbnail worker runs instead of its work): exit 1 with one line naming the worker, no site
 WORKER_DEATHS = [
     ("killed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),

@@ -1003,6 +1003,35 @@ def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
     assert [p for p in pages if (tmp_path / "site" / p).read_bytes() != (world["site"] / p).read_bytes()] == []
 
 
+def test_a_thumbnail_worker_sends_its_statuses_batched_but_often(monkeypatch):
+    """A worker writes a status line per job and sends them (flushes) once FLUSH_SECONDS have passed since it last
+    did (the rest as it exits): the parent is not woken for every image, and a working worker is never silent for long.
+    (A clock advancing 0.1 s at each look stands in for the jobs' time.)"""
+    import io
+    import json
+    import types
+
+    from cultureboard.site import thumbs
+
+    ticks = iter(range(1000))
+    monkeypatch.setattr(thumbs, "time", types.SimpleNamespace(monotonic=lambda: next(ticks) / 10))
+    monkeypatch.setattr(thumbs, "FLUSH_SECONDS", 0.25)
+    monkeypatch.setattr(thumbs, "media", lambda *job: (f"ok {job[0]}", None))
+
+    class Stdout(io.StringIO):
+        sent: list[int] = []  # the lines written at each flush
+
+        def flush(self):
+            self.sent.append(self.getvalue().count("\n"))
+
+    out = Stdout()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"px": 64, "jobs": [[k] for k in range(10)]})))
+    monkeypatch.setattr(sys, "stdout", out)
+    thumbs.main()
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [[f"ok {k}", None] for k in range(10)]
+    assert out.sent == [3, 6, 9]  # the clock: 0 at the start, then 0.1 after each job, 0.1 more after a flush
+
+
 def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
