@@ -852,6 +852,9 @@ def test_thumbnails_are_webp_and_link_to_the_full_size_file(world):
             with Image.open(path) as img:
                 assert img.format == "WEBP" and max(img.size) <= 256
     page = Page(world["site"] / "model" / ALPHA / "images-1.html")
+    shown = [a["src"] for t, a in page.tags if t == "img" and a["src"].startswith("../../thumbs/")]
+    metadata = (world["submissions"] / ALPHA / "metadata.jsonl").read_text().splitlines()
+    assert len(shown) == min(48, len(metadata)) and all((page.path.parent / src).is_file() for src in shown)
     pairs = [(t, a) for t, a in page.tags if t in ("a", "img")]
     for (t1, a1), (t2, a2) in itertools.pairwise(pairs):
         if t2 == "img" and a2["src"].startswith("../../thumbs/"):
