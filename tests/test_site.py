@@ -1035,6 +1035,20 @@ def test_a_thumbnail_worker_sends_its_statuses_batched_but_often(monkeypatch):
     assert out.sent == [3, 6, 9]  # the clock: 0 at the start, then 0.1 after each job, 0.1 more after a flush
 
 
+def test_gallery_links_name_the_galleries_before_any_image_is_made():
+    """The pages rendered while the thumbnails are made link the galleries from gallery_links: a gallery for each
+    prompt set with images (build_site checks that gallery_pages wrote exactly those), none for one without."""
+    import types
+
+    from cultureboard.site.gallery import gallery_links
+
+    def group(*image_counts):
+        return types.SimpleNamespace(everyone=[types.SimpleNamespace(images=[{}] * n) for n in image_counts])
+
+    board = types.SimpleNamespace(groups={"a": [group(0, 0)], "b": [group(0), group(0, 3)], "c": [group(2)]})
+    assert gallery_links(board) == {"b": "gallery/b.html", "c": "gallery/c.html"}
+
+
 def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
     foreign = tmp_path / "mine"
     foreign.mkdir()
