@@ -17,7 +17,8 @@ nor listed). The images are published and new thumbnails made by a pool of worke
 could block on writing to a worker that does not read): unlike ``multiprocessing``, this
 never re-imports the caller's ``__main__``, so a build started from a script read on stdin (``python - <
 build.py``) or without a ``__main__`` guard works the same; few jobs run in threads instead (a process costs about
-a tenth of a second to start).
+a tenth of a second to start). The workers run while the build renders the pages that show no image; each
+submission's pages follow as soon as its images are done (:func:`start_media`).
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def start_media(results, previous: Path, new: Path, px: int, *, workers: int | N
     """Start making the thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result`
     objects) into ``new``, reusing those of the site ``previous``. Returns at once, the workers running, so that the
     caller renders what needs no image meanwhile; :meth:`Media.ready` waits for one submission's images,
-    :meth:`Media.result` for all. Use the :class:`Media` as a
-    context manager: leaving the block (an error raised or not) kills and waits for every worker still running.
+    :meth:`Media.result` for all. Use the :class:`Media` as a context manager: leaving the block (an error raised
+    or not) kills and waits for every worker still running.
 
     A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
     ``thumbs/<id>/manifest.json`` says so, with the same thumbnail settings) keeps its folders whole: ``finish()``
