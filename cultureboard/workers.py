@@ -3,8 +3,8 @@
 A worker that dies is seen at once: its pipe ends and its exit status says how. One that is alive but never
 answers (stuck in a system call, a deadlock, a stopped process) is not, so every wait on a worker goes through
 this module and is bounded by :data:`STALL_SECONDS` without a byte from it. The workers (the site's thumbnail
-processes, the dump's decompressor) report as they go (a status line per image, a block of the dump), so a long
-but working job never looks hung; one silent for that long is killed by its caller, which ends the command in one
+processes, the dump's decompressor) report as they go (the status lines of the images done, at least every fraction
+of a second; a block of the dump), so a long but working job never looks hung; one silent for that long is killed by its caller, which ends the command in one
 line (:class:`WorkerStalled` says for how long).
 """
 
@@ -31,9 +31,12 @@ def read_some(pipe, size: int) -> bytes:
     return os.read(pipe.fileno(), size)
 
 
-def read_all(pipes: list) -> list[bytes]:
+def read_all(pipes: list, heard=None) -> list[bytes]:
     """All the output of several workers' pipes, read together as it comes (no worker waits on a full pipe while
-    another is read); :class:`WorkerStalled` when none of those still open sent anything for :data:`STALL_SECONDS`."""
+    another is read); :class:`WorkerStalled` when none of those still open sent anything for :data:`STALL_SECONDS`.
+    ``heard(k, piece)``, when given, is called with each piece read from ``pipes[k]`` as it comes, and with b"" as
+    soon as that pipe ends (its worker exited, or closed it): it may raise to stop the reading there, e.g. when that
+    worker failed, rather than wait for the others."""
     parts: dict = {pipe: [] for pipe in pipes}
     open_ = list(pipes)
     while open_:
@@ -46,6 +49,8 @@ def read_all(pipes: list) -> list[bytes]:
                 parts[pipe].append(piece)
             else:  # its end
                 open_.remove(pipe)
+            if heard is not None:
+                heard(pipes.index(pipe), piece)
     return [b"".join(parts[pipe]) for pipe in pipes]
 
 

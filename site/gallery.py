@@ -259,3 +259,11 @@ def _dedupe(notes: list[dict]) -> list[dict]:
         else:
             merged[key] = dict(n)
     return list(merged.values())
+
+
+def gallery_links(board: Board) -> dict[str, str]:
+    """Prompt set -> its gallery page, for each prompt set whose submissions have images: what
+    :func:`gallery_pages` returns, known before any image file is made (the pages linking the galleries are
+    rendered while the thumbnails are being made)."""
+    return {prompt_set: f"gallery/{prompt_set}.html" for prompt_set, groups in board.groups.items()
+            if any(r.images for g in groups for r in g.everyone)}

@@ -52,7 +52,7 @@ from .load import load_results as _load_results
 from .names import MIN_PROMPTS
 from .search_index import write_search_index
 from .submissions_page import submissions_page
-from .thumbs import make_media
+from .thumbs import start_media
 from .trust import load_trust
 from .write import CSP, HERE, Site
 
@@ -74,7 +74,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     build in ``out`` are reused; ``out`` is replaced atomically. A result that cannot be shown is left out, named in
     every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
     and is listed in ``unverified``. Returns {out, pages, largest_page, largest_page_bytes, thumbnails,
-    missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}.
+    missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}: the images are
+    made while the pages are rendered, so ``images`` is the time this process spent on them (planning the jobs,
+    waiting for the workers when a page needed images not done yet) and ``pages`` the time it spent rendering.
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
@@ -85,28 +87,32 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order)
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
-                          "galleries": {}}, previous=out)
+                          "galleries": gallery.gallery_links(board)}, previous=out)
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
-        media, keep_media, unverified = make_media(board.results.values(), out, tmp, thumb_px, workers=workers)
-        media_at = time.perf_counter()
-        site.env.globals["galleries"] = gallery.gallery_pages(site, board, media, page_size)
-        leaderboards.overview(site, board)
-        leaderboards.prompt_set_pages(site, board)
-        leaderboards.slice_pages(site, board)
-        first_images = {}
-        for r in board.results.values():
-            images = gallery.image_pages(site, board, r, media, page_size)
-            details.model_pages(site, board, r, images)
-            first_images[r.sid] = images["image_pages"][0]
+        with start_media(board.results.values(), out, tmp, thumb_px, workers=workers) as pending:
+            started_at = time.perf_counter()
+            # while the workers make the image files: every page that shows no image, the slowest first
+            submissions_page(site, Path(submissions), results, Path(dataset), previous=out,
+                             summaries={sid: r.summary for sid, r in board.results.items()})
+            leaderboards.overview(site, board)
+            leaderboards.prompt_set_pages(site, board)
+            leaderboards.slice_pages(site, board)
+            details.metric_pages(site, board)
+            details.family_pages(site, board)
+            figures.map_pages(site, board)
+            details.trust_page(site, board)
+            agreement_page.agreement_page(site, board)
+            # then each submission's pages as soon as its images are done (the workers take them in this order)
+            first_images = {}
+            for r in board.results.values():
+                images = gallery.image_pages(site, board, r, pending.ready(r.sid), page_size)
+                details.model_pages(site, board, r, images)
+                first_images[r.sid] = images["image_pages"][0]
+            media, keep_media, unverified = pending.result()
+        if gallery.gallery_pages(site, board, media, page_size) != site.env.globals["galleries"]:
+            raise AssertionError("gallery.gallery_links named other gallery pages than gallery_pages wrote")
         models.overview_pages(site, board, first_images)
-        details.metric_pages(site, board)
-        details.family_pages(site, board)
-        figures.map_pages(site, board)
-        details.trust_page(site, board)
-        submissions_page(site, Path(submissions), results, Path(dataset), previous=out,
-                         summaries={sid: r.summary for sid, r in board.results.items()})
-        agreement_page.agreement_page(site, board)
         write_search_index(site, board)  # after the last page: it lists the pages written
         site.finish()  # records each page's key for the next build
         pages_at = time.perf_counter()
@@ -117,8 +123,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             "largest_page_bytes": site.sizes[largest], "thumbnails": statuses.count("ok"),
             "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped, "unverified": unverified,
             "seconds": round(time.perf_counter() - start, 3),
-            "phases": {"load": round(loaded_at - start, 3), "images": round(media_at - loaded_at, 3),
-                       "pages": round(pages_at - media_at, 3), "replace": round(time.perf_counter() - pages_at, 3)}}
+            "phases": {"load": round(loaded_at - start, 3), "images": round(started_at - loaded_at + pending.waited, 3),
+                       "pages": round(pages_at - started_at - pending.waited, 3),
+                       "replace": round(time.perf_counter() - pages_at, 3)}}
 
 
 @functools.cache

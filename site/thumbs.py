@@ -9,7 +9,7 @@
   (:func:`media`): its bytes checked, written as the copy and thumbnailed from memory.
 
 A submission whose images are unchanged since the previous build keeps that build's folders whole (moved in
-at the very end, see :func:`make_media`); otherwise a thumbnail of the previous build with the same settings is
+at the very end, see :func:`start_media`); otherwise a thumbnail of the previous build with the same settings is
 linked, not remade, when it is a regular file in real folders (a link is never followed nor copied). A source
 must be a regular file inside its submission folder (found by listing the folder; links are neither followed
 nor listed). The images are published and new thumbnails made by a pool of worker *processes*, each
@@ -17,7 +17,8 @@ nor listed). The images are published and new thumbnails made by a pool of worke
 could block on writing to a worker that does not read): unlike ``multiprocessing``, this
 never re-imports the caller's ``__main__``, so a build started from a script read on stdin (``python - <
 build.py``) or without a ``__main__`` guard works the same; few jobs run in threads instead (a process costs about
-a tenth of a second to start).
+a tenth of a second to start). The workers run while the build renders the pages that show no image; each
+submission's pages follow as soon as its images are done (:func:`start_media`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cultureboard.workers import WorkerStalled, read_all, wait_for
@@ -42,11 +46,12 @@ THUMB = {"format": "WEBP", "quality": 80, "method": 2}  # method 2: near the spe
 PROCESS_THRESHOLD = 200
 
 
-def make_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None):
-    """Thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result` objects) into
-    ``new``, reusing those of the site ``previous``: returns ((sid, sha256) -> {status: "ok" | "missing" |
-    "unreadable" | "unverified", full: site path of the full-size file or None}, finish, problems: [{submission,
-    file, problem}] of the images left out because their bytes are not the declared, valid ones).
+def start_media(results, previous: Path, new: Path, px: int, *, workers: int | None = None) -> "Media":
+    """Start making the thumbnails and full-size files of every local image of ``results`` (:class:`~.load.Result`
+    objects) into ``new``, reusing those of the site ``previous``. Returns at once, the workers running, so that the
+    caller renders what needs no image meanwhile; :meth:`Media.ready` waits for one submission's images,
+    :meth:`Media.result` for all. Use the :class:`Media` as a context manager: leaving the block (an error raised
+    or not) kills and waits for every worker still running.
 
     A submission whose ``metadata.jsonl`` and image location are unchanged since ``previous`` was built (its
     ``thumbs/<id>/manifest.json`` says so, with the same thumbnail settings) keeps its folders whole: ``finish()``
@@ -58,9 +63,9 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
     params = {**THUMB, "max_side": px}
     out: dict[tuple[str, str], dict] = {}
     jobs: list[tuple[dict, str | None, list]] = []  # (the image's entry, an earlier thumbnail to link, the job)
-    problems: list[dict] = []
     moves: list[tuple[Path, Path]] = []
     fresh: dict[str, tuple[str, dict[str, dict]]] = {}  # sid -> (fingerprint, sha256 -> entry)
+    ends: dict[str, int] = {}  # sid -> the number of jobs up to its last one
     reusable = _old_params(previous) == params
     for r in results:
         location = str(get(r.spec, "images.location", ""))
@@ -93,28 +98,77 @@ def make_media(results, previous: Path, new: Path, px: int, *, workers: int | No
             thumb = None if old else f"{new}/thumbs/{r.sid}/{sha}.webp"
             jobs.append((entries[sha], old, [f"{r.folder}/{name}", name, sha, f"{new}/{full}", thumb]))
         fresh[r.sid] = (fingerprint, entries)
-    for (entry, old, job), (status, problem) in zip(jobs, _run([job for _, _, job in jobs], px, workers)):
-        if problem is not None:  # neither published nor thumbnailed
-            entry.update(status="unverified", full=None)
-            problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
-        elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
-            _link_or_copy(Path(old), Path(new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
-            entry["status"] = "ok"
-        else:
-            entry["status"] = status
-    for sid, (fingerprint, entries) in fresh.items():
-        (new / "thumbs" / sid / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint, "params": params,
-                                                                 "images": entries}, sort_keys=True) + "\n")
-    (new / "thumbs").mkdir(parents=True, exist_ok=True)
-    (new / "thumbs" / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
+        ends[r.sid] = len(jobs)
+    workers = max(1, workers or os.cpu_count() or 1)
+    tasks = [job for _, _, job in jobs]
+    pool = _Threads if len(tasks) < PROCESS_THRESHOLD or workers == 1 else _Processes
+    return Media(new, params, out, jobs, fresh, moves, ends, pool(tasks, px, workers))
 
-    def finish() -> None:
-        for source, target in moves:
+
+@dataclass
+class Media:
+    """The image files of one build, being made by ``pool`` (:func:`start_media`)."""
+
+    new: Path
+    params: dict
+    out: dict  # (sid, sha256) -> {status, full}; the status of a job's image set once it is done (_apply)
+    jobs: list  # (the image's entry in out, an earlier thumbnail to link or None, the job)
+    fresh: dict  # sid -> (fingerprint, sha256 -> entry): the submissions whose folders are made anew
+    moves: list  # (previous folder, new folder) of the submissions whose folders are kept whole
+    ends: dict  # sid -> the number of jobs up to its last one (a submission's jobs follow each other)
+    pool: "_Threads | _Processes"
+    problems: list = field(default_factory=list)  # the images left out, of the jobs done
+    applied: int = 0  # the jobs whose statuses are in ``out``: the first ``applied``
+    waited: float = 0.0  # seconds the caller spent waiting for the workers
+
+    def ready(self, sid: str) -> dict:
+        """``out``, the images of ``sid`` in it done (and those of the submissions before it): its pages can be
+        rendered while the workers make the rest. Raises as :meth:`result` does."""
+        self._apply(self.ends.get(sid, 0))
+        return self.out
+
+    def result(self):
+        """Wait for the workers; returns ((sid, sha256) -> {status: "ok" | "missing" | "unreadable" | "unverified",
+        full: site path of the full-size file or None}, finish, problems: [{submission, file, problem}] of the
+        images left out because their bytes are not the declared, valid ones). A worker that died or hung, or a
+        failed write, raises one :class:`CultureboardError`."""
+        self._apply(len(self.jobs))
+        for sid, (fingerprint, entries) in self.fresh.items():
+            (self.new / "thumbs" / sid / MANIFEST).write_text(json.dumps(
+                {"fingerprint": fingerprint, "params": self.params, "images": entries}, sort_keys=True) + "\n")
+        (self.new / "thumbs").mkdir(parents=True, exist_ok=True)
+        (self.new / "thumbs" / "params.json").write_text(json.dumps(self.params, sort_keys=True) + "\n")
+        return self.out, self._finish, self.problems
+
+    def _apply(self, end: int) -> None:
+        """Wait for the jobs up to ``end`` and set their images' entries."""
+        if end <= self.applied:
+            return
+        waiting_at = time.perf_counter()
+        statuses = self.pool.statuses(self.applied, end)
+        self.waited += time.perf_counter() - waiting_at
+        for (entry, old, job), (status, problem) in zip(self.jobs[self.applied:end], statuses):
+            if problem is not None:  # neither published nor thumbnailed
+                entry.update(status="unverified", full=None)
+                self.problems.append({"submission": Path(job[3]).parent.name, "file": job[1], "problem": problem})
+            elif old is not None:  # the earlier build's thumbnail of these very bytes (the same sha256, verified)
+                _link_or_copy(Path(old), Path(self.new, "thumbs", Path(job[3]).parent.name, f"{job[2]}.webp"))
+                entry["status"] = "ok"
+            else:
+                entry["status"] = status
+        self.applied = end
+
+    def _finish(self) -> None:
+        for source, target in self.moves:
             if _real_dir(source):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, target)
 
-    return out, finish, problems
+    def __enter__(self) -> "Media":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.close()
 
 
 def media(source: str, name: str, sha256: str, full: str, thumb: str | None, px: int) -> tuple[str, str | None]:
@@ -218,7 +272,7 @@ def _listing(folder: Path) -> set[str] | None:
 def _regular_files(root: Path) -> set[str]:
     """Relative paths of the regular files under ``root``, links neither followed nor listed (one scandir per
     folder: no per-image resolve)."""
-    found, stack = set(), [("", root)]
+    found, stack = set(), [("", str(root))]
     while stack:
         prefix, folder = stack.pop()
         try:
@@ -226,7 +280,7 @@ def _regular_files(root: Path) -> set[str]:
                 for entry in entries:
                     rel = prefix + entry.name
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append((rel + "/", Path(entry.path)))
+                        stack.append((rel + "/", entry.path))
                     elif entry.is_file(follow_symlinks=False):
                         found.add(rel)
         except OSError:
@@ -254,63 +308,129 @@ def thumbnail(source, target: str, px: int) -> str:
 
 #: The command of a thumbnail worker process (:func:`main`).
 WORKER = [sys.executable, "-m", "cultureboard.site.thumbs"]
+#: How often at most a working worker process sends its statuses (at least once a job when a job takes longer).
+FLUSH_SECONDS = 0.2
 _FIX = "check the free space, the file size limit (ulimit -f) and the memory of this machine, then build again"
 
 
-def _run(jobs: list[list], px: int, workers: int | None) -> list[tuple[str, str | None]]:
-    """(status, problem) of each :func:`media` job. A write that fails, or a worker process that dies (killed, out
-    of memory, a write refused) or hangs (silent for ``cultureboard.workers.STALL_SECONDS``), ends the build with
-    one error: the parent never waits on a dead or hung worker nor redoes its part."""
-    workers = max(1, workers or os.cpu_count() or 1)
-    if len(jobs) < PROCESS_THRESHOLD or workers == 1:
+def _write_error(exc: OSError) -> CultureboardError:
+    return CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})", _FIX)
+
+
+class _Threads:
+    """Few :func:`media` jobs, run by ``workers`` threads of this process (no process start-up)."""
+
+    def __init__(self, jobs: list[list], px: int, workers: int):
+        self._pool = ThreadPoolExecutor(workers)
+        self._done = [self._pool.submit(media, *job, px) for job in jobs]
+
+    def statuses(self, start: int, end: int) -> list[tuple[str, str | None]]:
+        """(status, problem) of the jobs from ``start`` to ``end``, once done; a failed write raises one
+        :class:`CultureboardError`."""
         try:
-            with ThreadPoolExecutor(workers) as pool:
-                return list(pool.map(lambda job: media(*job, px), jobs))
+            return [done.result() for done in self._done[start:end]]
         except OSError as exc:
-            raise CultureboardError(exc.filename or "thumbnails", f"cannot be written ({exc.strerror or exc})",
+            raise _write_error(exc) from None
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+
+class _Processes:
+    """:func:`media` jobs shared among ``workers`` worker processes, started at once, job ``j`` done by worker
+    ``j % workers``. Their status lines are read by a thread as they come (no worker waits on a full pipe while the
+    caller does other work), so that the caller can use the first jobs' while the others are being done. A worker
+    process that dies (killed, out of memory, a write refused) or hangs (silent for
+    ``cultureboard.workers.STALL_SECONDS``) ends the build with one error as soon as the caller waits: the parent
+    never waits on a dead or hung worker nor redoes its part."""
+
+    def __init__(self, jobs: list[list], px: int, workers: int):
+        self._parts = [jobs[k::workers] for k in range(workers)]
+        self._errors = [tempfile.TemporaryFile() for _ in self._parts]  # not a pipe: a long traceback never blocks
+        self._tasks = [tempfile.TemporaryFile() for _ in self._parts]  # not a pipe: a worker that never reads never
+        for task, part in zip(self._tasks, self._parts):                # blocks the parent
+            task.write(json.dumps({"px": px, "jobs": part}).encode())
+            task.seek(0)
+        self._procs: list[subprocess.Popen] = []
+        self._codes: list[int | None] = [None] * workers  # each worker's exit status, once its output ended
+        self._answers: list[list[tuple]] = [[] for _ in self._parts]  # each worker's (status, problem) so far
+        self._rest = [b""] * workers  # each worker's output after its last full line
+        self._ended: BaseException | bool = False  # the reading ended: True, or what stopped it
+        self._heard = threading.Condition()  # notified on every line and at the end
+        self._reader = threading.Thread(target=self._read, name="thumbnail workers", daemon=True)
+        try:
+            for task, err in zip(self._tasks, self._errors):
+                self._procs.append(subprocess.Popen(WORKER, stdin=task, stdout=subprocess.PIPE, stderr=err))
+        except BaseException:
+            self.close()
+            raise
+        self._reader.start()
+
+    def _read(self) -> None:
+        """The reading thread: every worker read at once, each output ending when its worker exits, however it
+        exits; the first worker to fail stops it (its siblings are not waited for: :meth:`close` kills them)."""
+        try:
+            read_all([proc.stdout for proc in self._procs], heard=self._piece)
+            ended: BaseException | bool = True
+        except BaseException as exc:  # noqa: BLE001 - handed to statuses(), in the caller's thread
+            ended = exc
+        with self._heard:
+            self._ended = ended
+            self._heard.notify_all()
+
+    def _piece(self, k: int, piece: bytes) -> None:
+        """What worker ``k`` sent: status lines, or its end (b"")."""
+        if not piece:
+            self._codes[k] = wait_for(self._procs[k])
+            if self._codes[k] != 0 or self._rest[k] or len(self._answers[k]) != len(self._parts[k]):
+                raise self._failure(k)
+            return
+        *lines, self._rest[k] = (self._rest[k] + piece).split(b"\n")
+        try:
+            answers = [tuple(json.loads(line)) for line in lines]
+        except ValueError:
+            raise CultureboardError("a thumbnail worker process", "sent something other than its status lines",
                                     _FIX) from None
-    parts = [jobs[k::workers] for k in range(workers)]
-    errors = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker's long traceback never blocks it
-    tasks = [tempfile.TemporaryFile() for _ in parts]  # not a pipe: a worker that never reads never blocks the parent
-    for task, part in zip(tasks, parts):
-        task.write(json.dumps({"px": px, "jobs": part}).encode())
-        task.seek(0)
-    procs = [subprocess.Popen(WORKER, stdin=task, stdout=subprocess.PIPE, stderr=err)
-             for task, err in zip(tasks, errors)]
-    try:
-        answers = []
-        try:  # a status line per job, every worker read at once: one silent for STALL_SECONDS is hung, killed below
-            texts = read_all([proc.stdout for proc in procs])  # each ends when its worker exits, however it exits
-            codes = [wait_for(proc) for proc in procs]
-        except WorkerStalled as exc:
-            raise CultureboardError("a thumbnail worker process", f"is alive but {exc} (hung)", _FIX) from None
-        for text, code, part, err in zip(texts, codes, parts, errors):
-            done = _statuses(text) if code == 0 else None
-            if not isinstance(done, list) or len(done) != len(part):
-                err.seek(0)
-                last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
-                how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                raise CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
-            answers.append([tuple(answer) for answer in done])
-    finally:
-        for proc, err, task in zip(procs, errors, tasks):
+        with self._heard:
+            self._answers[k] += answers
+            self._heard.notify_all()
+
+    def _failure(self, k: int) -> CultureboardError:
+        """The error of worker ``k``, which ended without answering every job: how it ended, its last word."""
+        code, err = self._codes[k], self._errors[k]
+        err.seek(0)
+        last = (err.read().decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return CultureboardError("a thumbnail worker process", f"{how}{f' ({last})' if last else ''}", _FIX)
+
+    def statuses(self, start: int, end: int) -> list[tuple[str, str | None]]:
+        """(status, problem) of the jobs from ``start`` to ``end``, once every worker has sent theirs."""
+        workers = len(self._parts)
+        needed = [len(range(k, end, workers)) for k in range(workers)]  # of each worker's answers
+
+        def arrived() -> bool:
+            return self._ended is not False or all(len(done) >= n for done, n in zip(self._answers, needed))
+
+        with self._heard:
+            self._heard.wait_for(arrived)
+            if isinstance(self._ended, WorkerStalled):
+                raise CultureboardError("a thumbnail worker process", f"is alive but {self._ended} (hung)", _FIX)
+            if isinstance(self._ended, BaseException):
+                raise self._ended
+            return [self._answers[j % workers][j // workers] for j in range(start, end)]
+
+    def close(self) -> None:
+        """Kill and wait for every worker still running (a hung one, or all of them when the caller failed)."""
+        for proc in self._procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
-            err.close()
-            task.close()
-    statuses: list = [None] * len(jobs)
-    for k, done in enumerate(answers):
-        statuses[k::workers] = done
-    return statuses
-
-
-def _statuses(text: bytes) -> list[str] | None:
-    """A worker's output, one JSON status a line, as a list; None when it is not that."""
-    try:
-        return [json.loads(line) for line in text.splitlines()]
-    except ValueError:
-        return None
+            proc.wait()
+        if self._reader.is_alive():
+            self._reader.join()  # its pipes ended with their workers
+        for proc in self._procs:
+            proc.stdout.close()
+        for file in self._errors + self._tasks:
+            file.close()
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -347,9 +467,13 @@ def main() -> None:
     """Worker: {px, jobs: [[source, name, sha256, full, thumb], ...]} on stdin -> the [status, problem] of each job's
     :func:`media` on stdout, one JSON list a line, at once (the parent sees the worker is alive)."""
     task = json.load(sys.stdin)
+    sent = time.monotonic()
     try:
         for job in task["jobs"]:
-            print(json.dumps(media(*job, task["px"])), flush=True)
+            print(json.dumps(media(*job, task["px"])))
+            if time.monotonic() - sent >= FLUSH_SECONDS:
+                sys.stdout.flush()
+                sent = time.monotonic()
     except OSError as exc:  # one line for the parent's error, not a traceback
         sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
 

@@ -784,6 +784,17 @@ def test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, mutate):
     assert (site / "model" / f"{BAD}.html").is_file()
 
 
+def test_site_publishes_only_verified_bytes_from_worker_processes(capsys, tmp_path, scored, monkeypatch):
+    """The same when worker processes check the images: each status read back is its own image's."""
+    import os
+
+    from cultureboard.site import thumbs
+
+    monkeypatch.setattr(thumbs, "PROCESS_THRESHOLD", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    test_site_publishes_only_verified_bytes(capsys, tmp_path, scored, dict(SITE_UNVERIFIED)["truncated"])
+
+
 # (id, the code a thumbnail worker runs instead of its work): exit 1 with one line naming the worker, no site
 WORKER_DEATHS = [
     ("killed", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
@@ -810,6 +821,95 @@ def test_a_dead_thumbnail_worker_ends_the_build_in_one_line(capsys, tmp_path, sc
     rc, text = build(capsys, scored, paths, reuse=False)
     [line] = text.splitlines()
     assert rc == 1 and line.startswith("error: a thumbnail worker process: ") and "(fix: " in line, text
+    assert not paths["out"].exists()
+
+
+def _workers_that_wait(tmp_path: Path, monkeypatch) -> Path:
+    """Thumbnail workers that write their pid into the returned folder and then sleep (alive, sending nothing),
+    two of them, and a stall limit long enough never to be reached here."""
+    import os
+    import sys
+
+    from cultureboard import workers
+    from cultureboard.site import thumbs
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    code = f"import os, time; open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close(); time.sleep(3600)"
+    monkeypatch.setattr(thumbs, "WORKER", [sys.executable, "-c", code])
+    monkeypatch.setattr(workers, "STALL_SECONDS", 120.0)
+    monkeypatch.setattr(thumbs, "PROCESS_THRESHOLD", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    return pids
+
+
+def _while_the_pages_render(monkeypatch, pids: Path, then) -> None:
+    """Run ``then(pids)`` in the build's first page that shows no image, once both workers are running."""
+    import time
+
+    from cultureboard.site import render
+
+    original = render.submissions_page
+
+    def first_page(*args, **kwargs):
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        then([int(p.name) for p in pids.iterdir()])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(render, "submissions_page", first_page)
+
+
+def _gone(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:  # exited and waited for: no orphan, no zombie
+        return True
+    return False
+
+
+def test_a_worker_killed_while_the_pages_render_ends_the_build_in_one_line(capsys, tmp_path, scored, monkeypatch):
+    """The workers make the images while the pages that show none are rendered: one killed meanwhile ends the
+    build, once its images are awaited, in one line; the other is killed and waited for; no site is written."""
+    import os
+    import signal
+
+    pids = _workers_that_wait(tmp_path, monkeypatch)
+    killed = []
+
+    def kill_one(found: list[int]) -> None:
+        killed.append(found)
+        os.kill(found[0], signal.SIGKILL)
+
+    _while_the_pages_render(monkeypatch, pids, kill_one)
+    paths = board(tmp_path, scored)
+    rc, text = build(capsys, scored, paths, reuse=False)
+    [line] = text.splitlines()
+    assert rc == 1 and line.startswith("error: a thumbnail worker process: was killed by signal 9"), text
+    assert len(killed) == 1 and len(killed[0]) == 2 and all(_gone(pid) for pid in killed[0])
+    assert not paths["out"].exists()
+
+
+def test_an_error_while_the_pages_render_kills_the_workers(tmp_path, scored, monkeypatch):
+    """The parent failing while its workers run (here a page raises) kills and waits for every worker: no process
+    is left behind, and no site is written."""
+    from cultureboard.site.render import build_site
+
+    pids = _workers_that_wait(tmp_path, monkeypatch)
+    seen = []
+
+    def fail(found: list[int]) -> None:
+        seen.extend(found)
+        raise RuntimeError("a page failed")
+
+    _while_the_pages_render(monkeypatch, pids, fail)
+    paths = board(tmp_path, scored)
+    with pytest.raises(RuntimeError, match="a page failed"):
+        build_site(paths["results"], scored["dataset"], paths["submissions"], paths["out"])
+    assert len(seen) == 2 and all(_gone(pid) for pid in seen)
     assert not paths["out"].exists()
 
 

@@ -852,6 +852,9 @@ def test_thumbnails_are_webp_and_link_to_the_full_size_file(world):
             with Image.open(path) as img:
                 assert img.format == "WEBP" and max(img.size) <= 256
     page = Page(world["site"] / "model" / ALPHA / "images-1.html")
+    shown = [a["src"] for t, a in page.tags if t == "img" and a["src"].startswith("../../thumbs/")]
+    metadata = (world["submissions"] / ALPHA / "metadata.jsonl").read_text().splitlines()
+    assert len(shown) == min(48, len(metadata)) and all((page.path.parent / src).is_file() for src in shown)
     pairs = [(t, a) for t, a in page.tags if t in ("a", "img")]
     for (t1, a1), (t2, a2) in itertools.pairwise(pairs):
         if t2 == "img" and a2["src"].startswith("../../thumbs/"):
@@ -981,7 +984,8 @@ def test_fifty_submissions_keep_pages_small(world, tmp_path):
 
 def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
     """A build started from a script read on stdin (no importable __main__) makes its thumbnails in worker
-    processes all the same."""
+    processes all the same; each submission's pages, rendered as soon as the workers have done its images, are
+    those of a build whose few images were made by threads, before any page."""
     script = textwrap.dedent(f"""
         from cultureboard.site import thumbs
         from cultureboard.site.render import build_site
@@ -997,6 +1001,52 @@ def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
     assert made == world["summary"]["thumbnails"] and missing == 0
     for path in sorted((tmp_path / "site" / "thumbs" / ALPHA).glob("*.webp"))[:5]:
         assert path.read_bytes() == (world["site"] / "thumbs" / ALPHA / path.name).read_bytes()
+    pages = sorted(p.relative_to(tmp_path / "site") for p in (tmp_path / "site").rglob("*.html"))
+    assert pages == sorted(p.relative_to(world["site"]) for p in world["site"].rglob("*.html"))
+    assert [p for p in pages if (tmp_path / "site" / p).read_bytes() != (world["site"] / p).read_bytes()] == []
+
+
+def test_a_thumbnail_worker_sends_its_statuses_batched_but_often(monkeypatch):
+    """A worker writes a status line per job and sends them (flushes) once FLUSH_SECONDS have passed since it last
+    did (the rest as it exits): the parent is not woken for every image, and a working worker is never silent for long.
+    (A clock advancing 0.1 s at each look stands in for the jobs' time.)"""
+    import io
+    import json
+    import types
+
+    from cultureboard.site import thumbs
+
+    ticks = iter(range(1000))
+    monkeypatch.setattr(thumbs, "time", types.SimpleNamespace(monotonic=lambda: next(ticks) / 10))
+    monkeypatch.setattr(thumbs, "FLUSH_SECONDS", 0.25)
+    monkeypatch.setattr(thumbs, "media", lambda *job: (f"ok {job[0]}", None))
+
+    class Stdout(io.StringIO):
+        sent: list[int] = []  # the lines written at each flush
+
+        def flush(self):
+            self.sent.append(self.getvalue().count("\n"))
+
+    out = Stdout()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"px": 64, "jobs": [[k] for k in range(10)]})))
+    monkeypatch.setattr(sys, "stdout", out)
+    thumbs.main()
+    assert [json.loads(line) for line in out.getvalue().splitlines()] == [[f"ok {k}", None] for k in range(10)]
+    assert out.sent == [3, 6, 9]  # the clock: 0 at the start, then 0.1 after each job, 0.1 more after a flush
+
+
+def test_gallery_links_name_the_galleries_before_any_image_is_made():
+    """The pages rendered while the thumbnails are made link the galleries from gallery_links: a gallery for each
+    prompt set with images (build_site checks that gallery_pages wrote exactly those), none for one without."""
+    import types
+
+    from cultureboard.site.gallery import gallery_links
+
+    def group(*image_counts):
+        return types.SimpleNamespace(everyone=[types.SimpleNamespace(images=[{}] * n) for n in image_counts])
+
+    board = types.SimpleNamespace(groups={"a": [group(0, 0)], "b": [group(0), group(0, 3)], "c": [group(2)]})
+    assert gallery_links(board) == {"b": "gallery/b.html", "c": "gallery/c.html"}
 
 
 def test_refuses_bad_input_and_foreign_folders(world, tmp_path):
