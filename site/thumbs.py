@@ -465,15 +465,19 @@ def _json_or_none(path: Path):
 
 def main() -> None:
     """Worker: {px, jobs: [[source, name, sha256, full, thumb], ...]} on stdin -> the [status, problem] of each job's
-    :func:`media` on stdout, one JSON list a line, at once (the parent sees the worker is alive)."""
+    :func:`media` on stdout, one JSON list a line, sent together once :data:`FLUSH_SECONDS` have passed since the
+    last lines were sent (the parent sees the worker is alive, and is not woken for every image; held here, not in
+    the stream's buffer, which ``PYTHONUNBUFFERED`` or ``-u`` would turn off)."""
     task = json.load(sys.stdin)
-    sent = time.monotonic()
+    lines, sent = [], time.monotonic()
     try:
         for job in task["jobs"]:
-            print(json.dumps(media(*job, task["px"])))
+            lines.append(json.dumps(media(*job, task["px"])) + "\n")
             if time.monotonic() - sent >= FLUSH_SECONDS:
+                sys.stdout.write("".join(lines))
                 sys.stdout.flush()
-                sent = time.monotonic()
+                lines, sent = [], time.monotonic()
+        sys.stdout.write("".join(lines))  # the rest, sent as the worker exits
     except OSError as exc:  # one line for the parent's error, not a traceback
         sys.exit(f"{exc.filename or 'a thumbnail'}: cannot be written ({exc.strerror or exc})")
 

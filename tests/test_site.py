@@ -1009,7 +1009,8 @@ def test_thumbnail_workers_do_not_need_the_callers_main_module(world, tmp_path):
 def test_a_thumbnail_worker_sends_its_statuses_batched_but_often(monkeypatch):
     """A worker writes a status line per job and sends them (flushes) once FLUSH_SECONDS have passed since it last
     did (the rest as it exits): the parent is not woken for every image, and a working worker is never silent for long.
-    (A clock advancing 0.1 s at each look stands in for the jobs' time.)"""
+    (A clock advancing 0.1 s at each look stands in for the jobs' time.) The lines are held by the worker itself, so an
+    unbuffered stdout (PYTHONUNBUFFERED) still gets one write a batch."""
     import io
     import json
     import types
@@ -1023,9 +1024,14 @@ def test_a_thumbnail_worker_sends_its_statuses_batched_but_often(monkeypatch):
 
     class Stdout(io.StringIO):
         sent: list[int] = []  # the lines written at each flush
+        writes = 0  # unbuffered (PYTHONUNBUFFERED, -u), each write reaches the parent at once
 
         def flush(self):
             self.sent.append(self.getvalue().count("\n"))
+
+        def write(self, text):
+            Stdout.writes += 1
+            return super().write(text)
 
     out = Stdout()
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({"px": 64, "jobs": [[k] for k in range(10)]})))
@@ -1033,6 +1039,7 @@ def test_a_thumbnail_worker_sends_its_statuses_batched_but_often(monkeypatch):
     thumbs.main()
     assert [json.loads(line) for line in out.getvalue().splitlines()] == [[f"ok {k}", None] for k in range(10)]
     assert out.sent == [3, 6, 9]  # the clock: 0 at the start, then 0.1 after each job, 0.1 more after a flush
+    assert Stdout.writes == 4  # the lines are held by the worker, not by the stream: three batches and the rest
 
 
 def test_gallery_links_name_the_galleries_before_any_image_is_made():
