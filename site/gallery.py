@@ -41,18 +41,15 @@ def prompt_page(prompt_set: str, prompt_id: str) -> str:
     return f"prompt/{prompt_set}/{slug(prompt_id)}.html"
 
 
-def gallery_pages(site: Site, board: Board, media: dict, page_size: int) -> dict[str, str]:
-    """Write the galleries and prompt pages; returns prompt set -> its gallery page."""
-    out = {}
-    for prompt_set, groups in board.groups.items():
+def gallery_pages(site: Site, board: Board, media: dict, page_size: int) -> None:
+    """Write the galleries and prompt pages: those :func:`gallery_links` names."""
+    for prompt_set, page in gallery_links(board).items():
+        groups = board.groups[prompt_set]
         members = [r for g in groups for r in g.everyone]
         prompts = sorted({im["prompt_id"] for r in members for im in r.images}, key=lambda p: _prompt_key(board, p))
-        if not prompts:
-            continue
         headline = groups[0].metrics[0]
         _prompt_pages(site, board, prompt_set, prompts, members, headline, media, page_size)
         rows = [_prompt_row(board, prompt_set, p) for p in prompts]
-        page = f"gallery/{prompt_set}.html"
         if len(rows) <= PROMPTS_PER_PAGE:
             site.page(page, "gallery.html", f"Images: {prompt_set}", prompt_set=prompt_set, rows=rows,
                       filters=_filters(rows), countries=[], current=None)
@@ -69,8 +66,6 @@ def gallery_pages(site: Site, board: Board, media: dict, page_size: int) -> dict
                           current=c["code"])
             site.page(page, "gallery.html", f"Images: {prompt_set}", prompt_set=prompt_set, rows=[], filters=[],
                       countries=countries, current=None)
-        out[prompt_set] = page
-    return out
 
 
 def _prompt_key(board: Board, prompt_id: str) -> tuple:
