@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cultureboard.errors import CultureboardError
 from cultureboard.images import ImageLimits
 
 from ..format import MAX_LINE_BYTES, SUBMISSION_YAML
@@ -137,15 +138,7 @@ class Report:
     def to_text(self) -> str:
         """Errors, then warnings, grouped by code (a line ``CODE: N errors`` before each group of several), one
         line per problem; a line for the problems left out, what was not checked, then the verdict."""
-        lines = []
-        for problems in (self.errors, self.warnings):
-            groups: dict[str, list[Problem]] = {}
-            for p in problems:
-                groups.setdefault(p.code, []).append(p)
-            for code, group in groups.items():
-                if len(group) > 1:
-                    lines.append(f"{code}: {len(group)} {group[0].severity}s")
-                lines += [p.line() for p in group]
+        lines = problem_lines(self.problems)
         left = {code: n for codes in self.omitted.values() for code, n in codes.items()}
         if left:
             top = sorted(left.items(), key=lambda kv: -kv[1])
@@ -278,3 +271,38 @@ class Run:
         if self.prompts is not None:
             checked["prompts"] = len(self.prompts)
         return Report(submission, self.problems, checked, self.omitted, self.unchecked)
+
+
+def problem_lines(problems: list[Problem]) -> list[str]:
+    """Errors, then warnings, grouped by code (a line ``CODE: N errors`` before each group of several), one line
+    per problem."""
+    lines = []
+    for severity in ("error", "warning"):
+        groups: dict[str, list[Problem]] = {}
+        for p in problems:
+            if p.severity == severity:
+                groups.setdefault(p.code, []).append(p)
+        for code, group in groups.items():
+            if len(group) > 1:
+                lines.append(f"{code}: {len(group)} {severity}s")
+            lines += [p.line() for p in group]
+    return lines
+
+
+class ProblemsError(CultureboardError):
+    """Several problems of one input (``package``'s mapping, spec and images), reported together: :attr:`message`
+    is one line saying how many, :meth:`lines` one line per problem, grouped by code."""
+
+    def __init__(self, source: str, problems: list[Problem], fix: str):
+        self.problems = problems
+        errors = sum(p.severity == "error" for p in problems)
+        super().__init__(source, f"has {errors} problems, one a line below", fix)
+
+    def __reduce__(self):
+        return (type(self), (self.source, self.problems, self.fix))
+
+    def __str__(self) -> str:
+        return "\n".join([self.message, *self.lines()])
+
+    def lines(self) -> list[str]:
+        return problem_lines(self.problems)
