@@ -4,7 +4,7 @@ Grammar: every command is a verb, then what it acts on. A verb that acts on seve
 the thing as a subcommand (``build dataset | site``, ``import cube-1k | cure | ratings``, ``publish dataset |
 results``, ``train cultdiff-s``); a verb with one object is joined to it (``extract-artifacts``,
 ``fetch-references``, ``make-control``, ``list-metrics``, ``merge-shards``, ``compare-results``,
-``convert-dump``); ``generate``, ``package``, ``validate``, ``evaluate`` and ``demo`` act on submissions.
+``convert-dump``); ``export-prompts``, ``generate``, ``package``, ``validate``, ``evaluate`` and ``demo`` act on submissions.
 The earlier names keep working, hidden from the help (:data:`ALIASES`), and ``build`` alone is ``build
 dataset``. An option that several commands share is defined once below (``--dataset``, ``--prompt-set``,
 ``--device``, ``--dtype``, ``--scorers``, ``--json``). ``--json`` prints one JSON object on stdout for a
@@ -402,21 +402,51 @@ def _note_local_dataset(pin: dict, dataset: str) -> None:
 @click.option("--seeds-ignored", is_flag=True, help="The model took no seed: record generation.extra.seed_honoured: false.")
 @json_option
 def package(from_folder, mapping, spec, dataset, prompt_set, out, seeds_ignored, as_json):
-    """Package images made elsewhere (closed APIs) as a submission; every mapping problem is reported at once."""
+    """Package images made elsewhere (closed APIs) as a submission. It runs validate's rules on the mapping, the
+    images and the folder it is about to write, and writes nothing that validate would reject; every problem is
+    reported at once, one a line, named by the input to fix (the mapping's line, the spec, the image file)."""
     from cultureboard.evaluators.submission.package import package as run
+    from cultureboard.evaluators.submission.rules.report import ProblemsError
 
-    result = run(from_folder, mapping, out, dataset=dataset, prompt_set=prompt_set, spec=spec, seed_honoured=not seeds_ignored)
-    refused = result["slots"] - result["missing"] - result["images"]
-    text = f"{result['images']} images and {refused} declared refusals packaged into {result['out']}"
-    if result["missing"]:
-        first = ", ".join(f"{m['prompt_id']}#{m['sample_idx']}" for m in result["missing_slots"][:3])
-        text += (f"\n{result['missing']} of {result['slots']} prompt x sample slots have no image (first: {first}), so "
-                 f"the validator will report the submission incomplete. Add a row to {mapping} for each (file, "
-                 "prompt_id, sample_idx); for a prompt a closed API refused, a row with refused true, an empty file "
-                 f"and the API's reason; then delete {result['out']} and run package again (do not edit "
-                 "metadata.jsonl by hand)")
+    try:
+        result = run(from_folder, mapping, out, dataset=dataset, prompt_set=prompt_set, spec=spec,
+                     seed_honoured=not seeds_ignored)
+    except ProblemsError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        for line in exc.lines():
+            click.echo(line, err=True)
+        raise click.exceptions.Exit(1) from None
+    for line in result["warnings"]:
+        click.echo(line, err=True)
     _note_local_dataset(result["dataset"], dataset)
-    _emit(as_json, {**result, "refused": refused}, text)
+    _emit(as_json, result, f"{result['images']} images and {result['refused']} declared refusals packaged into "
+                           f"{result['out']}; check it with: cultureboard validate {result['out']} --dataset {dataset}")
+
+
+@cli.command(name="export-prompts")
+@prompt_set_option()
+@click.option("--dataset", default="dataset", show_default=True, type=click.Path(file_okay=False),
+              help="Dataset folder to read (a Hub download or a build); with --revision, the folder the official "
+                   f"dataset {OFFICIAL_DATASET} is downloaded into first.")
+@click.option("--revision", help="Download the prompt set from the official Hub dataset at this revision (a tag such "
+                                 "as v1.0, or a commit) into --dataset first.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]),
+              help="Output format (default: from --out's extension, else csv).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="File to write, e.g. prompts.csv.")
+@json_option
+def export_prompts(prompt_set, dataset, revision, fmt, out, as_json):
+    """Write a prompt set as one row per image to make (prompt id, sample, seed, text, negative prompt, images per
+    prompt, edit chain and native-language columns) and the dataset and commit it came from. Add a file column and
+    pass it to `cultureboard package --mapping`: package checks the seeds and pins the same commit."""
+    from cultureboard.evaluators.submission.export import export_prompts as run
+
+    result = run(prompt_set, out, dataset=dataset, revision=revision, fmt=fmt)
+    _emit(as_json, result, f"{result['rows']} images to make ({result['prompts']} prompts of {prompt_set}) written to "
+                           f"{result['out']} from {result['dataset']} at {result['revision']}")
+    if not result["hub"] and not as_json:
+        from cultureboard.dataset_folder import local_pin_note
+
+        click.echo(local_pin_note(dataset), err=True)
 
 
 @cli.command(name="make-control")
@@ -444,9 +474,10 @@ def make_control(kind, dataset, prompt_set, out, size, source, as_json):
 @json_option
 @click.option("--full-decode", is_flag=True, help="Also decode every pixel (slow; by default the file structure and sha256 are checked).")
 def validate(submission, dataset, changed_files, as_json, full_decode):
-    """Report every problem of a submission; exit 0 when valid, 1 when not, 2 on usage errors.
+    """Report every problem of a submission, grouped by code, one a line with its fix; exit 0 when valid, 1 when
+    not, 2 on usage errors.
 
-    Without --dataset, coverage and the dataset revision are not checked."""
+    Without --dataset, coverage, seeds and edit chains are not checked: the report says so and is not "valid" (exit 1)."""
     from cultureboard.evaluators.submission.validate import Report, check_pr_scope
     from cultureboard.evaluators.submission.validate import validate as run
 
@@ -465,7 +496,7 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
         reports.append(run(submission, dataset, full_decode=full_decode))
     report = Report.combined(reports)
     click.echo(report.to_json() if as_json else report.to_text())
-    raise click.exceptions.Exit(0 if report.valid else 1)
+    raise click.exceptions.Exit(0 if report.accepted else 1)
 
 
 # ------------------------------------------------------------------------------------ results

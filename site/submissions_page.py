@@ -10,6 +10,11 @@ Each folder of the submissions folder (hidden names left out) is in one state, t
   is named, and the fix is to evaluate again;
 - ``scored``: with the code version (cultureboard version and git commit) that scored it.
 
+Each row links the submission's page and its model's page (once scored and on the site), its validation report
+(``validation/<id>.txt``: the whole report of ``cultureboard validate`` against the site's dataset, written for every
+folder) and its pull request (from ``results/<id>/review.json``, which the evaluate workflow writes: the pull
+request the result was scored from, on the repository that scored it).
+
 Validation reads and hashes every image, so what it found is kept in the site (:data:`CACHE`, one entry per folder)
 under a key of everything it reads (:func:`validation_key`): the folder's files (name, type, size, times,
 inode and link count of each, and the bytes of submission.yaml and metadata.jsonl), the submission.yaml of each
@@ -31,13 +36,14 @@ import hashlib
 import json
 import operator
 import os
+import re
 import stat
 from pathlib import Path
 
 from cultureboard.evaluators.engine.registry import family_of, parse_options
 from cultureboard.evaluators.submission import format as submission_format
 from cultureboard.evaluators.submission import validate as validate_module
-from cultureboard.evaluators.submission.format import METADATA, SUBMISSION_YAML, parse_submission_id
+from cultureboard.evaluators.submission.format import METADATA, SUBMISSION_YAML, get, parse_submission_id, read_spec
 from cultureboard.evaluators.submission.validate import validate
 
 from cultureboard import dataset_folder, hub, images, naming
@@ -45,12 +51,19 @@ from cultureboard.dataset_folder import local_revision
 from cultureboard.errors import CultureboardError
 
 from .load import read_summary
+from .names import model_page
 from .write import Column, Site
 
 PAGE = "submissions.html"
 #: What validation found of each folder, {folder name: {"key": validation_key, "invalid": first error or null,
-#: "day": the day the finding holds on, or null for every day (the module docstring)}}.
+#: "report": the report as text, "day": the day the finding holds on, or null for every day (the module docstring)}}.
 CACHE = "cache/validation.json"
+#: The folder of the validation reports, one ``<id>.txt`` per submission folder.
+REPORTS = "validation"
+#: What a results/<id>/review.json names, and the forms a link is made from.
+REVIEW = "review.json"
+_REPO = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_SERVER = re.compile(r"https://[\w.-]+")
 
 
 def states(submissions: Path, results: Path, dataset: Path, cache: dict | None = None,
@@ -69,8 +82,8 @@ def states(submissions: Path, results: Path, dataset: Path, cache: dict | None =
         return _rows(folders, results, dataset, known, cache, summaries or {})
     except CultureboardError as exc:
         return [{"submission": f.name, "prompt_set": None, "state": "not checked",
-                 "detail": f"the dataset {dataset.name} cannot be read: {exc.problem} (fix: {exc.fix})"}
-                for f in folders]
+                 "detail": f"the dataset {dataset.name} cannot be read: {exc.problem} (fix: {exc.fix})",
+                 "page": None, "model": None, "report": None, "pull_request": None} for f in folders]
 
 
 def _rows(folders: list[Path], results: Path, dataset: Path, known: dict, cache: dict | None,
@@ -88,8 +101,42 @@ def _rows(folders: list[Path], results: Path, dataset: Path, known: dict, cache:
         if cache is not None:
             cache[f.name] = entry
         rows.append({"submission": f.name} | _state(entry["invalid"], results / f.name / "summary.json", revision,
-                                                    summaries.get(f.name)))
+                                                    summaries.get(f.name)) | _links(f, results, f.name in summaries))
     return rows
+
+
+def _links(folder: Path, results: Path, shown: bool) -> dict:
+    """The row's links: its page and its model's (when its result is on the site; a control has no model page),
+    its validation report, and its pull request (:data:`REVIEW`)."""
+    sid = folder.name
+    control = shown and _control(folder)
+    return {"page": {"text": "results", "href": f"model/{sid}.html"} if shown else None,
+            "model": {"text": _model_of(sid), "href": model_page(_model_of(sid))} if shown and not control else None,
+            "report": {"text": "report", "href": f"{REPORTS}/{sid}.txt"},
+            "pull_request": _pull_request(results / sid / REVIEW)}
+
+
+def _control(folder: Path) -> bool:
+    try:
+        return get(read_spec(folder / SUBMISSION_YAML), "control") is not None
+    except CultureboardError:
+        return False
+
+
+def _pull_request(path: Path) -> dict | None:
+    """{text: "#N", href: the pull request's address} from a review record (a regular file, never through a link),
+    when it names a pull request number, a repository ORG/NAME and an https server; else None."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode) or os.lstat(path).st_size > 2**16:
+            return None
+        review = json.loads(path.read_text(encoding="utf-8"))
+        number, repo, server = review["pull_request"], review["repository"], review["server_url"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (type(number) is int and 0 < number < 10**10 and isinstance(repo, str) and _REPO.fullmatch(repo)
+            and isinstance(server, str) and _SERVER.fullmatch(server)):
+        return None
+    return {"text": f"#{number}", "href": f"{server}/{repo}/pull/{number}"}
 
 
 def validation_key(folder: Path, siblings: list[Path], shared: str) -> str:
@@ -109,7 +156,7 @@ def _serves(entry: object, key: str, today: str) -> bool:
     """Whether ``entry``, a cache entry as read from disk (of any shape), answers for ``key`` on the day ``today``."""
     return (isinstance(entry, dict) and entry.get("key") == key
             and "invalid" in entry and isinstance(entry["invalid"], (str, type(None)))
-            and "day" in entry and entry["day"] in (None, today))
+            and isinstance(entry.get("report"), str) and "day" in entry and entry["day"] in (None, today))
 
 
 def _today() -> str:
@@ -129,9 +176,11 @@ def _shared_key(dataset: Path) -> str:
 
 @functools.cache
 def _code_digest() -> str:
+    """The validating code: the submission format, validate and every rule group, and what they read with."""
     h = hashlib.sha256()
-    for module in (validate_module, submission_format, images, dataset_folder, hub, naming):
-        h.update(Path(module.__file__).read_bytes())
+    rules = sorted((Path(validate_module.__file__).parent / "rules").glob("*.py"))
+    for path in [Path(m.__file__) for m in (validate_module, submission_format, images, dataset_folder, hub, naming)] + rules:
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 
@@ -189,13 +238,14 @@ def _digest(path: Path) -> str:
 
 
 def _findings(folder: Path, dataset: Path, today: str) -> dict:
-    """``{"invalid", "day"}`` of :data:`CACHE`: ``validate``'s first error of ``folder`` as the page shows it (None
-    when the folder is valid), and ``today`` when a later day could find otherwise (the module docstring), else None."""
+    """``{"invalid", "report", "day"}`` of :data:`CACHE`: ``validate``'s first error of ``folder`` as the page shows it
+    (None when the folder is valid), the whole report as text, and ``today`` when a later day could find otherwise
+    (the module docstring), else None."""
     report = validate(folder, dataset)
     first = report.errors[0] if report.errors else None
     invalid = (None if report.valid else f"{first.file}: {first.message} (fix: {first.fix})" if first else
                f"{report.count('error')} errors (run `cultureboard validate {folder.name}`)")
-    return {"invalid": invalid, "day": today if report.dated else None}
+    return {"invalid": invalid, "report": report.to_text() + "\n", "day": today if report.dated else None}
 
 
 def read_cache(previous: Path) -> dict:
@@ -249,13 +299,19 @@ def _changes(provenance: dict, revision: str) -> list[str]:
 
 def submissions_page(site: Site, submissions: Path, results: Path, dataset: Path, previous: Path | None = None,
                      summaries: dict | None = None) -> None:
-    """Write submissions.html with its table (and downloads), and :data:`CACHE`, reusing that of the site
-    ``previous`` (see :func:`states`)."""
+    """Write submissions.html with its table (and downloads), each folder's validation report (:data:`REPORTS`) and
+    :data:`CACHE`, reusing that of the site ``previous`` (see :func:`states`)."""
     cache = read_cache(previous) if previous is not None else {}
-    columns = [Column("submission", "Submission", "text", "The folder under submissions/"),
+    columns = [Column("submission", "Submission", "text", "The folder under submissions/", sticky=True),
                Column("prompt_set", "Prompt set", "text", "From the result's provenance, once scored"),
                Column("state", "State", "text", "invalid, not scored, unreadable result, stale or scored"),
-               Column("detail", "Detail", "text", "The validator's first error, what changed, or the scoring code")]
-    site.page(PAGE, "submissions.html", "Submissions",
-              table=site.table(PAGE, "submissions", columns, states(submissions, results, dataset, cache, summaries)))
+               Column("detail", "Detail", "text", "The validator's first error, what changed, or the scoring code"),
+               Column("page", "Results", "link", "The submission's page, once scored"),
+               Column("model", "Model", "link", "The model's page: every prompt set it was scored on"),
+               Column("report", "Validation", "link", "The validator's whole report against this site's dataset"),
+               Column("pull_request", "Pull request", "link", "The pull request it was scored from")]
+    rows = states(submissions, results, dataset, cache, summaries)
+    site.page(PAGE, "submissions.html", "Submissions", table=site.table(PAGE, "submissions", columns, rows))
+    for name, entry in sorted(cache.items()):
+        site.write(f"{REPORTS}/{name}.txt", entry["report"])
     site.write(CACHE, json.dumps(cache, sort_keys=True, indent=0) + "\n")

@@ -178,10 +178,13 @@ def test_a_wrong_prompt_id_gets_the_closest_ids(api):
     rows[sushi] = (rows[sushi][0], f"{T2I}/JP/food/sushi", rows[sushi][2])  # a case difference
     rows[0] = (rows[0][0], rows[0][1].removeprefix(f"{T2I}/"), rows[0][2])  # the prompt set's prefix left out
     r = package(api, rows)
-    assert_clean_error(r, "has 2 problems")
+    lines = r.stderr.splitlines()
+    assert r.returncode == 1 and lines[0].startswith("error: ") and "has 4 problems, one a line below" in lines[0]
+    assert all(line.startswith(("ERROR ", "coverage.")) for line in lines[1:])  # one a line, grouped by code
     assert f"prompt_id '{T2I}/JP/food/sushi' is not in prompt set {T2I} (did you mean {T2I}/jp/food/sushi?)" in r.stderr
     wanted = api["lines"][0]["prompt_id"]
     assert f"prompt_id '{wanted.removeprefix(T2I + '/')}' is not in prompt set {T2I} (did you mean {wanted}?)" in r.stderr
+    assert not api["out"].exists()
 
 
 def test_a_misspelt_prompt_set_gets_the_closest_prompt_sets_only(api, tmp_path):
@@ -196,15 +199,16 @@ def test_a_misspelt_prompt_set_gets_the_closest_prompt_sets_only(api, tmp_path):
                        f"(fix: name one of the dataset's prompt sets: {ECB}, {T2I})")
 
 
-def test_missing_images_say_to_add_mapping_rows_and_package_again(api):
+def test_missing_images_are_an_error_that_says_to_add_rows_and_package_again(api):
+    """package writes nothing validate would reject: a missing slot is one line naming the prompt, the sample and
+    the fix (a mapping row, or a declared refusal, then package into a new --out)."""
     rows = [(m["file_name"], m["prompt_id"], m["sample_idx"]) for m in api["lines"]][1:]
     r = package(api, rows)
-    assert r.returncode == 0, r.stderr
-    text = one_line(r.stdout)
-    assert "1 of 6 prompt x sample slots have no image" in text
-    assert f"Add a row to {api['mapping']} for each (file, prompt_id, sample_idx)" in text
-    assert "a row with refused true, an empty file and the API's reason" in text
-    assert f"then delete {api['out']} and run package again (do not edit metadata.jsonl by hand)" in text
+    first = api["lines"][0]
+    assert_clean_error(r, f"mapping.csv: prompt '{first['prompt_id']}' has no image for sample {first['sample_idx']} of 2",
+                       "add a mapping row for each (or a declared refusal: refused true, an empty file and the API's "
+                       "reason)", "`cultureboard package` into a new --out")
+    assert not api["out"].exists()
 
 
 def test_the_demo_output_is_ignored_by_git():

@@ -155,7 +155,7 @@ MAPPING = [{"file": "x/1.png", "prompt_id": "toy/a", "sample_idx": 0},
 def test_package_writes_declared_refusals_from_the_mapping(tmp_path, dataset):
     folder, mapping, spec, out = _package(tmp_path, dataset, MAPPING)
     result = package(folder, mapping, out, dataset=dataset, prompt_set="toy", spec=spec)
-    assert (result["images"], result["slots"], result["missing"]) == (3, 6, 0)
+    assert (result["images"], result["refused"], result["slots"]) == (3, 3, 6)
     lines = [json.loads(x) for x in (out / "metadata.jsonl").read_text().splitlines()]
     assert lines[1] == {"prompt_id": "toy/a", "sample_idx": 1, "seed": 1, "refused": True, "reason": "content policy"}
     assert lines[5] == {"prompt_id": "toy/edit/1", "sample_idx": 0, "seed": 0, "edit_step": 1, "refused": True}
@@ -183,7 +183,7 @@ def test_package_jsonl_refusals_need_no_file_key(tmp_path, dataset):
     ({"file": "x/9.png", "prompt_id": "toy/b", "sample_idx": 1, "refused": "true"}, "is refused but names a file"),
     ({"file": "x/9.png", "prompt_id": "toy/b", "sample_idx": 1, "reason": "why"}, "has a reason but is not refused"),
     ({"file": "", "prompt_id": "toy/b", "sample_idx": 1, "refused": "maybe"}, "refused 'maybe' is not true or false"),
-    ({"file": "", "prompt_id": "toy/b", "sample_idx": 0, "refused": "true"}, "maps a second image to toy/b sample 0"),
+    ({"file": "", "prompt_id": "toy/b", "sample_idx": 0, "refused": "true"}, "prompt 'toy/b' sample 0 is also on line 4"),
 ])
 def test_package_reports_bad_refusal_rows(tmp_path, dataset, row, problem):
     folder, mapping, spec, out = _package(tmp_path, dataset, [*MAPPING[:3], row, *MAPPING[4:]])

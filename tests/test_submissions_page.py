@@ -32,6 +32,9 @@ def world(tmp_path_factory):
     scored, stale, invalid, unscored = (make_submission(subs, dataset, PROMPT_SET, model=m)
                                         for m in ("scored", "stale", "invalid", "unscored"))
     results = evaluate_all([scored, stale], dataset, root / "results", root / "work")
+    review = {"pull_request": 12, "repository": "org/board", "server_url": "https://github.com", "head_sha": "a" * 40}
+    (results / scored.name / "review.json").write_text(json.dumps(review))
+    (results / stale.name / "review.json").write_text(json.dumps(review | {"repository": "org/board\" onload=\"x"}))
     path = results / stale.name / "summary.json"
     summary = json.loads(path.read_text())
     metric = sorted(summary["provenance"]["metrics"])[0]
@@ -203,3 +206,31 @@ def test_a_report_is_dated_only_by_a_date_problem():
     future = Problem("schema.bad_date", "error", "submission.yaml:4", "date 2999-01-01 is in the future", "y")
     assert not Report("s", [other]).dated and Report("s", [other, future]).dated
     assert Report("s", [other], omitted={"error": {"schema.bad_date": 1}}).dated
+
+
+def test_each_row_links_its_pages_its_report_and_its_pull_request(world, tmp_path):
+    """Scored rows link the submission's page and the model's; every row its validation report (written whole, the
+    invalid one's errors in it); a review record's pull request becomes a link only when every part is well formed."""
+    rows = states(world["submissions"], world["results"], world["dataset"],
+                  summaries={sid: {} for sid in ("lab__scored", "lab__stale")})
+    by = {r["submission"]: r for r in rows}
+    assert by["lab__scored"]["page"] == {"text": "results", "href": "model/lab__scored.html"}
+    assert by["lab__scored"]["model"] == {"text": "lab__scored", "href": "models/lab__scored.html"}
+    assert by["lab__unscored"]["page"] is None and by["lab__unscored"]["model"] is None
+    assert {r["report"]["href"] for r in rows} == {f"validation/{name}.txt" for name in by}
+    assert by["lab__scored"]["pull_request"] == {"text": "#12", "href": "https://github.com/org/board/pull/12"}
+    assert by["lab__stale"]["pull_request"] is None  # a repository that is not ORG/NAME
+    assert by["lab__invalid"]["pull_request"] is None and by["lab__unscored"]["pull_request"] is None
+
+    site = Site(tmp_path, {"skipped": [], "footer": {"results": 0, "code": [], "datasets": [], "devices": [],
+                                                     "built": "2026-11-27", "site_code": "test", "min_prompts": 5,
+                                                     "order": "the point value"},
+                           "banner": None, "trust_page": False, "galleries": {}})
+    submissions_page(site, world["submissions"], world["results"], world["dataset"], previous=tmp_path / "none",
+                     summaries={"lab__scored": {}})
+    html = (tmp_path / "submissions.html").read_text()
+    assert '<a href="https://github.com/org/board/pull/12">#12</a>' in html
+    assert '<a href="validation/lab__invalid.txt">report</a>' in html and 'href="models/lab__scored.html"' in html
+    report = (tmp_path / "validation" / "lab__invalid.txt").read_text()
+    assert "schema.missing_field" in report and "file.missing" in report and ": INVALID: " in report
+    assert ": valid: 0 errors" in (tmp_path / "validation" / "lab__scored.txt").read_text()

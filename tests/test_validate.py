@@ -423,7 +423,8 @@ def test_a_misspelt_prompt_set_or_prompt_id_gets_the_closest_names(sub, dataset)
     rows_edit(lambda r: r[0].update(prompt_id="tiny/JP/sushi"))(sub)
     problem = validate(sub, dataset).errors[0]
     assert problem.code == "schema.unknown_prompt_set" and "(did you mean tiny?)" in problem.message
-    assert problem.fix == "use one of its prompt sets: tiny"
+    assert problem.fix.startswith("use one of its prompt sets (tiny) as package's --prompt-set; then make the folder "
+                                  "again: `cultureboard package` into a new --out")
     spec_edit(lambda s: s["prompt_set"].update(name="tiny"))(sub)
     rows_edit(lambda r: r[1].update(prompt_id="jp/sushi"))(sub)
     messages = [p.message for p in validate(sub, dataset).errors if p.code == "coverage.unknown_prompt"]
@@ -472,7 +473,9 @@ def test_report_json_round_trip_and_text(sub, dataset):
     assert Report.from_json(report.to_json()) == report
     text = report.to_text().splitlines()
     assert text[0] == ("ERROR metadata.jsonl:1: seed 999 is not seeds[0] = 0 of prompt 'tiny/jp/sushi' "
-                       "(fix: generate image k of each prompt with the prompt set's seeds[k]) [metadata.wrong_seed]")
+                       "(fix: generate image k of each prompt with the prompt set's seeds[k] (the seed column of "
+                       "`cultureboard export-prompts`); then make the folder again: `cultureboard package` into a new "
+                       "--out (or `cultureboard generate` again)) [metadata.wrong_seed]")
     assert text[1].startswith("WARNING submission.yaml:")
     assert text[-1].startswith(f"{SUBMISSION_ID}: INVALID: 1 errors, 1 warnings")
 
@@ -618,7 +621,7 @@ def test_a_prompt_set_is_read_once_while_its_files_stay_the_same(sub, dataset, t
     import pyarrow.parquet as pq
 
     from cultureboard.dataset_folder import read_prompt_set
-    from cultureboard.evaluators.submission import validate as module
+    from cultureboard.evaluators.submission.rules import coverage as module
 
     reads: list[Path] = []
     monkeypatch.setattr(module, "_PROMPT_SETS", {})

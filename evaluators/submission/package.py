@@ -3,15 +3,20 @@
 The user gives a folder of images with any names, a mapping file that says which prompt and sample each
 image answers, and a partial ``submission.yaml`` (the spec). A prompt and sample the model refused (a closed
 API's safety filter) is a mapping row with ``refused`` true, no ``file`` and an optional ``reason``: it becomes a
-declared refusal line of ``metadata.jsonl``. The mapping is the only link between an image
-and its prompt: nothing is read from file names and nothing is counted from files. Seeds come from the
-prompt set (image k of a prompt uses ``seeds[k]``); a model that cannot take a seed says so with
-``seed_honoured=False``.
+declared refusal line of ``metadata.jsonl``. The mapping is the only link between an image and its prompt:
+nothing is read from file names and nothing is counted from files. Seeds come from the prompt set (image k of a
+prompt uses ``seeds[k]``); a model that cannot take a seed says so with ``seed_honoured=False``. The table
+``cultureboard export-prompts`` writes is a mapping once a ``file`` column is added: its ``seed``, ``dataset``
+and ``revision`` columns are checked against the prompt set and the pin of ``--dataset``.
 
-Every problem of the mapping's rows and of the images they name is reported at once, as one error naming
-the mapping file (a mapped path outside ``--from-folder``, also through a link, is one of them); each image
-is checked by :func:`cultureboard.images.inspect_image` (what validate will check, except the extension,
-which package sets from the real format).
+One rule set. The mapping's rows go through validate's own row rules (:mod:`.rules.metadata`,
+:mod:`.rules.coverage`: known prompts with the closest ids offered, samples counted from 0, seeds, one row per
+slot and file, every slot an image or a declared refusal) and its paths through :mod:`.rules.paths`; each image
+through :func:`cultureboard.images.inspect_image` (what validate checks, except the extension, which package sets
+from the real format). Then the folder is written into a work folder and the whole of ``validate`` runs on it
+(with the dataset, under the folder's final name); only a folder that validate accepts is put in place. Every
+problem is reported at once, named by the input it is fixed in (the mapping's line, the spec, the image file),
+as :class:`~.rules.report.ProblemsError` (one problem: a plain one-line error).
 """
 
 from __future__ import annotations
@@ -20,21 +25,24 @@ import copy
 import csv
 import datetime as dt
 import io
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
-from cultureboard.dataset_folder import DidYouMean, pin, read_prompt_set
+from cultureboard.dataset_folder import pin, prompt_sets, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.images import SUFFIX_OF_FORMAT, inspect_image
 from cultureboard.provenance import file_sha256
 
+from .export import COLUMNS as EXPORT_COLUMNS
 from .format import (
     FIELDS,
     FORMAT_VERSION,
     IMAGES,
+    METADATA,
     SUBMISSION_YAML,
     check_json_values,
     get,
@@ -46,53 +54,43 @@ from .format import (
     submission_id_problem,
     write_submission,
 )
+from .rules import coverage, metadata, paths
+from .rules.report import Limits, Problem, ProblemsError, Run
+from .validate import validate
 
 MAPPING_COLUMNS = ("file", "prompt_id", "sample_idx")
 MAPPING_OPTIONAL = ("edit_step", "source_file", "refused", "reason")
+#: Columns of an export (``cultureboard export-prompts``) a mapping may keep: seed, dataset and revision are checked.
+MAPPING_EXPORTED = tuple(c for c in EXPORT_COLUMNS if c not in MAPPING_COLUMNS + MAPPING_OPTIONAL)
 #: PIL format -> the extension the packaged copy gets (the file's real format, whatever its name said).
 EXTENSIONS = SUFFIX_OF_FORMAT
-_ABSENT = object()
 _MAPPING_FIX = ("the mapping needs columns file, prompt_id, sample_idx and may have edit_step, source_file, refused, "
-                "reason (a refused row leaves file empty)")
-_SHOWN = 20  # problems spelled out in the one error; the rest are counted
+                "reason (a refused row leaves file empty) and the columns of `cultureboard export-prompts`")
+_AGAIN = "correct each as its line says, then run package again"
 
-
-class _Problems:
-    """The mapping's problems, raised together as one error naming the mapping file (or, when there is
-    one, as that problem's own error)."""
-
-    def __init__(self, mapping: Path):
-        self.mapping = mapping
-        self.items: list[tuple[str, str, str, str]] = []  # (source, label in a list, problem, fix)
-
-    def add(self, source: str, label: str, problem: str, fix: str) -> None:
-        self.items.append((source, label, problem, fix))
-
-    def raise_any(self) -> None:
-        if len(self.items) == 1:
-            source, _, problem, fix = self.items[0]
-            raise CultureboardError(source, problem, fix)
-        if self.items:
-            shown = "; ".join(f"{label}: {problem}" for _, label, problem, _ in self.items[:_SHOWN])
-            more = f"; and {len(self.items) - _SHOWN} more" if len(self.items) > _SHOWN else ""
-            fixes = list(dict.fromkeys(fix for *_, fix in self.items))
-            raise CultureboardError(self.mapping, f"has {len(self.items)} problems: {shown}{more}",
-                                    "; ".join(fixes[:4]) + ("; ..." if len(fixes) > 4 else ""))
+CODES: dict[str, str] = {
+    "mapping.bad_row": "a mapping row that cannot be read (a value of the wrong kind, too many values, not JSON)",
+    "mapping.no_file": "a mapping row with neither a file nor refused true",
+    "mapping.missing_file": "a mapped file that does not exist in --from-folder, or lies outside it",
+    "mapping.bad_source": "an edit step whose source image the mapping does not give as the prompt set says",
+    "mapping.wrong_pin": "a mapping exported from another dataset or revision than --dataset",
+    "mapping.sizes_differ": "mapped images of different sizes",
+}
 
 
 class _RowError(ValueError):
     """A mapping row that cannot be read (reported with the row's line)."""
 
-    def __init__(self, problem: str, fix: str):
+    def __init__(self, problem: str, fix: str, code: str = "mapping.bad_row"):
         super().__init__(problem)
-        self.problem, self.fix = problem, fix
+        self.problem, self.fix, self.code = problem, fix, code
 
 
 @dataclass
 class _Image:
     where: str  # mapping file and line, for errors
     line: int
-    file: str  # as written in the mapping, relative to the from-folder
+    file: str  # as written in the mapping, relative to the from-folder ("" on a refusal)
     src: Path
     prompt_id: str
     sample_idx: int
@@ -101,6 +99,7 @@ class _Image:
     ext: str = ""
     size: tuple[int, int] = (0, 0)
     reason: str | None = None  # a declared refusal's reason (refused rows have file "")
+    seed: int | None = None  # a seed column's value (an export's), checked against the prompt set
 
     @property
     def file_name(self) -> str:
@@ -110,20 +109,18 @@ class _Image:
 def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, dataset: str | Path, prompt_set: str,
             spec: str | Path | dict, seed_honoured: bool = True) -> dict:
     """Copy the mapped images of ``from_folder`` into the submission folder ``out`` and write its
-    ``metadata.jsonl`` and ``submission.yaml``; ``out`` is written whole or not at all, and must be new or
-    empty: a submission holds no marker file, so an earlier output (of package or generate, whose images
-    may exist nowhere else) is never replaced, and the error says to delete it to package again.
+    ``metadata.jsonl`` and ``submission.yaml``; ``out`` is written whole or not at all, only when ``validate``
+    accepts it, and must be new or empty: a submission holds no marker file, so an earlier output (of package or
+    generate, whose images may exist nowhere else) is never replaced, and the error says to delete it.
 
     ``spec`` is a partial submission.yaml (a path or a dict); the ``organization``, ``model.name`` and ``tag`` it
     leaves out are read from ``out``'s name when that is a submission id ``<org>__<model>[__<tag>]`` (those it
-    gives must agree with the name); package fills ``format_version``, ``date``
-    (today, UTC), ``seeds.scheme``, ``prompt_set`` (name, and the dataset and revision of
-    :func:`cultureboard.dataset_folder.pin`: the official Hub id and commit for a Hub download),
-    ``images.location``, ``generation.width/height`` (from the images, which must share one size) and,
-    for closed weights, ``generation.pipeline: api`` and null for unknown settings. ``seed_honoured=False``
-    records ``generation.extra.seed_honoured: false``. Returns counts, including the prompt x sample slots
-    of the set that neither an image nor a declared refusal fills (``missing``; slots = images + declared
-    refusals + missing), and the ``dataset`` pin; full coverage is the validator's check.
+    gives must agree with the name); package fills ``format_version``, ``date`` (today, UTC), ``seeds.scheme``,
+    ``prompt_set`` (name, and the dataset and revision of :func:`cultureboard.dataset_folder.pin`: the official
+    Hub id and commit for a Hub download), ``images.location``, ``generation.width/height`` (from the images,
+    which must share one size) and, for closed weights, ``generation.pipeline: api`` and null for unknown
+    settings. ``seed_honoured=False`` records ``generation.extra.seed_honoured: false``. Returns counts (``slots``
+    = images + declared refusals: every slot of the set), the ``dataset`` pin and the validator's ``warnings``.
     """
     from_folder, out = Path(from_folder), Path(out)
     _check_not_a_submission(out)
@@ -138,44 +135,73 @@ def package(from_folder: str | Path, mapping: str | Path, out: str | Path, *, da
         if any(part in ("", ".", "..") for part in pid.split("/")):
             raise CultureboardError(f"{dataset}: prompt set {prompt_set}", f"prompt id {pid!r} is not a relative path of slugs",
                                     "rebuild the prompt set: prompt ids are slugs joined by '/'")
-    problems = _Problems(Path(mapping))
-    images = _check_images(read_mapping(mapping, problems), Path(mapping), from_folder, prompts, prompt_set, problems)
+    dataset_pin = pin(dataset)
+    run = Run(from_folder, Limits(), Path(dataset))
+    run.prompts, run.prompt_set = prompts, prompt_set
+    run.other_sets = [s for s in prompt_sets(dataset) if s != prompt_set]
+    images = _check_mapping(run, Path(mapping), from_folder, dataset_pin)
+    _raise_errors(run.problems, Path(mapping))
     refusals = [im for im in images if not im.file]
     images = [im for im in images if im.file]
-    width, height = _one_size(images, from_folder, problems)
-    problems.raise_any()
+    width, height = _one_size(run, images, from_folder)
+    _raise_errors(run.problems, Path(mapping))
     _names_from_folder(spec, out, spec_source)
-    dataset_pin = pin(dataset)
     _complete_spec(spec, spec_source, dataset_pin=dataset_pin, prompt_set=prompt_set, width=width, height=height,
                    seed_honoured=seed_honoured)
     check_json_values(spec, spec_source)
     sid = submission_id(spec)
     if too_long := submission_id_problem(sid):
         raise CultureboardError(spec_source, too_long, "shorten organization, model.name or tag")
-    if out.name != sid:
+    if get(spec, "organization") is not None and get(spec, "model.name") is not None and out.name != sid:
         raise CultureboardError(
             out, f"is not named after the submission: the folder must be named {sid} "
             "(<organization>__<model.name>[__<tag>] of the spec, each lower-cased with other characters turned into -)",
             f"use --out {out.parent / sid}",
         )
     order = {pid: i for i, pid in enumerate(prompts)}
+    made = sorted(images + refusals, key=lambda im: (order[im.prompt_id], im.sample_idx))
     with atomic_dir(out, kind="submission") as tmp:
         for im in images:
             (tmp / im.file_name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(im.src, tmp / im.file_name)
         meta = [{"file_name": im.file_name, "prompt_id": im.prompt_id, "sample_idx": im.sample_idx,
                  "seed": prompts[im.prompt_id]["seeds"][im.sample_idx], "sha256": file_sha256(tmp / im.file_name),
-                 "edit_step": im.edit_step, "source_file": im.source_file} for im in images]
-        meta += [{"prompt_id": im.prompt_id, "sample_idx": im.sample_idx, "seed": prompts[im.prompt_id]["seeds"][im.sample_idx],
-                  "edit_step": im.edit_step, "refused": True, "reason": im.reason} for im in refusals]
-        meta.sort(key=lambda m: (order[m["prompt_id"]], m["sample_idx"]))
+                 "edit_step": im.edit_step, "source_file": im.source_file} if im.file else
+                {"prompt_id": im.prompt_id, "sample_idx": im.sample_idx, "seed": prompts[im.prompt_id]["seeds"][im.sample_idx],
+                 "edit_step": im.edit_step, "refused": True, "reason": im.reason} for im in made]
         write_submission(tmp, spec, meta)
+        report = validate(tmp, dataset, name=out.name)  # the whole rule set, on what is about to be put in place
+        found = [_where_made(p, made, spec_source, from_folder) for p in report.problems]
+        _raise_errors(found, Path(mapping))
     (out / MARKER).unlink()  # a submission holds no hidden files (the validator refuses them)
-    filled = {(im.prompt_id, im.sample_idx) for im in images + refusals}
-    missing = [{"prompt_id": r["prompt_id"], "sample_idx": k} for r in rows
-               for k in range(r["images_per_prompt"]) if (r["prompt_id"], k) not in filled]
-    return {"submission_id": sid, "out": str(out), "images": len(images), "slots": len(filled) + len(missing),
-            "missing": len(missing), "missing_slots": missing, "width": width, "height": height, "dataset": dataset_pin}
+    warnings = [p.line() for p in found if p.code != "schema.unofficial_dataset"]  # the CLI notes a local pin itself
+    return {"submission_id": sid, "out": str(out), "images": len(images), "refused": len(refusals),
+            "slots": len(images) + len(refusals), "width": width, "height": height, "dataset": dataset_pin,
+            "warnings": warnings}
+
+
+def _raise_errors(problems: list[Problem], mapping: Path) -> None:
+    """Raise the errors among ``problems`` (with the warnings beside them): one as a one-line error, several as a
+    :class:`ProblemsError` naming the mapping."""
+    errors = [p for p in problems if p.severity == "error"]
+    if len(errors) == 1:
+        raise CultureboardError(errors[0].file, errors[0].message, errors[0].fix)
+    if errors:
+        raise ProblemsError(mapping, errors, _AGAIN)
+
+
+def _where_made(p: Problem, made: list[_Image], spec_source: str, from_folder: Path) -> Problem:
+    """A problem the validator found in the written folder, named by the input it is fixed in: a metadata.jsonl
+    line by the mapping row that made it, submission.yaml by the spec, an image by its file in --from-folder."""
+    file = p.file
+    if file.startswith(f"{METADATA}:") and file[len(METADATA) + 1:].isdigit():
+        file = made[int(file[len(METADATA) + 1:]) - 1].where
+    elif file.split(":")[0] == SUBMISSION_YAML:
+        file = spec_source
+    else:
+        source = next((im for im in made if im.file and im.file_name == file), None)
+        file = str(from_folder / source.file) if source else file
+    return Problem(p.code, p.severity, file, p.message, p.fix)
 
 
 def _check_not_a_submission(out: Path) -> None:
@@ -195,9 +221,11 @@ def load_spec(path: str | Path) -> dict:
     return read_spec(path, partial=True)
 
 
-def read_mapping(path: str | Path, problems: _Problems) -> list[tuple[int, dict]]:
+# ----------------------------------------------------------------------------------- the mapping
+
+def read_mapping(path: str | Path, run: Run) -> list[tuple[int, dict]]:
     """(line, row) of each row of a mapping file (``.csv`` with a header, or ``.jsonl``). A file that cannot
-    be read as a mapping at all is an error at once; a row that cannot be read is added to ``problems``."""
+    be read as a mapping at all is an error at once; a row that cannot be read is added to ``run``'s problems."""
     path = Path(path)
     if not path.is_file():
         raise CultureboardError(path, "does not exist", "pass the mapping file with --mapping")
@@ -208,21 +236,21 @@ def read_mapping(path: str | Path, problems: _Problems) -> list[tuple[int, dict]
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CultureboardError(path, f"is not UTF-8 text (byte {exc.start})", "save the mapping as UTF-8") from None
-    rows = _csv_rows(path, text, problems) if path.suffix.lower() == ".csv" else _jsonl_rows(path, data, problems)
-    if not rows and not problems.items:
+    rows = _csv_rows(path, text, run) if path.suffix.lower() == ".csv" else _jsonl_rows(path, data, run)
+    if not rows and not run.problems:
         raise CultureboardError(path, "lists no images", "add one row per image")
     return rows
 
 
-def _csv_rows(path: Path, text: str, problems: _Problems) -> list[tuple[int, dict]]:
+def _csv_rows(path: Path, text: str, run: Run) -> list[tuple[int, dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows = []
     try:
         _check_columns(path, reader.fieldnames or [])
         for row in reader:
             if None in row:
-                problems.add(f"{path}:{reader.line_num}", f"line {reader.line_num}", "has more values than the header has "
-                             "columns", "quote values that contain commas")
+                run.error("mapping.bad_row", f"{path}:{reader.line_num}", "has more values than the header has columns",
+                          "quote values that contain commas")
             else:
                 rows.append((reader.line_num, row))
     except csv.Error as exc:  # a NUL byte, an unterminated quote, a field over the csv module's limit
@@ -231,7 +259,7 @@ def _csv_rows(path: Path, text: str, problems: _Problems) -> list[tuple[int, dic
     return rows
 
 
-def _jsonl_rows(path: Path, data: bytes, problems: _Problems) -> list[tuple[int, dict]]:
+def _jsonl_rows(path: Path, data: bytes, run: Run) -> list[tuple[int, dict]]:
     rows = []
     for n, line, length in metadata_lines(io.BytesIO(data.removeprefix(b"\xef\xbb\xbf"))):
         if line is not None and not line.strip():
@@ -247,7 +275,7 @@ def _jsonl_rows(path: Path, data: bytes, problems: _Problems) -> list[tuple[int,
             if not isinstance(row, dict):
                 raise _RowError("is not a JSON object", "write one JSON object per line")
         except _RowError as exc:
-            problems.add(f"{path}:{n}", f"line {n}", exc.problem, exc.fix)
+            run.error(exc.code, f"{path}:{n}", exc.problem, exc.fix)
             continue
         _check_columns(f"{path}:{n}", {"file": None, **row} if row.get("refused") is True else row)
         rows.append((n, row))
@@ -256,7 +284,7 @@ def _jsonl_rows(path: Path, data: bytes, problems: _Problems) -> list[tuple[int,
 
 def _check_columns(source: Any, columns) -> None:
     missing = [c for c in MAPPING_COLUMNS if c not in columns]
-    unknown = [c for c in columns if c not in MAPPING_COLUMNS + MAPPING_OPTIONAL]
+    unknown = [c for c in columns if c not in MAPPING_COLUMNS + MAPPING_OPTIONAL + MAPPING_EXPORTED]
     if missing or unknown:
         problem = "; ".join(p for p in (missing and f"lacks column(s) {', '.join(missing)}",
                                         unknown and f"has unknown column(s) {', '.join(map(str, unknown))}") if p)
@@ -264,7 +292,7 @@ def _check_columns(source: Any, columns) -> None:
 
 
 def _value(row: dict, column: str, kind: type, required: bool) -> Any:
-    """The row's ``column`` as ``kind`` (str or int); empty optional values are None."""
+    """The row's ``column`` as ``kind`` (str, int or bool); empty optional values are None."""
     value = row.get(column)
     if isinstance(value, str):
         value = value.strip()
@@ -278,7 +306,7 @@ def _value(row: dict, column: str, kind: type, required: bool) -> Any:
             raise _RowError(f"{column} {value!r:.40} is not true or false", f"write {column} as true or false")
         return text in ("true", "1", "yes")
     if kind is int:
-        if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit() and len(value) < 19:
+        if isinstance(value, str) and value.isascii() and re.fullmatch(r"-?\d{1,18}", value):
             return int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise _RowError(f"{column} {value!r:.40} is not a whole number", f"write {column} as 0, 1, 2, ...")
@@ -291,90 +319,97 @@ def _value(row: dict, column: str, kind: type, required: bool) -> Any:
 
 def _source_path(from_folder: Path, file: str) -> Path:
     """``file`` of the mapping inside ``from_folder`` (links resolved); an error when it is not."""
-    if Path(file).is_absolute() or ".." in Path(file).parts:
-        raise _RowError(f"file {file} is outside --from-folder", "give paths relative to --from-folder, without '..'")
+    if bad := paths.path_problem(file, "file"):
+        raise _RowError(bad[1], "give the path relative to --from-folder with / separators (not a Windows path)",
+                        bad[0])
     root = from_folder.resolve()
     src = (from_folder / file).resolve()
     if not src.is_relative_to(root):
         raise _RowError(f"file {file} leads outside --from-folder (through a link, to {src})",
-                        "copy the image into --from-folder instead of linking to it")
+                        "copy the image into --from-folder instead of linking to it", "mapping.missing_file")
     if not src.is_file():
-        raise _RowError(f"file {file} does not exist in {from_folder}", "give paths relative to --from-folder")
+        raise _RowError(f"file {file} does not exist in {from_folder}", "give paths relative to --from-folder",
+                        "mapping.missing_file")
     return src
 
 
-def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path, prompts: dict[str, dict],
-                  prompt_set: str, problems: _Problems) -> list[_Image]:
-    """One checked image per good mapping row: known prompt, sample in range, one image per slot, an image
-    file inside the folder mapped once, edit chains consistent with the prompt set; the rest go to ``problems``."""
-    images: list[_Image] = []
-    by_slot: dict[tuple[str, int], _Image] = {}
-    by_file: dict[str, _Image] = {}
-    guess = DidYouMean(prompts, prefix=prompt_set)
-    for n, row in mapping:
-        where = f"{path}:{n}"
-        try:
-            if _value(row, "refused", bool, False):  # a declared refusal: no file, maybe a reason
-                if _value(row, "file", str, False) is not None or _value(row, "source_file", str, False) is not None:
-                    raise _RowError("is refused but names a file", "leave file and source_file empty on a refused row")
-                im = _Image(where, n, "", Path(), _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
-                            _value(row, "edit_step", int, False), None, reason=_value(row, "reason", str, False))
-                _check_slot(im, prompts, prompt_set, guess, by_slot, by_file)
-                by_slot[im.prompt_id, im.sample_idx] = im
-                images.append(im)
-                continue
-            if _value(row, "reason", str, False) is not None:
-                raise _RowError("has a reason but is not refused", "give a reason only on a row with refused true")
-            im = _Image(where, n, Path(_value(row, "file", str, True)).as_posix(), Path(),
-                        _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True),
-                        _value(row, "edit_step", int, False), _value(row, "source_file", str, False))
-            _check_slot(im, prompts, prompt_set, guess, by_slot, by_file)
-            im.src = _source_path(from_folder, im.file)
-        except _RowError as exc:
-            problems.add(where, f"line {n}", exc.problem, exc.fix)
+def _read_row(run: Run, where: str, n: int, row: dict, from_folder: Path, dataset_pin: dict,
+              unfilled: dict) -> _Image | None:
+    """The row as an image (or a refusal) with its values typed; None (reported) when it cannot be read. A row of a
+    slot without a file (an export's row not filled in) is reported once, and its slot put in ``unfilled``."""
+    slot = None
+    try:
+        for column, expected in (("dataset", dataset_pin["dataset"]), ("revision", dataset_pin["revision"])):
+            given = _value(row, column, str, False)
+            if given is not None and given != expected:
+                raise _RowError(f"was exported from {column} {given}, but --dataset is at {expected}",
+                                "package with --dataset the folder the prompts were exported from (export-prompts "
+                                "--dataset), or export the prompts again from this one", "mapping.wrong_pin")
+        pid, k = _value(row, "prompt_id", str, True), _value(row, "sample_idx", int, True)
+        slot = (pid, k)
+        refused = _value(row, "refused", bool, False)
+        file, reason = _value(row, "file", str, False), _value(row, "reason", str, False)
+        source = _value(row, "source_file", str, False)
+        im = _Image(where, n, file or "", Path(), pid, k, _value(row, "edit_step", int, False), source, reason=reason,
+                    seed=_value(row, "seed", int, False))
+        if refused:
+            if file is not None or source is not None:
+                raise _RowError("is refused but names a file", "leave file and source_file empty on a refused row")
+            return im
+        if reason is not None:
+            raise _RowError("has a reason but is not refused", "give a reason only on a row with refused true")
+        if file is None:
+            raise _RowError(f"has no file: the image of {pid} sample {k} is missing",
+                            "put the image's path in file, or declare the sample refused (refused true, the API's "
+                            "reason) if the model gave none; then run package again", "mapping.no_file")
+        im.file = Path(file).as_posix() if "\\" not in file else file
+        im.src = _source_path(from_folder, im.file)
+        return im
+    except _RowError as exc:
+        run.error(exc.code, where, exc.problem, exc.fix)
+        if slot is not None:
+            unfilled[slot] = (n, {})  # reported: not missing as well
+        return None
+
+
+def _check_mapping(run: Run, mapping: Path, from_folder: Path, dataset_pin: dict) -> list[_Image]:
+    """Every mapping row through validate's row rules (duplicates, coverage, missing slots) and each mapped image
+    through inspect_image; returns the images (and refusals) of the rows that pass."""
+    read: dict[int, _Image] = {}
+    rows, unfilled = [], {}
+    for n, raw in read_mapping(mapping, run):
+        im = _read_row(run, f"{mapping}:{n}", n, raw, from_folder, dataset_pin, unfilled)
+        if im is None:
             continue
-        info = inspect_image(im.src, check_extension=False)
-        for p in info.problems:
-            problems.add(str(from_folder / im.file), im.file, p.message, p.fix)
-        if info.problems:
-            continue
-        im.ext, im.size = EXTENSIONS[info.format], (info.width, info.height)
-        by_slot[im.prompt_id, im.sample_idx] = by_file[im.file] = im
-        images.append(im)
+        prompt = run.prompts.get(im.prompt_id)
+        edit_step = prompt["edit_step"] if im.edit_step is None and prompt is not None else im.edit_step
+        row = {"prompt_id": im.prompt_id, "sample_idx": im.sample_idx, "edit_step": edit_step,
+               "file": im.file or None, **({"refused": True} if not im.file else {}),
+               **({"seed": im.seed} if im.seed is not None else {})}
+        read[n] = im
+        rows.append((n, row))
+    unique = metadata.check_duplicates(run, rows, str(mapping), file_key="file")
+    present = coverage.check_rows(run, unique, str(mapping))
+    images = [read[n] for n, _ in present.values()]
+    coverage.check_missing(run, {**unfilled, **present}, str(mapping))
+    for im in images:
+        im.edit_step = run.prompts[im.prompt_id]["edit_step"]
+    by_slot = {(im.prompt_id, im.sample_idx): im for im in images}
     for im in images:
         if not im.file:
-            continue  # a refusal edits nothing
-        try:
-            _resolve_source(im, prompts[im.prompt_id], by_slot)
-        except _RowError as exc:
-            problems.add(im.where, f"line {im.line}", exc.problem, exc.fix)
-    return images
-
-
-def _check_slot(im: _Image, prompts: dict[str, dict], prompt_set: str, guess: DidYouMean, by_slot: dict,
-                by_file: dict) -> None:
-    """The row names a prompt of the set (else the closest ids are offered), a sample in range, a slot and
-    a file not mapped before, and no edit step other than the prompt's (which it then takes)."""
-    prompt = prompts.get(im.prompt_id)
-    if prompt is None:
-        raise _RowError(f"prompt_id {im.prompt_id!r} is not in prompt set {prompt_set}{guess(im.prompt_id)}",
-                        f"use the prompt_id column of prompt set {prompt_set}, whole and case-sensitive; check --dataset "
-                        "and --prompt-set")
-    n = prompt["images_per_prompt"]
-    if not 0 <= im.sample_idx < n:
-        raise _RowError(f"sample_idx {im.sample_idx} is out of range: {im.prompt_id} has {n} images per prompt",
-                        f"use sample_idx 0..{n - 1}")
-    if (im.prompt_id, im.sample_idx) in by_slot:
-        raise _RowError(f"maps a second image to {im.prompt_id} sample {im.sample_idx} "
-                        f"(first at line {by_slot[im.prompt_id, im.sample_idx].line})", "keep one image per prompt and sample_idx")
-    if im.file in by_file:
-        raise _RowError(f"maps {im.file} a second time (first at line {by_file[im.file].line})",
-                        "map each image file to one prompt and sample_idx")
-    if im.edit_step is not None and im.edit_step != prompt["edit_step"]:
-        has = f"edit_step {prompt['edit_step']}" if prompt["edit_step"] is not None else "no edit step (text-to-image)"
-        raise _RowError(f"edit_step {im.edit_step} contradicts prompt {im.prompt_id}, which has {has}",
-                        "leave edit_step empty: package takes it from the prompt set")
-    im.edit_step = prompt["edit_step"]
+            continue  # a refusal: no file, and it edits nothing
+        info = inspect_image(im.src, check_extension=False)
+        for p in info.problems:
+            run.error(p.code, str(from_folder / im.file), p.message, p.fix)
+        if not info.problems:
+            im.ext, im.size = EXTENSIONS[info.format], (info.width, info.height)
+    for im in images:
+        if im.file:
+            try:
+                _resolve_source(im, run.prompts[im.prompt_id], by_slot)
+            except _RowError as exc:
+                run.error(exc.code, im.where, exc.problem, exc.fix)
+    return [im for im in images if not im.file or im.ext]
 
 
 def _resolve_source(im: _Image, prompt: dict, by_slot: dict) -> None:
@@ -383,33 +418,36 @@ def _resolve_source(im: _Image, prompt: dict, by_slot: dict) -> None:
     source_prompt = prompt["source_prompt_id"]
     if source_prompt is None:
         if im.source_file is not None:
-            raise _RowError(f"has a source_file but prompt {im.prompt_id} is text-to-image", "leave source_file empty")
+            raise _RowError(f"has a source_file but prompt {im.prompt_id} is text-to-image", "leave source_file empty",
+                            "mapping.bad_source")
         return
     source = by_slot.get((source_prompt, im.sample_idx))
     if source is None:
         raise _RowError(f"edits {source_prompt} sample {im.sample_idx}, which the mapping does not list",
-                        "map the image this step edited too")
+                        "map the image this step edited too", "mapping.bad_source")
     if not source.file:
         raise _RowError(f"edits {source_prompt} sample {im.sample_idx}, which the mapping declares refused",
-                        "declare this step refused too: nothing was there to edit")
+                        "declare this step refused too: nothing was there to edit", "coverage.edits_refused")
     if im.source_file is not None and Path(im.source_file).as_posix() != source.file:
         raise _RowError(f"source_file {im.source_file} is not {source.file}, the image of {source_prompt} "
                         f"sample {im.sample_idx}", "each step edits the same sample of its source prompt: "
-                        "correct the mapping, or leave source_file empty")
+                        "correct the mapping, or leave source_file empty", "mapping.bad_source")
     im.source_file = source.file_name
 
 
-def _one_size(images: list[_Image], from_folder: Path, problems: _Problems) -> tuple[int, int]:
+def _one_size(run: Run, images: list[_Image], from_folder: Path) -> tuple[int, int]:
     """The one size the good images share (a problem when they differ)."""
     sizes: dict[tuple[int, int], str] = {}
     for im in images:
         sizes.setdefault(im.size, im.file)
     if len(sizes) > 1:
         shown = ", ".join(f"{w}x{h} ({f})" for (w, h), f in list(sizes.items())[:3])
-        problems.add(str(from_folder), str(from_folder), f"the mapped images differ in size: {shown}",
-                     "all images of a submission must share one width and height; regenerate or resize them")
+        run.error("mapping.sizes_differ", str(from_folder), f"the mapped images differ in size: {shown}",
+                  "all images of a submission must share one width and height; regenerate or resize them")
     return next(iter(sizes), (0, 0))
 
+
+# ----------------------------------------------------------------------------------- the spec
 
 def _node(spec: dict, path: str, source: str) -> tuple[dict, str]:
     """The mapping that holds ``path``'s last key (created when absent), and that key."""
@@ -442,11 +480,6 @@ def _names_from_folder(spec: dict, out: Path, source: str) -> None:
             node[key] = value
 
 
-def _lacks(spec: dict, field) -> bool:
-    value = get(spec, field.path, _ABSENT)
-    return value is _ABSENT or (value is None and not field.nullable)
-
-
 def _default(spec: dict, path: str, value: Any, source: str) -> None:
     node, key = _node(spec, path, source)
     node.setdefault(key, value)
@@ -454,7 +487,7 @@ def _default(spec: dict, path: str, value: Any, source: str) -> None:
 
 def _complete_spec(spec: dict, source: str, *, dataset_pin: dict, prompt_set: str, width: int, height: int,
                    seed_honoured: bool) -> None:
-    """Fill what package knows, then require every field submission.yaml must have."""
+    """Fill what package knows; what the spec still lacks or gets wrong is the validator's to report."""
     if type(spec.get("date")) is dt.date:  # YAML reads an unquoted 2025-01-31 as a date
         spec["date"] = spec["date"].isoformat()
     _fact(spec, "format_version", FORMAT_VERSION, source)
@@ -466,14 +499,10 @@ def _complete_spec(spec: dict, source: str, *, dataset_pin: dict, prompt_set: st
     _fact(spec, "images.location", IMAGES, source)
     _fact(spec, "generation.width", width, source)
     _fact(spec, "generation.height", height, source)
-    if get(spec, "model.weights") == "closed":
+    if str(get(spec, "model.weights")).strip().lower() == "closed":  # "Closed" too: its case is the validator's error
         _default(spec, "generation.pipeline", "api", source)
         for field in FIELDS:
             if field.nullable:
                 _default(spec, field.path, None, source)
     if not seed_honoured:
         _fact(spec, "generation.extra.seed_honoured", False, source)
-    missing = [f.path for f in FIELDS if f.required and _lacks(spec, f)]
-    if missing:
-        raise CultureboardError(source, f"lacks required field(s) {', '.join(missing)}",
-                                "add them to the spec (see submissions/README.md; settings a closed API does not expose may be null)")

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install cultureboard from this checkout into the runner's Python. `cpu` (the default): the CPU-only torch
+# first (PyPI's default build is the CUDA one, several GB); `cuda`: PyPI's (the GPU runner).
+# Usage: install.sh [cpu|cuda]
+set -euo pipefail
+if [ "${1:-cpu}" = cpu ]; then
+  pip install -q -c constraints.txt --index-url https://download.pytorch.org/whl/cpu torch torchvision
+fi
+pip install -q -c constraints.txt -e .
