@@ -113,12 +113,12 @@ def check_text(value, rule: TextRule, source: str, fix: str) -> str:
     return value
 
 
-def printable(text: str, width: int | None = None) -> str:
-    """``text`` quoted, safe to print and to embed in a page: controls, line breaks, format characters and
+def printable(text: str, width: int | None = None, quoted: bool = True) -> str:
+    """``text`` (``quoted``), safe to print and to embed in a page: controls, line breaks, format characters and
     surrogates escaped as ``\\uXXXX``; cut to ``width`` characters (with "...") when given."""
     cut = text if width is None or len(text) <= width else text[:width]
     shown = _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}" if ord(m[0]) < 0x10000 else f"\\U{ord(m[0]):08x}", cut)
-    return f"'{shown}'" + ("..." if cut is not text else "")
+    return (f"'{shown}'" if quoted else shown) + ("..." if cut is not text else "")
 
 
 def comparable(text: str) -> str:

@@ -29,6 +29,7 @@ from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
 from cultureboard.dataset_folder import DidYouMean, pin, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.images import SUFFIX_OF_FORMAT, inspect_image
+from cultureboard.naming import inside
 from cultureboard.provenance import file_sha256
 
 from .format import (
@@ -291,16 +292,10 @@ def _value(row: dict, column: str, kind: type, required: bool) -> Any:
 
 def _source_path(from_folder: Path, file: str) -> Path:
     """``file`` of the mapping inside ``from_folder`` (links resolved); an error when it is not."""
-    if Path(file).is_absolute() or ".." in Path(file).parts:
-        raise _RowError(f"file {file} is outside --from-folder", "give paths relative to --from-folder, without '..'")
-    root = from_folder.resolve()
-    src = (from_folder / file).resolve()
-    if not src.is_relative_to(root):
-        raise _RowError(f"file {file} leads outside --from-folder (through a link, to {src})",
-                        "copy the image into --from-folder instead of linking to it")
-    if not src.is_file():
-        raise _RowError(f"file {file} does not exist in {from_folder}", "give paths relative to --from-folder")
-    return src
+    try:
+        return inside(from_folder, file, "--from-folder")
+    except CultureboardError as exc:
+        raise _RowError(f"file {file} {exc.problem}", exc.fix) from None
 
 
 def _check_images(mapping: list[tuple[int, dict]], path: Path, from_folder: Path, prompts: dict[str, dict],
