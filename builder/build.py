@@ -195,7 +195,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         labels = {q: {t: label for t, label in by.items() if text_problem(label, NAME) is None} for q, by in found.items()}
         requests = [r for n in natives for r in translation_requests(built[NATIVE_VARIANTS[n]], countries, labels)]
         translated, cache_bytes = translation_stage(requests, backend, translation_file, o["translation_threshold"],
-                                                    cache_bytes, str(o["translations"]))
+                                                    cache_bytes, Path(o["translations"] or "none").name)
         refined.decisions.extend(translated.decisions)
         warnings += translated.warnings
         prompt_sets += [build_native(n, built[NATIVE_VARIANTS[n]], countries, translated.kept, labels, translated.report)

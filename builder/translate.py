@@ -22,8 +22,9 @@ Each request is one English prompt row and one BCP 47 language of its country. I
 
 Every text of the file (``en``, ``text``, ``back``, ``note``) passes :func:`cultureboard.text.text_problem`, the
 rule English prompts pass, or the file is refused naming its entry; an LLM's translation or back-translation that
-fails it is flagged with the reason, never used. An entry that matches no request (its ``en`` is no English prompt
-of this build in its language) is listed in the report (``unmatched``) and named in a warning.
+fails it is flagged with the reason, never used. An entry in one of the build's languages that matches no request
+(its ``en`` is no English prompt of this build) is listed in the report (``unmatched``) and named in a warning;
+entries in languages the build does not translate into are only counted (``other_languages``).
 
 **The check.** The back-translation is compared with the English prompt: ``translation_check`` is the cosine of
 their all-MiniLM-L6-v2 sentence embeddings (the embedder of the ECB knowledge stage, offline, CPU), clipped to
@@ -240,24 +241,25 @@ def translate(requests: list[Request], overrides: dict[tuple[str, str], Translat
         if r in asked:
             decisions.append(_decision(r, llm, asked[r], "kept" if passed else "flagged",
                                        f"{reason}; back-translation: {_stored(t.back)}"))
-    unmatched = sorted(({"entry": t.entry, "language": language, "en": en}
-                        for (language, en), t in overrides.items() if (language, en) not in used),
-                       key=lambda e: e["entry"] or 0)
+    languages = {r.language for r in requests}  # an entry in another language is for another build
+    unmatched = sorted(({"entry": t.entry, "language": language, "en": en} for (language, en), t in overrides.items()
+                        if (language, en) not in used and language in languages), key=lambda e: e["entry"] or 0)
     report = {
         "threshold": threshold, "llm": f"{llm.name}:{llm.model}" if llm else None, "calls": calls, "cache_hits": hits,
         "languages": {lang: {k: c[k] for k in ("override", "llm", "flagged", "absent")}
                       for lang, c in sorted(counts.items())},
         "kept": len(kept), "flagged": sorted(flagged, key=lambda f: (f["prompt_id"], f["language"])),
         "absent": sum(c["absent"] for c in counts.values()), "unmatched": unmatched,
+        "other_languages": sum(language not in languages for language, _ in overrides),
     }
     warnings = []
     if unmatched:
         named = "; ".join(f"entry {e['entry']}: {e['language']} {printable(e['en'], 50)}"
                           for e in unmatched[:WARNED_ENTRIES])
         more = f"; and {len(unmatched) - WARNED_ENTRIES} more" if len(unmatched) > WARNED_ENTRIES else ""
-        warnings.append(f"{source}: {len(unmatched)} of its {len(overrides)} entries match no English prompt of this "
-                        f"build and are not used ({named}{more}) (fix: copy the English prompt verbatim into en, "
-                        "check the language, or remove the entry; build.json lists them as translations.unmatched)")
+        warnings.append(f"{source}: {len(unmatched)} of its entries in this build's languages match no English prompt "
+                        f"of the build and are not used ({named}{more}) (fix: copy the English prompt verbatim into "
+                        "en, check the language, or remove the entry; build.json lists them as translations.unmatched)")
     return TranslationResult(kept, decisions, report, warnings)
 
 

@@ -86,7 +86,8 @@ def text_problem(value, rule: TextRule = PROMPT) -> str | None:
             marks = 0
             continue
         if c in _LINE_BREAKS or c == "\t":
-            return f"holds {_name(c)}: {rule.what} is one line"
+            what = "control character" if kind == "Cc" else "line break"
+            return f"holds the {what} {_name(c)}: {rule.what} is one line"
         if kind == "Cc":
             return f"holds the control character {_name(c)}"
         if c in _BIDI:
