@@ -116,7 +116,8 @@ def load_translations(path: str | Path) -> dict[tuple[str, str], Translation]:
                 raise CultureboardError(where, f"has no {field} string", f"give {field}: \"...\" (quote it)")
         for field, rule in (("en", PROMPT), ("text", PROMPT), ("back", PROMPT), ("note", FIELD)):
             if field in entry:
-                check_text(entry[field] if field == "note" else entry[field].strip(), rule, f"{where}, {field}",
+                check_text(entry[field] if field == "note" else entry[field].strip(), rule,
+                           f"{path} (translations entry {i}, {field})",
                            f"write {field} as plain text: one line of visible characters, no control, bidirectional "
                            "or invisible format characters")
         if not isinstance(entry.get("same_as_english", False), bool):
