@@ -43,7 +43,7 @@ def test_the_evaluate_corpus_count():
     """test_hostile_evaluate's docstring (its corpus has no count test of its own)."""
     cases = (len(test_hostile_evaluate.MERGE_SHARDS) + len(test_hostile_evaluate.BAD_IDS) + len(test_hostile_evaluate.COMPARE)
              + len(test_hostile_evaluate.SHARD_ROWS) + len(test_hostile_evaluate.OUT_OF_RANGE)
-             + len(test_hostile_evaluate.UNWRITABLE) + 2)  # + the Hub images, the dripping Hub
+             + len(test_hostile_evaluate.UNWRITABLE) + 3)  # + the Hub images, the dripping Hub, the failing worker
     assert docstring_counts(test_hostile_evaluate) == (cases, cases, 0)
 
 
