@@ -3,10 +3,10 @@ CLI), ``compare-results`` on runs that differ in settings and on pathological JS
 that cannot be written and a seed or option out of range (refused before any scoring), Hub images whose bytes are
 not the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 62 cases, 62 rejected cleanly, 0
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 61 cases, 61 rejected cleanly, 0
 accepted by design. Rejected: merge-shards 26 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
 SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
-compare-results 25 (COMPARE: other settings, options, metric versions, dtype, device, scorer fields, refusals,
+compare-results 24 (COMPARE: other settings, options, metric versions, dtype, device, scorer fields, refusals,
 fallback counts, reference revision, coverage, flags, CI ends, n_images, a card's version, the submission, and an
 entry repeated 3,000 times, each named as drift with exit 1; pathological JSON one error line), evaluate 11
 (OUT_OF_RANGE: a seed or an integer option below 0 or beyond 64 bits; UNWRITABLE: an --out or --cache inside a
