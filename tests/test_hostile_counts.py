@@ -56,7 +56,8 @@ def test_the_references_corpus_count():
 
 
 def test_the_ratings_corpus_count():
-    cases = len(test_hostile_ratings.RATINGS) + len(test_hostile_ratings.UNKNOWN_IDS)
+    cases = (len(test_hostile_ratings.RATINGS) + len(test_hostile_ratings.UNKNOWN_IDS)
+             + len(test_hostile_ratings.UNSHARED_SCORES))
     assert docstring_counts(test_hostile_ratings) == (cases, cases, 0)
 
 
