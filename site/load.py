@@ -144,7 +144,7 @@ def spec_text_problem(spec, path: str = "") -> str | None:
     (:data:`cultureboard.text.NAME`), every other string a text of one or more lines (:data:`cultureboard.text.FIELD`)."""
     if isinstance(spec, str):
         problem = text_problem(spec, NAME_TEXT if path in _NAME_FIELDS else FIELD)
-        return None if problem is None else f"{printable(path, 60) or 'a value'} {problem}"
+        return None if problem is None else f"{printable(path, 60, quoted=False) or 'a value'} {problem}"
     items = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(spec, list) else ()
     for key, value in items:
         if isinstance(key, str) and (problem := text_problem(key, NAME_TEXT)) is not None:
