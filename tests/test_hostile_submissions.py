@@ -1,17 +1,17 @@
 """Hostile inputs against the submission side: ``cultureboard.images.inspect_image`` on crafted image bytes,
 and the real CLI (``validate``, ``package``, ``site build``) on a corpus of hostile submissions.
 
-Corpus count (for the README; ``test_corpus_count`` keeps it true): 123 CLI cases, none ending in a traceback.
+Corpus count (for the README; ``test_corpus_count`` keeps it true): 124 CLI cases, none ending in a traceback.
 
-* 94 rejected cleanly: validate 36 (VALIDATE_REJECTED, a multi-picture JPEG among them, and a 20,000-line broken
+* 95 rejected cleanly: validate 36 (VALIDATE_REJECTED, a multi-picture JPEG among them, and a 20,000-line broken
   metadata.jsonl whose report is capped), package 19 (PACKAGE_REJECTED, a multi-picture JPEG and symbolic-link loops
-  among them, and 25 mapping problems reported at once), site build 39 (SITE_SKIPPED: the bad entry, a text the site
+  among them, and 25 mapping problems reported at once), site build 40 (SITE_SKIPPED: the bad entry, a text the site
   may not show among them, is left out with a one-line warning and a note in the footer, the rest is built; a
   results folder with no usable entry, which is one error; SITE_UNVERIFIED: an image whose bytes are not the
   declared, valid ones is not published, with a warning naming the submission; WORKER_DEATHS: a thumbnail worker
   killed, out of memory, refused a write or alive but silent (hung) ends the build in one error line;
   REBUILD_CHANGES: a source changed, replaced or deleted since the previous build is left out as a fresh build
-  leaves it out);
+  leaves it out; a dataset prompt holding a NUL, one error and no site);
 * 29 accepted by design: validate 10 (VALIDATE_ACCEPTED), package 3 (PACKAGE_ACCEPTED), site build 16 (a raw
   U+2028 inside a metadata string, a linked thumbnail of the earlier build made again, EXIF orientation;
   CSV_FORMULAS: names a spreadsheet would run as a formula after whitespace or in full-width forms (a name with a
@@ -1066,6 +1066,25 @@ def test_site_thumbnails_apply_the_exif_orientation(capsys, tmp_path, scored):
         assert img.width > img.height
 
 
+def test_a_dataset_prompt_with_a_nul_is_one_error_and_no_site(capsys, tmp_path, scored):
+    """The dataset's prompts pass the text rule wherever they are read (dataset_folder.read_prompt_set): one that
+    holds a NUL (which would reach the HTML raw) stops the build in one line naming the prompt set and prompt."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = board(tmp_path, scored, bad=False)
+    dataset = shutil.copytree(scored["dataset"], tmp_path / "dataset")
+    [shard] = (dataset / "data" / "cube-awareness").glob("*.parquet")
+    rows = pq.read_table(shard).to_pylist()
+    rows[0]["text"] = rows[0]["text"].replace(" ", " \x00", 1)
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(shard)), shard)
+    rc, text = cli(capsys, "site", "build", "--results", paths["results"], "--dataset", dataset, "--submissions",
+                   paths["submissions"], "--out", paths["out"])
+    [line] = text.splitlines()
+    assert rc == 1 and line.startswith(f"error: {dataset / 'data' / 'cube-awareness'}: prompt '{rows[0]['prompt_id']}'")
+    assert "holds the control character U+0000" in line and not paths["out"].exists()
+
+
 def test_a_model_name_longer_than_a_file_name_gets_a_bounded_page_name(capsys, tmp_path, scored):
     """Accepted by design: a model name of 290 characters (its slug past 255 bytes, which once stopped the whole
     build) is shown in full; its page's file name is the slug cut, with a hash (cultureboard.naming.slug)."""
@@ -1199,7 +1218,7 @@ def test_a_rebuild_publishes_only_what_a_fresh_build_would(capsys, tmp_path, sco
 def test_corpus_count():
     """The figures of the module docstring."""
     rejected = len(VALIDATE_REJECTED) + 1 + len(PACKAGE_REJECTED) + 1 + len(SITE_SKIPPED) + 1 + len(SITE_UNVERIFIED)
-    rejected += len(WORKER_DEATHS) + sum(c[2] != "ok" for c in REBUILD_CHANGES)
+    rejected += len(WORKER_DEATHS) + sum(c[2] != "ok" for c in REBUILD_CHANGES) + 1  # + the dataset's NUL
     accepted = len(VALIDATE_ACCEPTED) + len(PACKAGE_ACCEPTED) + 3 + len(CSV_FORMULAS)
     accepted += 1 + len(DEEP_CACHES) + sum(c[2] == "ok" for c in REBUILD_CHANGES)  # + the long model name
-    assert (rejected, accepted, rejected + accepted) == (94, 29, 123)
+    assert (rejected, accepted, rejected + accepted) == (95, 29, 124)
