@@ -13,6 +13,7 @@ from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.records import ARTIFACT_SCHEMA, table_from_rows
+from cultureboard.text import NAME, text_problem
 
 from .kb import qid_number
 from .kb_dump import DumpKnowledgeBase
@@ -51,6 +52,13 @@ def option_int(value, name: str, minimum: int, config=None) -> int:
     return value
 
 
+def option_seconds(value, name: str, config=None) -> float:
+    """A finite number of seconds above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise option_error(name, value, config, "is not a number of seconds above 0", "give e.g. 1800 for 30 minutes")
+    return float(value)
+
+
 def option_fraction(value, name: str, config=None) -> float:
     """A finite number between 0 and 1 (a fraction of lines)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:  # NaN fails 0 <= NaN
@@ -76,7 +84,8 @@ def extract(
     *, dump: str | None = None, sparql: str | None = None, concepts: list[str], countries: list[str],
     hops: int = 4, concepts_file: str | None = None, max_malformed: float = 0.01, native_labels: bool = False,
 ) -> tuple[list[dict], dict]:
-    """Artifact rows plus a report of how they were found (source, counts, malformed lines), and with
+    """Artifact rows plus a report of how they were found (source, counts, malformed lines, the artifacts left out
+    because their name is not a text a dataset may hold: :func:`cultureboard.text.text_problem`), and with
     ``native_labels`` the artifacts' Wikidata labels in the countries' languages (for the native prompt variants:
     read only when one is built)."""
     concepts, countries = option_list(concepts, "concepts"), option_list(countries, "countries")
@@ -87,6 +96,9 @@ def extract(
     kb = open_knowledge_base(dump, sparql, [c.qid for c in wanted], max_malformed, roots)
     with contextlib.closing(kb):
         rows, traversal = extract_artifacts(kb, selected, wanted, hops)
+        problems = [text_problem(r["name"], NAME) for r in rows]
+        refused = [{"qid": r["qid"], "problem": f"its name {p}"} for r, p in zip(rows, problems) if p is not None]
+        rows = [r for r, p in zip(rows, problems) if p is None]
         labels = (kb.native_labels(sorted({r["qid"] for r in rows}), sorted({t for c in wanted for t in c.languages}))
                   if native_labels else None)
     report = {
@@ -96,6 +108,7 @@ def extract(
         "hops": hops,
         "traversal": dataclasses.asdict(traversal),
         "artifacts": len(rows),
+        **({"names_refused": refused} if refused else {}),  # names a dataset may not hold: the artifact is left out
     }
     if labels is not None:  # {qid: {BCP 47 tag: label}} in the languages of the requested countries
         report["native_labels"] = {q: dict(sorted(labels[q].items())) for q in sorted(labels, key=qid_number)}

@@ -20,13 +20,14 @@ from cultureboard.atomic import check_replaceable
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import code_provenance, file_sha256
+from cultureboard.text import NAME, text_problem
 
 from . import artifact_space
 from .curation import apply_curation, load_curation, stratified_sample
 from .dataset import Config, artifact_config, prompt_config, write_dataset
 from .descriptors import descriptor_stage
 from .knowledge import DEFAULT_MAX_FALLBACK, embedder_info, knowledge_stage
-from .llm_backends import CachedLLM, backend_from_spec
+from .llm_backends import CachedLLM, backend_from_spec, run_deadlines
 from .llm_cache import ResponseCache
 from .prompt_sets import NATIVE_VARIANTS, prompt_set_names, registry
 from .prompts_native import build_native, translation_requests
@@ -61,6 +62,8 @@ DEFAULTS = {
     "translations": None,  # native variants: a translation file (builder/translate.py); None: the packaged demo file;
     # "none": no file
     "translation_threshold": DEFAULT_THRESHOLD,  # native variants: the least back-translation similarity kept
+    "llm_deadline": None,  # seconds the whole build may wait for LLM servers' answers, every backend together (None:
+    # llm_backends.RUN_SECONDS, 30 minutes)
 }
 
 DECISION_SCHEMA = pa.schema(
@@ -118,6 +121,9 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
         options["max_question_fallback"], "max_question_fallback", from_config.get("max_question_fallback"))
     options["translation_threshold"] = artifact_space.option_fraction(
         options["translation_threshold"], "translation_threshold", from_config.get("translation_threshold"))
+    if options["llm_deadline"] is not None:
+        options["llm_deadline"] = artifact_space.option_seconds(options["llm_deadline"], "llm_deadline",
+                                                                from_config.get("llm_deadline"))
     if options["translations"] is None:
         options["translations"] = str(demo_translations_path())
     elif str(options["translations"]) == "none":
@@ -128,7 +134,8 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
 
 
 def build(out: str | Path, config: str | Path | None = None, **overrides) -> dict:
-    """Build the dataset folder ``out``; returns its provenance record (also written as build.json)."""
+    """Build the dataset folder ``out``; returns its provenance record (also written as build.json), whose
+    ``warnings`` (when there are any) are lines for the user: inputs that were given and not used."""
     check_replaceable(Path(out), kind="dataset")  # before the work
     o = resolve_options(config, overrides)
     countries = load_countries()
@@ -155,7 +162,8 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
     translation_file = load_translations(o["translations"]) if natives and o["translations"] else {}  # before the work
     curation = (load_curation(o["curation"], o["concepts"]) if o["curation"]
                 else {"include": [], "exclude": [], "rename": []})
-    backend = backend_from_spec(o["llm"])
+    deadlines = run_deadlines(o["llm_deadline"])  # one for the whole build, every backend together
+    backend = backend_from_spec(o["llm"], deadlines=deadlines)
 
     space, extraction = artifact_space.extract(
         dump=o["dump"], sparql=o["sparql"], concepts=o["concepts"], countries=o["countries"], hops=o["hops"],
@@ -177,17 +185,19 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
              for name in dict.fromkeys([*(n for n in chosen_sets if n in families), *(NATIVE_VARIANTS[n] for n in natives)])}
     prompt_sets = [built[name] for name in chosen_sets if name in families]
     described, descriptor_decisions, descriptor_report, cache_bytes = descriptor_stage(
-        prompt_sets, backend, o["descriptor_proposers"] or [], countries, cache_bytes)
+        prompt_sets, backend, o["descriptor_proposers"] or [], countries, cache_bytes, deadlines)
     refined.decisions.extend(descriptor_decisions)
     knowledge_configs, knowledge_report, cache_bytes = knowledge_stage(
         prompt_sets, backend, o["knowledge"], o["max_question_fallback"], countries, cache_bytes)
-    translation_report = None
+    translation_report, warnings = None, []
     if natives:  # the native variants, from their base sets' rows (builder/prompts_native.py)
-        labels = extraction["native_labels"]
+        found = extraction["native_labels"]  # a label the dataset may not hold is not used: the English name is
+        labels = {q: {t: label for t, label in by.items() if text_problem(label, NAME) is None} for q, by in found.items()}
         requests = [r for n in natives for r in translation_requests(built[NATIVE_VARIANTS[n]], countries, labels)]
         translated, cache_bytes = translation_stage(requests, backend, translation_file, o["translation_threshold"],
-                                                    cache_bytes)
+                                                    cache_bytes, Path(o["translations"] or "none").name)
         refined.decisions.extend(translated.decisions)
+        warnings += translated.warnings
         prompt_sets += [build_native(n, built[NATIVE_VARIANTS[n]], countries, translated.kept, labels, translated.report)
                         for n in natives]
         translation_report = translated.report | {
@@ -195,6 +205,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
             "file_sha256": file_sha256(o["translations"]) if o["translations"] else None,
             "embedder": embedder_info(),
             "requests": len(requests), "with_wikidata_label": sum(r.label is not None for r in requests),
+            "labels_refused": sum(len(by) for by in found.values()) - sum(len(by) for by in labels.values()),
         }
     configs: list[Config] = [
         artifact_config("artifacts", space, "The artifact space (CUBE-CSpace style): every artifact found in the knowledge "
@@ -230,6 +241,7 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         "curation": curation_report,
         "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)} for ps in prompt_sets},
         "rows": {c.name: c.table.num_rows for c in configs},
+        **({"warnings": warnings} if warnings else {}),
     }
     write_dataset(out, configs, provenance, {"llm/cache.jsonl": cache_bytes} if cache_bytes else None)
     return provenance

@@ -29,6 +29,7 @@ import numpy as np
 
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
+from cultureboard.text import NAME, check_text
 
 from .yaml_file import load_yaml
 
@@ -110,6 +111,9 @@ def load_curation(path: str | Path, concepts: list[str] | None = None) -> dict:
                     shown = str(value).lower() if isinstance(value, bool) else f"{value!r}"[:40]
                     raise CultureboardError(where, f"{field} is {shown}, not a string",
                                             f"quote it: {field}: \"...\" (YAML reads NO, yes, 1.0 as other types)")
+                if field == "name" and value is not None:
+                    check_text(value, NAME, f"{where}, name", "write the name as one line of visible text, without "
+                               "control, bidirectional or invisible format characters")
             if e.get("country") is not None:
                 country = table.lookup(e["country"])
                 if country is None:

@@ -24,7 +24,9 @@ import pyarrow.parquet as pq
 import yaml
 
 from cultureboard.atomic import atomic_dir
+from cultureboard.dataset_folder import prompt_text_problem
 from cultureboard.errors import CultureboardError
+from cultureboard.text import printable
 from cultureboard.provenance import file_sha256
 from cultureboard.records import ARTIFACT_SCHEMA, PROMPT_SCHEMA, table_from_rows
 
@@ -52,11 +54,17 @@ def artifact_config(name: str, rows: list[dict], description: str, license: str)
 
 
 def prompt_config(ps: PromptSet) -> Config:
-    """A prompt set as a config; its prompt ids must be unique, since submissions refer to them."""
+    """A prompt set as a config; its prompt ids must be unique, since submissions refer to them, and its texts
+    must be ones a dataset may hold (:func:`cultureboard.dataset_folder.prompt_text_problem`)."""
     ids = [r["prompt_id"] for r in ps.rows]
     if len(set(ids)) != len(ids):
         dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
         raise ValueError(f"prompt set {ps.name} repeats prompt ids {dupes}: its builder must derive ids from more fields")
+    for row in ps.rows:
+        if problem := prompt_text_problem(row):
+            raise CultureboardError(f"prompt set {ps.name}, prompt {printable(row['prompt_id'], 80)}", problem,
+                                    "correct it where it comes from (the imported file, or the artifact's name with a "
+                                    "curation file's rename), or exclude the artifact")
     return Config(ps.name, table_from_rows(ps.rows, PROMPT_SCHEMA), ps.description, ps.license, ps.family, ps.version, tuple(ps.notes))
 
 

@@ -55,7 +55,7 @@ from cultureboard.countries import CountryTable
 from cultureboard.errors import CultureboardError
 
 from .dataset import Config
-from .llm_backends import CachedLLM, LLMCallError, Reply, backend_from_spec
+from .llm_backends import CachedLLM, LLMCallError, Reply, answer_json, backend_from_spec
 from .llm_cache import ResponseCache
 
 CONFIG = "cultivate-descriptors"
@@ -152,9 +152,9 @@ def _json_value(text: str) -> tuple[Any, str | None]:
     if not match:
         return None, "no JSON in the answer"
     try:
-        return json.loads(match.group(0)), None
+        return answer_json(match.group(0)), None
     except ValueError as exc:
-        return None, f"invalid JSON ({exc.msg})"
+        return None, f"invalid JSON ({getattr(exc, 'msg', exc)})"
 
 
 def parse_stereotypes(text: str, limit: int = STEREOTYPES) -> list[str]:
@@ -164,7 +164,7 @@ def parse_stereotypes(text: str, limit: int = STEREOTYPES) -> list[str]:
     words skipped; repeats (case aside) kept once; at most ``limit``."""
     body = _FENCE.sub("", text.strip())
     try:
-        value = json.loads(body)
+        value = answer_json(body)
     except ValueError:
         value = None
     parts = value if isinstance(value, list) and all(isinstance(v, str) for v in value) else _SEPARATORS.split(body)
@@ -269,12 +269,13 @@ def seed_rows(prompts: list[dict]) -> DescriptorResult:
 
 
 def descriptor_stage(prompt_sets: list, backend, proposer_specs: list[str], countries: CountryTable,
-                     cache_bytes: bytes) -> tuple[list[Config], list[dict], dict | None, bytes]:
+                     cache_bytes: bytes, deadlines=None) -> tuple[list[Config], list[dict], dict | None, bytes]:
     """The build's descriptor stage: (configs, decision records, report, the response cache's bytes after it).
 
     Nothing when the build has no ``cultivate`` prompt set. ``backend`` (the ``--llm`` backend, None for
     ``--llm none``) refines and, unless ``proposer_specs`` names proposers, proposes; the calls are answered from
-    and appended to the response cache ``cache_bytes`` (the build's ``llm/cache.jsonl``)."""
+    and appended to the response cache ``cache_bytes`` (the build's ``llm/cache.jsonl``). The proposers read their
+    answers within the build's ``deadlines`` (``cultureboard.http.Deadlines``)."""
     prompts = next((ps.rows for ps in prompt_sets if ps.name == PROMPT_SET), None)
     if prompts is None:
         return [], [], None, cache_bytes
@@ -289,7 +290,8 @@ def descriptor_stage(prompt_sets: list, backend, proposer_specs: list[str], coun
             path.write_bytes(cache_bytes)
             cache = ResponseCache(path)
             refiner = CachedLLM(backend, cache)
-            proposers = [CachedLLM(backend_from_spec(s), cache) for s in proposer_specs] or [refiner]
+            proposers = [CachedLLM(backend_from_spec(s, deadlines=deadlines), cache)
+                         for s in proposer_specs] or [refiner]
             result = describe(prompts, countries, refiner, proposers)
             cache_bytes = path.read_bytes()
     return [descriptor_config(result)], result.decisions, result.report, cache_bytes

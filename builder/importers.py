@@ -21,6 +21,7 @@ from cultureboard.countries import CountryTable, load_countries
 from cultureboard.errors import CultureboardError
 from cultureboard.http import Deadlines, DeadlinePassed, open_by, read_body
 from cultureboard.naming import slug
+from cultureboard.text import NAME, PROMPT, check_text
 from cultureboard.records import WIKIDATA_PROPERTIES
 
 from .prompt_common import consecutive_seeds, country_fields, make_prompt_id
@@ -157,6 +158,8 @@ def _cube_1k_row(item, where: str) -> dict:
     blank = [k for k in _CUBE_1K_FIELDS[1:] if not item[k].strip()]
     if blank:
         raise CultureboardError(where, f"has an empty {', '.join(blank)}", "pass the unmodified cube_1k.json")
+    for key, rule in (("name", NAME), ("prompt", PROMPT)):
+        check_text(item[key].strip(), rule, f"{where}, {key}", "pass the unmodified cube_1k.json")
     return item
 
 

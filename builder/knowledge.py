@@ -36,7 +36,6 @@ The corpus is a folder of UTF-8 text files (one article each; lines ``== Heading
 from __future__ import annotations
 
 import functools
-import json
 import re
 import tempfile
 from collections import Counter
@@ -52,7 +51,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
 
 from .dataset import Config
-from .llm_backends import CachedLLM
+from .llm_backends import CachedLLM, answer_json
 from .llm_cache import ResponseCache
 from .yaml_file import load_yaml
 
@@ -297,7 +296,7 @@ def parse_questions(text: str, n_passages: int) -> tuple[list[dict], str | None]
     questions, :data:`MIN_NEGATIVE` expecting "no" and :data:`MIN_POSITIVE` expecting "yes"."""
     start, end = text.find("{"), text.rfind("}")
     try:
-        data = json.loads(text[start:end + 1]) if 0 <= start < end else None
+        data = answer_json(text[start:end + 1]) if 0 <= start < end else None
     except ValueError:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):

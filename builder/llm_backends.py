@@ -24,14 +24,16 @@ from typing import Any
 from cultureboard.device import choose_device, choose_dtype
 from cultureboard.errors import CultureboardError
 from cultureboard.http import Deadlines, DeadlinePassed, open_by, read_body, with_retries
+from cultureboard.text import ANSWER, text_problem
 
 from .llm_cache import ResponseCache, request_key
 
 Messages = list[dict[str, str]]
 
 #: Overall limits on reading answers (``cultureboard.http.Deadlines``): one call's answer, all its attempts together,
-#: and every answer of one run (one backend); and the largest answer.
-CALL_SECONDS, RUN_SECONDS = 600.0, 24 * 3600.0
+#: and, by default, the whole run (every call of every backend of one build, counted from its start: ``build
+#: --llm-deadline``); and the largest answer.
+CALL_SECONDS, RUN_SECONDS = 600.0, 1800.0
 MAX_ANSWER_BYTES = 64 << 20
 
 SPEC_FORMS = "'none', 'openai:MODEL' or 'transformers:PATH_OR_HUB_ID'"
@@ -54,21 +56,22 @@ class OpenAIChatBackend:
 
     Timeouts, HTTP 429 / 5xx and connection errors are retried ``max_retries`` times, waiting
     ``backoff * 2**attempt`` seconds in between; other HTTP errors and unreadable bodies are not. An answer still
-    arriving after :data:`CALL_SECONDS`, or once the run has read answers for :data:`RUN_SECONDS`, ends the build
-    in one line (a server that slow is not fixed by asking again).
+    arriving after :data:`CALL_SECONDS`, or once the run's deadline has passed (``deadlines``, shared by every
+    backend of one build; default: :data:`RUN_SECONDS` from this backend's creation), ends the build in one line (a
+    server that slow is not fixed by asking again).
     """
 
     name = "openai"
 
     def __init__(self, base_url: str, model: str, api_key: str, timeout: float = 60.0, max_retries: int = 2,
-                 backoff: float = 1.0):
+                 backoff: float = 1.0, deadlines: Deadlines | None = None):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
-        self.deadlines = Deadlines(CALL_SECONDS, RUN_SECONDS)
+        self.deadlines = deadlines or run_deadlines()
 
     def generate(self, messages: Messages, params: dict[str, Any]) -> str:
         body = json.dumps({"model": self.model, "messages": messages, **params}).encode("utf-8")
@@ -83,7 +86,8 @@ class OpenAIChatBackend:
         except DeadlinePassed as exc:
             raise CultureboardError(f"--llm openai:{self.model} at {self.base_url}",
                                     f"answered too slowly ({exc}; {self.deadlines.limits()})",
-                                    "check the server's load and network, or build with --llm none") from None
+                                    "check the server's load and network, give the build more time with "
+                                    "--llm-deadline SECONDS, or build with --llm none") from None
 
     def _post(self, request: urllib.request.Request, deadline: float) -> str:
         """One attempt; every failure becomes an :class:`LLMCallError`, except a deadline that passed."""
@@ -113,7 +117,7 @@ class OpenAIChatBackend:
         if len(raw) > MAX_ANSWER_BYTES:
             raise LLMCallError("bad_response", f"an answer larger than {MAX_ANSWER_BYTES:,} bytes from {request.full_url}")
         try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
+            content = answer_json(raw)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise LLMCallError("bad_response", f"no choices[0].message.content in {_snippet(raw)}") from None
         if not isinstance(content, str):
@@ -123,6 +127,15 @@ class OpenAIChatBackend:
 
 def _snippet(raw: bytes, limit: int = 200) -> str:
     return raw[:limit].decode("utf-8", "replace")
+
+
+def answer_json(text: str | bytes):
+    """``text`` (an LLM's answer, or a part of it) parsed as JSON; ``ValueError`` when it is not JSON, including
+    JSON nested deeper than the parser goes (which Python's parser raises as ``RecursionError``)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested deeper than the JSON parser goes") from None
 
 
 class TransformersBackend:
@@ -175,15 +188,22 @@ class TransformersBackend:
         return self._tokenizer.decode(new_tokens, skip_special_tokens=True).strip()
 
 
+def run_deadlines(seconds: float | None = None) -> Deadlines:
+    """The deadlines of one build's LLM calls, every backend together: :data:`CALL_SECONDS` an answer, ``seconds``
+    (default :data:`RUN_SECONDS`) from now for all of them."""
+    return Deadlines(CALL_SECONDS, RUN_SECONDS if seconds is None else seconds)
+
+
 def _env(*names: str) -> str | None:
     return next((os.environ[n] for n in names if os.environ.get(n)), None)
 
 
-def backend_from_spec(spec: str, *, timeout: float = 60.0, max_retries: int = 2):
+def backend_from_spec(spec: str, *, timeout: float = 60.0, max_retries: int = 2, deadlines: Deadlines | None = None):
     """The backend named by a ``--llm`` spec: ``none`` (None), ``openai:MODEL`` or ``transformers:PATH_OR_HUB_ID``.
 
     ``openai`` reads its base URL from ``CULTUREBOARD_LLM_BASE_URL`` (else ``OPENAI_BASE_URL``, else
-    ``https://api.openai.com/v1``) and its key from ``CULTUREBOARD_LLM_API_KEY`` (else ``OPENAI_API_KEY``).
+    ``https://api.openai.com/v1``) and its key from ``CULTUREBOARD_LLM_API_KEY`` (else ``OPENAI_API_KEY``);
+    ``deadlines`` are the run's (:class:`OpenAIChatBackend`).
     """
     kind, _, target = spec.strip().partition(":")
     if kind == "none" and not target:
@@ -197,7 +217,8 @@ def backend_from_spec(spec: str, *, timeout: float = 60.0, max_retries: int = 2)
             raise CultureboardError(f"--llm {spec}", "needs an API key and none is set",
                                     "set CULTUREBOARD_LLM_API_KEY (or OPENAI_API_KEY)")
         base_url = _env("CULTUREBOARD_LLM_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return OpenAIChatBackend(base_url, target, api_key, timeout=timeout, max_retries=max_retries)
+        return OpenAIChatBackend(base_url, target, api_key, timeout=timeout, max_retries=max_retries,
+                                 deadlines=deadlines)
     if kind == "transformers":
         return TransformersBackend(target)
     raise CultureboardError(f"--llm {spec}", "is not a known LLM backend", f"use {SPEC_FORMS}")
@@ -217,7 +238,8 @@ class CachedLLM:
     """A backend behind a response cache: a request answered before is never sent again.
 
     Transport errors are returned (``Reply.error``) and recorded in the cache file, but not served
-    from it, so a rerun retries them.
+    from it, so a rerun retries them. So is an answer that is not storable text (``cultureboard.text.ANSWER``: a
+    lone surrogate, a NUL), as ``bad_response``.
     """
 
     def __init__(self, backend, cache: ResponseCache):
@@ -239,6 +261,8 @@ class CachedLLM:
             return Reply(text, cached=True, error=None, key=request_key(request))
         try:
             text = self.backend.generate(messages, params)
+            if text_problem(text, ANSWER) is not None:
+                raise LLMCallError("bad_response", f"an answer that {text_problem(text, ANSWER)}")
         except LLMCallError as exc:
             return Reply("", cached=False, error=exc.kind, key=self.cache.put(request, None, error=exc.kind))
         return Reply(text, cached=False, error=None, key=self.cache.put(request, text))

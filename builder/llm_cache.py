@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cultureboard.errors import CultureboardError
+from cultureboard.text import ANSWER, text_problem
 
 _REQUEST_FIELDS = ("backend", "model", "messages", "params")
 
@@ -49,9 +50,13 @@ class ResponseCache:
                 try:
                     record = json.loads(line)
                     key, response, error = record["key"], record["response"], record["error"]
-                except (ValueError, TypeError, KeyError) as exc:
+                    if error is None and (problem := text_problem(response, ANSWER)) is not None:
+                        raise ValueError(f"its response {problem}")
+                except (ValueError, TypeError, KeyError, RecursionError) as exc:
+                    detail = "nested deeper than the JSON parser goes" if isinstance(exc, RecursionError) else exc
                     raise CultureboardError(
-                        f"{self.path}:{lineno}", f"is not a valid cache record ({exc.__class__.__name__}: {exc})",
+                        f"{self.path}:{lineno}", f"is not a valid cache record ({exc.__class__.__name__}: "
+                        f"{str(detail)[:200]})",
                         "delete that line (the call is made again on the next build) or restore the file",
                     ) from None
                 if error is None:

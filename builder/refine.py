@@ -17,7 +17,6 @@ decision record, so a build with a warm cache makes no calls and gives the same 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import unicodedata
 from collections import Counter
@@ -27,7 +26,7 @@ from typing import Any, Iterable
 from cultureboard.countries import CountryTable
 from cultureboard.naming import slug
 
-from .llm_backends import CachedLLM, LLMCallError, Reply
+from .llm_backends import CachedLLM, LLMCallError, Reply, answer_json
 
 FILTER_PARAMS = {"temperature": 0, "max_tokens": 8}
 CRITIQUE_PARAMS = {"temperature": 0, "max_tokens": 512}
@@ -108,7 +107,7 @@ def _json_array(text: str) -> list[str] | None:
     if start < 0 or end < start:
         return None
     try:
-        value = json.loads(text[start : end + 1])
+        value = answer_json(text[start : end + 1])
     except ValueError:
         return None
     if isinstance(value, list) and all(isinstance(v, str) for v in value):

@@ -2,9 +2,10 @@
 
 ``yaml.safe_load`` refuses Python tags, but it still expands aliases: a few hundred bytes of nested
 aliases (a "billion laughs" file) become gigabytes once the result is walked, and deep nesting ends
-in a RecursionError. So the file's events are scanned first, without building anything: an alias
-(``*name``) or nesting deeper than ``MAX_DEPTH`` is rejected with its line, as ``submission.yaml``
-is by the submission validator. Only then is the file loaded.
+in a RecursionError, and a key given twice in one mapping silently keeps the last value. So the file's
+events are scanned first, without building anything: an alias (``*name``), nesting deeper than
+``MAX_DEPTH`` or a repeated key is rejected with its line, as ``submission.yaml`` is by the submission
+validator. Only then is the file loaded.
 """
 
 from __future__ import annotations
@@ -21,25 +22,35 @@ MAX_DEPTH = 16
 
 def load_yaml(path: str | Path, what: str, fix: str):
     """The data of the YAML file ``path`` (``what`` it should be, and how to write it: ``fix``, for
-    the messages); a ``CultureboardError`` when it cannot be read, is not YAML, uses aliases or nests
-    deeper than ``MAX_DEPTH``."""
+    the messages); a ``CultureboardError`` when it cannot be read, is not YAML, uses aliases, nests
+    deeper than ``MAX_DEPTH`` or repeats a key of a mapping."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CultureboardError(path, f"cannot be read as {what} ({exc.__class__.__name__})", fix) from None
     try:
-        depth = 0
+        open_: list[dict | None] = []  # per open mapping: {key: line} and whether a key comes next; None: a list
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
-                raise CultureboardError(f"{path}:{event.start_mark.line + 1}", "uses a YAML alias (*name)",
+                raise CultureboardError(f"{path}:{line}", "uses a YAML alias (*name)",
                                         "write every value out in full: aliases are not accepted")
+            mapping = open_[-1] if open_ else None
+            if mapping is not None and isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent,
+                                                          yaml.SequenceStartEvent)):
+                if mapping["key next"] and isinstance(event, yaml.ScalarEvent):
+                    if event.value in mapping["keys"]:
+                        raise CultureboardError(f"{path}:{line}", f"repeats the key {event.value!r} of line "
+                                                f"{mapping['keys'][event.value]} (YAML keeps only the last)",
+                                                "give each key once in its mapping")
+                    mapping["keys"][event.value] = line
+                mapping["key next"] = not mapping["key next"]
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise CultureboardError(f"{path}:{event.start_mark.line + 1}",
-                                            f"nests more than {MAX_DEPTH} levels deep", fix)
+                open_.append({"keys": {}, "key next": True} if isinstance(event, yaml.MappingStartEvent) else None)
+                if len(open_) > MAX_DEPTH:
+                    raise CultureboardError(f"{path}:{line}", f"nests more than {MAX_DEPTH} levels deep", fix)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
+                open_.pop()
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -172,15 +172,21 @@ def build() -> None:
                                       "'none' (default: the packaged file of the demo countries).")
 @click.option("--translation-threshold", type=float,
               help="The least back-translation similarity a translation needs to be kept (default 0.9).")
+@click.option("--llm-deadline", type=float, metavar="SECONDS",
+              help="How long the whole build may wait for the LLM servers' answers, every call together (default "
+                   "1800: 30 minutes); a server still answering then ends the build in one line.")
 @json_option
 def build_dataset(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed,
-                  knowledge, translations, translation_threshold, as_json):
+                  knowledge, translations, translation_threshold, llm_deadline, as_json):
     """Build the benchmark dataset folder: artifact spaces and the prompt sets of the five families."""
     from cultureboard.builder import build as run
 
     provenance = run(out, config=config, dump=dump, sparql=sparql, concepts=_csv(concepts), countries=_csv(countries),
                      hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed,
-                     knowledge=knowledge, translations=translations, translation_threshold=translation_threshold)
+                     knowledge=knowledge, translations=translations, translation_threshold=translation_threshold,
+                     llm_deadline=llm_deadline)
+    for line in provenance.get("warnings", []):
+        click.echo(f"warning: {line}", err=True)
     _print_rows(out, provenance["rows"], as_json)
 
 
@@ -559,7 +565,7 @@ def list_metrics(as_json):
                                 for s in f.prompt_sets],
                 "metrics": [m.to_dict() for m in f.metrics]} for _, f in sorted(families.items())]
     if as_json:
-        click.echo(json.dumps(listing, indent=2, ensure_ascii=False))
+        click.echo(json.dumps({"families": listing}, indent=2, ensure_ascii=False))
         return
     for fam in listing:
         click.echo(f"{fam['family']}: {fam['title']}")

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from .errors import CultureboardError
 from .hub import DOWNLOAD_COMMAND, OFFICIAL_DATASET
 from .provenance import folder_sha256
+from .text import NAME, OPTIONAL_PROMPT, PROMPT, printable, text_problem
 
 #: The configs of real reference photographs (``cultureboard references``) and of the artifacts without one.
 #: They are evaluation data, fingerprinted by :func:`references_revision`, and left out of the revision
@@ -138,8 +139,24 @@ def _built_empty(folder: Path, name: str) -> bool:
     return isinstance(rows, dict) and rows.get(name) == 0
 
 
+#: The text fields of a prompt row, each with the rule of :mod:`cultureboard.text` it passes (a null one, but the
+#: prompt itself, is absent).
+PROMPT_TEXTS = (("text", PROMPT), ("negative_prompt", OPTIONAL_PROMPT), ("artifact_name", NAME))
+
+
+def prompt_text_problem(row: dict) -> str | None:
+    """Why a prompt row's texts may not be in a dataset (:data:`PROMPT_TEXTS`), or None: the check the builder makes
+    before writing a row and every reader makes again."""
+    for field, rule in PROMPT_TEXTS:
+        value = row.get(field)
+        if (value is not None or field == "text") and (problem := text_problem(value, rule)) is not None:
+            return f"its {field} {problem}"
+    return None
+
+
 def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
-    """The rows of prompt set ``name`` (columns of ``cultureboard.records.PROMPT_SCHEMA``)."""
+    """The rows of prompt set ``name`` (columns of ``cultureboard.records.PROMPT_SCHEMA``), each of whose texts
+    passes :func:`prompt_text_problem`."""
     folder = Path(folder)
     if not (folder / "data").is_dir():
         raise CultureboardError(folder, "is not a cultureboard dataset folder (no data/ folder)",
@@ -156,6 +173,11 @@ def read_prompt_set(folder: str | Path, name: str) -> list[dict]:
     if rows and "prompt_id" not in rows[0]:
         raise CultureboardError(folder / "data" / name, "is not a prompt set (no prompt_id column)",
                                 f"name one of the dataset's prompt sets: {', '.join(prompt_sets(folder)) or '(none)'}")
+    for row in rows:
+        if problem := prompt_text_problem(row):
+            raise CultureboardError(folder / "data" / name, f"prompt {printable(str(row['prompt_id']), 80)}: {problem}",
+                                    "rebuild the dataset with `cultureboard build dataset` (the builder writes no such "
+                                    "text), or download the official one again")
     return rows
 
 

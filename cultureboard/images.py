@@ -13,7 +13,8 @@ photographs. It reads the file once and decodes no pixel unless asked to, in thi
    chunks' decompressed size summed (zTXt / iTXt bombs), a JPEG's end-of-image marker, a WebP's RIFF
    length; the image library then parses the header;
 5. content that would be scored wrong: more than 8 bits per grey sample (16-bit greyscale, read as white
-   by an RGB conversion), several frames (animated PNG or WebP: only the first would be scored), an
+   by an RGB conversion), several frames (an animated PNG or WebP, a multi-picture JPEG (MPO) or any other image
+   of more than one frame: only the first would be scored), an
    unreadable EXIF block (the orientation could not be applied), and, given ``size``, a displayed size
    (after the EXIF orientation) other than the expected one;
 6. with ``full_decode``, every PNG chunk's CRC-32 and every pixel.
@@ -50,7 +51,7 @@ IMAGE_CODES: dict[str, str] = {
     "file.too_small": "width or height below the minimum",
     "file.wrong_size": "a displayed size (after EXIF orientation) other than the expected width x height",
     "file.bit_depth": "more than 8 bits per grey sample (16-bit or 32-bit greyscale)",
-    "file.animated": "several frames (animated PNG or WebP); only the first would be scored",
+    "file.animated": "several frames (animated PNG or WebP, a multi-picture JPEG); only the first would be scored",
     "file.text_bomb": "PNG text chunks (tEXt, zTXt, iTXt) larger than the limit once decompressed",
     "file.truncated": "the file ends early",
     "file.trailing_data": "data after the image's end",
@@ -276,8 +277,9 @@ class _Inspection:
         if self.mode.startswith(_WIDE_GREY):
             self.problem("file.bit_depth", f"is a greyscale image of more than 8 bits a sample (mode {self.mode}), "
                          "which an RGB conversion turns white", "save it as 8-bit RGB (or 8-bit greyscale)")
-        if self.frames > 1 and fmt in ("PNG", "WEBP"):
-            self.problem("file.animated", f"is an animated {fmt} of {self.frames} frames; only the first would be scored",
+        if self.frames > 1:
+            kind = "a multi-picture JPEG (MPO)" if fmt == "JPEG" else f"an animated {fmt}"
+            self.problem("file.animated", f"is {kind} of {self.frames} frames; only the first would be scored",
                          "save the one generated frame as a still image")
         if expected is not None and self.size != tuple(expected):
             shown = " as displayed (after its EXIF orientation)" if self.orientation in _TRANSPOSED else ""

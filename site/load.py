@@ -1,8 +1,9 @@
 """Loading what the site shows: each result with its submission, each checked on its own.
 
 A result that cannot be shown (a name unfit for paths, a missing submission, an unreadable or malformed
-summary, scores, submission.yaml or metadata.jsonl) is left out and named on every page, never a crash: the
-table :data:`SUMMARY_SHAPE` says what the pages read from an evaluator summary.
+summary, scores, submission.yaml or metadata.jsonl, a text the site may not show: :func:`spec_text_problem`) is
+left out and named on every page, never a crash: the table :data:`SUMMARY_SHAPE` says what the pages read from an
+evaluator summary. What names it (its path, the problem) is made printable first (:func:`cultureboard.text.printable`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from cultureboard.evaluators.submission.format import (
 
 from cultureboard.atomic import output_folders
 from cultureboard.errors import CultureboardError
+from cultureboard.naming import MAX_SLUG
+from cultureboard.text import FIELD, NAME as NAME_TEXT, printable, text_problem
 
 from .names import NAME, display_name
 
@@ -115,13 +118,41 @@ def load_results(results: Path, submissions: Path) -> tuple[list[Result], list[d
         try:
             loaded.append(_load_one(folder, submissions / folder.name))
         except CultureboardError as exc:
-            skipped.append({"submission": folder.name, "file": Path(exc.source).name, "source": exc.source,
-                            "problem": exc.problem, "fix": exc.fix})
+            source = _shown(exc.source)
+            skipped.append({"submission": _shown(folder.name), "file": Path(source).name, "source": source,
+                            "problem": _shown(exc.problem), "fix": exc.fix})
     if not loaded:
         first = skipped[0]
         raise CultureboardError(results, f"holds no usable result: all {len(skipped)} were left out (first: "
                                 f"{first['source']}: {first['problem']})", first["fix"])
     return loaded, skipped
+
+
+def _shown(text: str) -> str:
+    """A name or problem of a result left out, as the pages and messages show it: printable, one line, at most
+    1,000 characters."""
+    return text if text_problem(text, NAME_TEXT) is None else printable(text, 1000, quoted=False)
+
+
+#: The submission.yaml fields that name the submission on every page: one line each.
+_NAME_FIELDS = ("organization", "model.name", "tag")
+
+
+def spec_text_problem(spec, path: str = "") -> str | None:
+    """The first text of ``spec`` (a parsed submission.yaml, keys included) that the site may not show, as
+    ``"<dotted path> <problem>"``, or None: the fields naming the submission are names
+    (:data:`cultureboard.text.NAME`), every other string a text of one or more lines (:data:`cultureboard.text.FIELD`)."""
+    if isinstance(spec, str):
+        problem = text_problem(spec, NAME_TEXT if path in _NAME_FIELDS else FIELD)
+        return None if problem is None else f"{printable(path, 60, quoted=False) or 'a value'} {problem}"
+    items = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(spec, list) else ()
+    for key, value in items:
+        if isinstance(key, str) and (problem := text_problem(key, NAME_TEXT)) is not None:
+            return f"the key {printable(key, 40)} of {path or 'the top level'} {problem}"
+        found = spec_text_problem(value, f"{path}[{key}]" if isinstance(spec, list) else f"{path}.{key}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def _load_one(folder: Path, sub: Path) -> Result:
@@ -133,6 +164,9 @@ def _load_one(folder: Path, sub: Path) -> Result:
                                 "pass the --submissions folder that holds every scored submission")
     summary = read_summary(folder / "summary.json")
     spec, lines = read_spec(sub / SUBMISSION_YAML), read_metadata(sub / METADATA)
+    validate = f"run `cultureboard validate {sub}` and fix what it reports"
+    if problem := spec_text_problem(spec):
+        raise CultureboardError(sub / SUBMISSION_YAML, f"holds a text the site may not show: {problem}", validate)
     images = []
     for n, im in enumerate(lines, 1):
         if im.get("refused") is True:  # a declared refusal: no file, counted in the summary
@@ -140,7 +174,9 @@ def _load_one(folder: Path, sub: Path) -> Result:
         if not (_SHA256.fullmatch(str(im.get("sha256"))) and isinstance(im.get("prompt_id"), str)
                 and isinstance(im.get("file_name"), str) and type(im.get("sample_idx")) is int):
             raise CultureboardError(f"{sub / METADATA}:{n}", "lacks a well-formed file_name, prompt_id, sample_idx "
-                                    "or sha256", f"run `cultureboard validate {sub}` and fix what it reports")
+                                    "or sha256", validate)
+        if problem := text_problem(im["file_name"], NAME_TEXT) or text_problem(im["prompt_id"], NAME_TEXT):
+            raise CultureboardError(f"{sub / METADATA}:{n}", f"its file_name or prompt_id {problem}", validate)
         images.append(im)
     images.sort(key=lambda im: (im["prompt_id"], im["sample_idx"], im["file_name"]))
     try:
@@ -248,7 +284,9 @@ def read_summary(path: Path) -> dict:
         raise CultureboardError(path, f"is not an evaluator summary: {problem}", _FIX)
     names = {card["name"] for card in summary["metrics_info"]} | {summary["provenance"]["prompt_set"]}
     uncarded = {e["metric"] for e in summary["metrics"]} - names
-    if uncarded or not all(NAME.fullmatch(n) for n in names):
-        raise CultureboardError(path, f"has metrics without a card {sorted(uncarded)} or names unfit for file names "
-                                f"{sorted(n for n in names if not NAME.fullmatch(n))}", _FIX)
+    unfit = sorted(printable(n, 40) for n in names if not (NAME.fullmatch(n) and len(n) <= MAX_SLUG))
+    if uncarded or unfit:
+        raise CultureboardError(path, f"has metrics without a card {sorted(printable(n, 40) for n in uncarded)[:5]} "
+                                f"or names unfit for file names (at most {MAX_SLUG} characters of A-Z a-z 0-9 . _ -) "
+                                f"{unfit[:5]}", _FIX)
     return summary

@@ -16,7 +16,7 @@ from cultureboard.evaluators.results.aggregate import SLICE_TYPES
 from cultureboard.evaluators.submission.format import get
 
 from cultureboard.countries import load_countries
-from cultureboard.naming import slug
+from cultureboard.naming import MAX_SLUG, slug
 
 #: A slice entry with fewer prompts (units) than this gets the "too little data" badge and is not ranked.
 MIN_PROMPTS = 5
@@ -82,7 +82,7 @@ def slice_name(slice_type: str, slice_: str) -> str:
 def slice_path(slice_type: str, slice_: str) -> str | None:
     if slice_type not in SLICE_FOLDERS:
         return None
-    name = slice_ if slice_type == "country" and NAME.fullmatch(slice_) else slug(slice_)
+    name = slice_ if slice_type == "country" and NAME.fullmatch(slice_) and len(slice_) <= MAX_SLUG else slug(slice_)
     return f"{SLICE_FOLDERS[slice_type]}/{name}.html"
 
 

@@ -70,8 +70,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     diagnostic on a slice is greyed there and never ranks it. ``built``: the build date shown in every footer
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
     the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
-    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. Thumbnails of an earlier
-    build in ``out`` are reused; ``out`` is replaced atomically. A result that cannot be shown is left out, named in
+    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. The image files of an
+    earlier build in ``out`` are reused where they are proven unchanged (:mod:`.thumbs`: the site is then what a fresh
+    build would make); ``out`` is replaced atomically. A result that cannot be shown is left out, named in
     every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
     and is listed in ``unverified``. Returns {out, pages, largest_page, largest_page_bytes, thumbnails,
     missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}: the images are
@@ -109,13 +110,12 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
                 images = gallery.image_pages(site, board, r, pending.ready(r.sid), page_size)
                 details.model_pages(site, board, r, images)
                 first_images[r.sid] = images["image_pages"][0]
-            media, keep_media, unverified = pending.result()
+            media, unverified = pending.result()
         gallery.gallery_pages(site, board, media, page_size)
         models.overview_pages(site, board, first_images)
         write_search_index(site, board)  # after the last page: it lists the pages written
         site.finish()  # records each page's key for the next build
         pages_at = time.perf_counter()
-        keep_media()  # last: the previous site's unchanged media folders move into the new one
     largest = max(site.sizes, key=site.sizes.get)
     statuses = [m["status"] for m in media.values()]
     return {"out": str(out), "pages": len(site.sizes), "largest_page": largest,

@@ -255,7 +255,7 @@ def read_cache(previous: Path) -> dict:
         if not (stat.S_ISDIR(os.lstat(previous / "cache").st_mode) and stat.S_ISREG(os.lstat(path).st_mode)):
             return {}
         found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return {}
     return found if isinstance(found, dict) else {}
 

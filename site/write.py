@@ -286,10 +286,10 @@ def _sha256(data: bytes) -> str:
 
 
 def _json(data: bytes | None):
-    """``data`` parsed as JSON; None when there is none or it is not JSON."""
+    """``data`` parsed as JSON; None when there is none or it is not JSON (nested too deep for the parser too)."""
     try:
         return None if data is None else json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

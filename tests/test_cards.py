@@ -59,7 +59,7 @@ def test_cube_directions_follow_the_paper():
 def test_list_metrics_json_shows_direction_evidence_target_and_cluster():
     result = CliRunner().invoke(cli, ["list-metrics", "--json"])
     assert result.exit_code == 0, result.output
-    listed = {m["name"]: m for fam in json.loads(result.output) for m in fam["metrics"]}
+    listed = {m["name"]: m for fam in json.loads(result.output)["families"] for m in fam["metrics"]}
     cards = {c.name: c for fam in FAMILIES.values() for c in fam.metrics}
     assert listed.keys() == cards.keys()
     for name, card in cards.items():

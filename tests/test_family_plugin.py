@@ -161,7 +161,7 @@ def test_options_from_the_cli_and_the_metrics_listing(world, tmp_path):
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["metrics", "--json"]) == 0
-    listing = {f["family"]: f for f in json.loads(out.getvalue())}
+    listing = {f["family"]: f for f in json.loads(out.getvalue())["families"]}
     assert listing["toy"]["prompt_sets"] == [{"name": "toy-set", "primary": "toy.yes",
                                               "metrics": ["toy.yes", "toy.cosine", "toy.lpips"]}]
     assert {m["name"]: m["version"] for m in listing["toy"]["metrics"]} == {"toy.yes": 1, "toy.cosine": 1,

@@ -43,7 +43,7 @@ def test_the_evaluate_corpus_count():
     """test_hostile_evaluate's docstring (its corpus has no count test of its own)."""
     cases = (len(test_hostile_evaluate.MERGE_SHARDS) + len(test_hostile_evaluate.BAD_IDS) + len(test_hostile_evaluate.COMPARE)
              + len(test_hostile_evaluate.SHARD_ROWS) + len(test_hostile_evaluate.OUT_OF_RANGE)
-             + len(test_hostile_evaluate.UNWRITABLE) + 2)  # + the Hub images, the dripping Hub
+             + len(test_hostile_evaluate.UNWRITABLE) + 3)  # + the Hub images, the dripping Hub, the failing worker
     assert docstring_counts(test_hostile_evaluate) == (cases, cases, 0)
 
 
@@ -56,13 +56,15 @@ def test_the_references_corpus_count():
 
 
 def test_the_ratings_corpus_count():
-    cases = len(test_hostile_ratings.RATINGS) + len(test_hostile_ratings.UNKNOWN_IDS)
+    cases = (len(test_hostile_ratings.RATINGS) + len(test_hostile_ratings.UNKNOWN_IDS)
+             + len(test_hostile_ratings.UNSHARED_SCORES))
     assert docstring_counts(test_hostile_ratings) == (cases, cases, 0)
 
 
 def test_the_faults_corpus_count():
-    """test_hostile_faults's docstring: its lists, plus the SPARQL run deadline and the hung decompressor."""
-    cases = len(test_hostile_faults.OS_ERRORS) + len(test_hostile_faults.DRIPS) + 2
+    """test_hostile_faults's docstring: its lists, plus the SPARQL run deadline, the LLM build deadline and the hung
+    decompressor."""
+    cases = len(test_hostile_faults.OS_ERRORS) + len(test_hostile_faults.DRIPS) + 3
     assert docstring_counts(test_hostile_faults) == (cases, cases, 0)
 
 

@@ -3,13 +3,16 @@ CLI), ``compare-results`` on runs that differ in settings and on pathological JS
 that cannot be written and a seed or option out of range (refused before any scoring), Hub images whose bytes are
 not the ones metadata.jsonl declares, and EXIF orientation in the images the scorers read.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 44 cases, 44 rejected cleanly, 0
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 61 cases, 61 rejected cleanly, 0
 accepted by design. Rejected: merge-shards 26 (MERGE_SHARDS; BAD_IDS: ids that are not one path component;
 SHARD_ROWS: a shard holding another shard's rows or none, checked against its recorded part and digest),
-compare-results 8 (COMPARE: other settings or options named as drift, pathological JSON one error line), evaluate 10
+compare-results 24 (COMPARE: other settings, options, metric versions, dtype, device, scorer fields, refusals,
+fallback counts, reference revision, coverage, flags, CI ends, n_images, a card's version, the submission, and an
+entry repeated 3,000 times, each named as drift with exit 1; pathological JSON one error line), evaluate 11
 (OUT_OF_RANGE: a seed or an integer option below 0 or beyond 64 bits; UNWRITABLE: an --out or --cache inside a
-file or on a read-only folder; Hub images that differ from their declared sha256, and a Hub dripping its answer). The merge of
-sound shards and the EXIF test are not counted.
+file or on a read-only folder; Hub images that differ from their declared sha256, a Hub dripping its answer, and
+a decoding worker whose write fails). The merge of sound shards, the code-only difference and the EXIF test are
+not counted.
 """
 
 from __future__ import annotations
@@ -216,11 +219,21 @@ def test_counts_notes_add_up_and_other_notes_must_agree(capsys, tmp_path, world)
 # ------------------------------------------------------------------------------------ compare-results
 
 
-def summary(**provenance) -> dict:
-    base = {"submission": {"sha256": "a" * 64}, "dataset": {"revision": "r1"}, "scorers": [],
-            "settings": {"seed": 0, "n_boot": 1000, "ci_level": 0.95}, "options": {"repetitions": 5}}
-    return {"provenance": {**base, **provenance},
-            "metrics": [{"metric": "cube.awareness", "slice_type": "overall", "slice": "all", "value": 0.5}]}
+ENTRY = {"metric": "cube.awareness", "slice_type": "overall", "slice": "all", "value": 0.5, "ci_low": 0.4,
+         "ci_high": 0.6, "ci_note": None, "n_images": 20, "n_prompts": 10, "coverage": 1.0, "complete": True,
+         "n_flagged": 0, "flags": {}, "n_refused": 0}
+CARD = {"name": "cube.awareness", "title": "Awareness", "formula": "mean of p(yes)", "direction": "higher",
+        "version": 1, "unit": "image", "chance": None, "target": None, "cluster": None, "scorers": ["clip"]}
+SCORER = {"name": "clip", "model_id": "org/clip", "revision": "c" * 40, "dtype": "float32", "kind": "embedding"}
+
+
+def summary(entries: list | None = None, cards: list | None = None, **provenance) -> dict:
+    base = {"submission": {"sha256": "a" * 64, "id": SID}, "dataset": {"revision": "r1", "folder": "dataset"},
+            "scorers": [SCORER], "settings": {"seed": 0, "n_boot": 1000, "ci_level": 0.95},
+            "options": {"repetitions": 5}, "metrics": {"cube.awareness": 1}, "device": "cpu", "dtype": "float32",
+            "refused": [], "notes": {}, "code": {"cultureboard": "0.1.0", "git": {"commit": "b" * 40}}}
+    return {"provenance": {**base, **provenance}, "metrics": [dict(ENTRY)] if entries is None else entries,
+            "metrics_info": [CARD] if cards is None else cards}
 
 
 # (id, the new run's summary, or its raw text): compare-results exits 1 naming what differs (settings: never
@@ -236,6 +249,33 @@ COMPARE = [
     ("an-integer-of-5000-digits", '{"metrics": [], "x": 1' + "0" * 5000 + "}", "cannot be read as JSON"),
     ("a-value-beyond-a-float", json.dumps(summary()).replace('"value": 0.5', '"value": 1' + "0" * 400),
      "value: cube.awareness [overall=all]: 0.5 -> None"),
+    # every other field that can change a number a user sees
+    ("another-metric-version", summary(metrics={"cube.awareness": 2}), "provenance: metrics.cube.awareness: 1 -> 2"),
+    ("another-dtype", summary(dtype="float16"), "provenance: dtype: 'float32' -> 'float16'"),
+    ("another-device", summary(device="cuda"), "provenance: device: 'cpu' -> 'cuda'"),
+    ("a-scorer-in-another-dtype", summary(scorers=[{**SCORER, "dtype": "bfloat16"}]),
+     "scorer_revision: scorer clip: dtype 'float32' -> 'bfloat16'"),
+    ("other-declared-refusals", summary(refused=[["it/pizza", 0, "policy"]]),
+     "provenance: refused: [] -> [['it/pizza', 0, 'policy']]"),
+    ("other-fallback-counts", summary(notes={"cube.awareness": {"counts": {"widened": 2}}}),
+     "provenance: notes.cube.awareness.counts.widened: 'not given' -> 2"),
+    ("another-reference-revision", summary(dataset={"revision": "r1", "folder": "dataset", "references_revision": "x"}),
+     "dataset_revision: dataset.references_revision: 'not given' -> 'x'"),
+    ("another-coverage", summary(entries=[{**ENTRY, "coverage": 0.9, "complete": False}]),
+     "entry: cube.awareness [overall=all]: coverage 1.0 -> 0.9"),
+    ("other-refusals-in-a-slice", summary(entries=[{**ENTRY, "n_refused": 2}]),
+     "entry: cube.awareness [overall=all]: n_refused 0 -> 2"),
+    ("other-flags", summary(entries=[{**ENTRY, "n_flagged": 3, "flags": {"judge_failed": 3}}]),
+     "entry: cube.awareness [overall=all]: flags {} -> {'judge_failed': 3}"),
+    ("a-wider-ci", summary(entries=[{**ENTRY, "ci_low": 0.1}]), "ci: cube.awareness [overall=all]: ci_low 0.4 -> 0.1"),
+    ("a-ci-gone", summary(entries=[{**ENTRY, "ci_low": None, "ci_high": None, "ci_note": "no CI: 1 prompt"}]),
+     "ci: cube.awareness [overall=all]: ci_high 0.6 -> None"),
+    ("other-n-images", summary(entries=[{**ENTRY, "n_images": 40}]), "entry: cube.awareness [overall=all]: n_images 20 -> 40"),
+    ("an-entry-repeated-3000-times", summary(entries=[dict(ENTRY)] * 3000),
+     "repeated: cube.awareness [overall=all]: given 3,000 times in the new results"),
+    ("a-card-of-another-version", summary(cards=[{**CARD, "version": 2}]), "card: card cube.awareness: version 1 -> 2"),
+    ("another-submission-id", summary(submission={"sha256": "a" * 64, "id": "lab__other"}),
+     "submission: submission.id: 'lab__model' -> 'lab__other'"),
 ]
 
 
@@ -252,6 +292,16 @@ def test_compare_results_names_every_difference(capsys, tmp_path, new, words):
         assert code == 2 and len(err.strip().splitlines()) == 1 and words in err, err
     else:
         assert code == 1 and words in out, out
+        assert len(out.splitlines()) <= 4, out  # each difference once (a repeated entry is one line, not 3,000)
+
+
+def test_compare_results_does_not_count_the_code_as_drift(capsys, tmp_path):
+    """The code is what the health check tests: its version alone moves nothing (not a hostile case)."""
+    for name, code in (("old", "0.1.0"), ("new", "0.2.0")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary(code={"cultureboard": code})))
+    assert main(["compare-results", str(tmp_path / "old"), str(tmp_path / "new")]) == 0
+    assert capsys.readouterr().out.startswith("no drift: ")
 
 
 # ------------------------------------------------------------------------------------ evaluate
@@ -362,6 +412,34 @@ def test_a_dripping_hub_ends_evaluate_at_its_deadline(capsys, tmp_path, world, m
 
 
 # ------------------------------------------------------------------------------------ EXIF in scoring
+
+
+def test_a_decoding_worker_whose_write_fails_ends_evaluate_at_once(capsys, tmp_path, world, monkeypatch):
+    """The image decoding workers may not write a file of more than 1 KiB (``ulimit -f`` in the worker: its batch
+    of tensors in shared memory is refused, "File too large"): evaluate ends at once with one line saying so, not
+    after the stall limit (the loader's timeout, here 120 s) that a batch never sent would wait for."""
+    import functools
+    import os
+    import resource
+
+    import torch.utils.data
+
+    from cultureboard import workers
+    from cultureboard.evaluators.engine import embedding
+
+    def limited(_worker: int) -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+
+    monkeypatch.setattr(torch.utils.data, "DataLoader", functools.partial(torch.utils.data.DataLoader,
+                                                                         worker_init_fn=limited))
+    monkeypatch.setattr(workers, "STALL_SECONDS", 120.0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker
+    monkeypatch.setattr(embedding.embed_images, "__defaults__", (1, None))  # batches of one: workers from image 6
+    line = one_error(capsys, ["evaluate", world["submission"], "--dataset", world["dataset"], "--scorers",
+                              world["scorers"], "--device", "cpu", "--out", tmp_path / "results", "--cache",
+                              tmp_path / "cache"])
+    assert line.startswith("error: an image decoding worker process: failed (") and "File too large" in line, line
+    assert "timed out" not in line and not (tmp_path / "results" / SID).exists()
 
 
 def test_scoring_applies_the_exif_orientation(tmp_path, tiny_scorers):

@@ -10,9 +10,10 @@ half-written (outputs are written atomically); every network read has a deadline
 worker process is bounded by a stall limit (``cultureboard.workers``): a worker that sends nothing for that long
 is killed and the command ends in one line.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 13 cases, 13 rejected cleanly, 0 accepted
-by design (OS_ERRORS, DRIPS, a dripping SPARQL endpoint past the run's deadline, a hung decompressor; the hung
-thumbnail worker is a case of ``test_hostile_submissions.py``).
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 14 cases, 14 rejected cleanly, 0 accepted
+by design (OS_ERRORS, DRIPS, a dripping SPARQL endpoint past the run's deadline, an LLM server whose slow answers
+outlast the build's deadline, a hung decompressor; the hung thumbnail worker is a case of
+``test_hostile_submissions.py``).
 """
 
 from __future__ import annotations
@@ -172,6 +173,48 @@ def test_a_dripping_sparql_endpoint_ends_at_the_run_deadline(capsys, tmp_path, m
                                      + ["--out", str(tmp_path / "out")]))
     line = one_line(capsys.readouterr().err)
     assert code == 1 and "too slowly" in line and "1 s a run" in line, line
+
+
+def test_an_llm_answering_slowly_ends_the_build_at_its_deadline(capsys, tmp_path, monkeypatch):
+    """Each answer comes whole, a byte every 20 ms (well within the per-answer limit), so only the build's one
+    deadline (``--llm-deadline``, every call together) stops a server that would otherwise hold it for hours."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Yes."}}]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            try:
+                for k in range(len(answer)):
+                    self.wfile.write(answer[k:k + 1])
+                    self.wfile.flush()
+                    time.sleep(0.02)
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("CULTUREBOARD_LLM_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+    monkeypatch.setenv("CULTUREBOARD_LLM_API_KEY", "sk-test")
+    try:
+        code = finishes(lambda: main(["build", "--llm", "openai:slow", "--llm-deadline", "3", "--countries", "IT,JP",
+                                      "--prompt-sets", "cube-awareness", "--out", str(tmp_path / "out")]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    line = one_line(capsys.readouterr().err)
+    assert code == 1 and "answered too slowly" in line and "3 s a run" in line and "--llm-deadline" in line, line
+    assert not (tmp_path / "out").exists()
 
 
 # --- a worker process alive but never answering (the site's thumbnail workers: tests/test_hostile_submissions.py)

@@ -1,11 +1,13 @@
 """Hostile ratings files against ``cultureboard import ratings`` (through the real CLI, study cultivate; every study
 reads its file through ``ratings_files.read_records``, where these rules live): NaN as text or as a JSON constant,
-integers beyond 64 bits or of thousands of digits, JSON nested too deep, control characters in ids. And ratings of
-a submission or image that does not exist in the folder the import was given (``--results`` or ``--submissions``;
-every study checks its rows through ``studies.import_study``, with ``rated_items.check_rated``).
+integers beyond 64 bits or of thousands of digits, JSON nested too deep, control, bidirectional or zero-width
+characters and lone surrogates in ids. And ratings of a submission or image that does not exist in the folder the
+import was given (``--results`` or ``--submissions``; every study checks its rows through ``studies.import_study``,
+with ``rated_items.check_rated``), and scores (``--scores``) that share no image with the ratings.
 
-Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 20 cases, 20 rejected cleanly, 0 accepted
-by design. Rejected (RATINGS, UNKNOWN_IDS): the import stops with the row named, exit 1, nothing written.
+Corpus count (for the README; ``test_hostile_counts.py`` keeps it true): 28 cases, 28 rejected cleanly, 0 accepted
+by design. Rejected (RATINGS, UNKNOWN_IDS, UNSHARED_SCORES): the import stops with the row or file named, exit 1,
+nothing written.
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ RATINGS = [
     ("control-character-in-rater", "r.csv", HEADER + GOOD_CSV + "r\x01,lab__m,images/3.png,4\n", "control character"),
     ("nul-in-submission", "r.jsonl", jsonl(submission="lab__m\x00"), "control character"),
     ("newline-in-file-name", "r.jsonl", jsonl(file_name="images/3.png\nimages/0.png"), "control character"),
+    # ids that look like others (cultureboard.text.IDENTIFIER): j<ZWSP>1 would be a rater apart from j1
+    ("zero-width-space-in-rater", "r.csv", HEADER + GOOD_CSV + "j\u200b1,lab__m,images/3.png,4\n",
+     "holds the invisible format character U+200B"),
+    ("zero-width-joiner-in-rater", "r.jsonl", jsonl(rater="r\u200d1"), "holds the invisible format character U+200D"),
+    ("bidi-override-in-submission", "r.jsonl", jsonl(submission="lab__m\u202e"), "bidirectional control U+202E"),
+    ("bidi-isolate-in-rater", "r.csv", HEADER + GOOD_CSV + "r\u20661\u2069,lab__m,images/3.png,4\n",
+     "bidirectional control U+2066"),
+    ("byte-order-mark-inside-a-file-name", "r.csv", HEADER + GOOD_CSV + "r1,lab__m,images/\ufeff3.png,4\n",
+     "holds the invisible format character U+FEFF"),
+    ("lone-surrogate-in-rater", "r.jsonl", jsonl(rater="r\ud8001"), "holds U+D800, which UTF-8 cannot store"),
 ]
 
 
@@ -152,3 +164,28 @@ def test_ratings_of_images_that_exist_import(capsys, tmp_path, folders):
     path = tmp_path / "r.csv"
     path.write_text(CUBE_HEADER + CUBE_GOOD, encoding="utf-8")
     assert main(import_args(path, "cube", "submissions", folders, tmp_path / "rated")) == 0, capsys.readouterr().err
+
+
+# --- scores that share no image with the ratings
+
+# (id, study, ratings text, the scores' rows): scores.parquet of another submission (none of the rated images): one
+# error naming the scores file, exit 1, nothing written (the validity tables would hold n = 0 everywhere)
+UNSHARED_SCORES = [
+    ("cube-scores-of-other-images", "cube", CUBE_HEADER + CUBE_GOOD,
+     [{"prompt_id": "cultivate/ir/eating/p0", "sample_idx": 0, "metric": "cube.faithfulness", "value": 0.5}]),
+    ("cultdiff-scores-of-other-images", "cultdiff", CULTDIFF_HEADER + f"r1,JP,{PIZZA},{SHA[0]},4\n",
+     [{"sha256": "e" * 64, "prompt_id": PIZZA, "sample_idx": 0, "metric": "cultdiff.dino", "value": 0.5,
+       "flag": None}]),
+]
+
+
+@pytest.mark.parametrize("study, text, scores", [pytest.param(*c[1:], id=c[0]) for c in UNSHARED_SCORES])
+def test_import_ratings_refuses_scores_that_share_no_image(capsys, tmp_path, folders, study, text, scores):
+    path, other = tmp_path / "r.csv", tmp_path / "other-scores.parquet"
+    path.write_text(text, encoding="utf-8")
+    pq.write_table(pa.Table.from_pylist(scores), other)
+    code = main(import_args(path, study, "submissions", folders, tmp_path / "rated") + ["--scores", str(other)])
+    err = capsys.readouterr().err
+    [line] = err.strip().splitlines()
+    assert code == 1 and line.startswith(f"error: {other}: scores none of the 1 rated images") and "(fix: " in line, err
+    assert not (tmp_path / "rated").exists()

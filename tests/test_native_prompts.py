@@ -248,12 +248,12 @@ def test_the_translation_cache_replays_without_the_llm(tmp_path, monkeypatch):
     every call gives the same rows, byte for byte."""
     options = dict(countries=["NG"], concepts=["cuisine"], prompt_sets=["cube-awareness-native"], translations="none",
                    llm="openai:translator")
-    monkeypatch.setattr(build_module, "backend_from_spec", lambda spec: FakeTranslator())
+    monkeypatch.setattr(build_module, "backend_from_spec", lambda spec, **_: FakeTranslator())
     first = build(tmp_path / "one", **options)
     assert first["translations"]["calls"] == 2 * first["translations"]["kept"] > 0
     decisions = rows_of(tmp_path / "one", "llm-decisions")
     assert sum(d["stage"] == "translation" for d in decisions) == first["translations"]["kept"]
-    monkeypatch.setattr(build_module, "backend_from_spec", lambda spec: FakeTranslator(fail=True))
+    monkeypatch.setattr(build_module, "backend_from_spec", lambda spec, **_: FakeTranslator(fail=True))
     second = build(tmp_path / "two", llm_cache=str(tmp_path / "one" / "llm" / "cache.jsonl"), **options)
     assert second["translations"]["cache_hits"] == second["translations"]["calls"] == first["translations"]["calls"]
     shard = "data/cube-awareness-native/test-00000-of-00001.parquet"

@@ -86,11 +86,17 @@ class Opened:
 
 
 def _collate(batch):
+    """(indices, the images stacked, errors). In a worker process a tensor batch is moved to shared memory here,
+    as torch's default collation does: a write that fails there (a full /dev/shm, a file size limit) is then an
+    error of this batch that the loader hands to the main process at once; in the queue's feeder thread it would
+    only be printed, and the main process would wait for the batch until its timeout."""
     import torch
 
     errors = [value for _, value in batch if isinstance(value, tuple)]
     stacked = None if errors else (torch.stack([v for _, v in batch]) if hasattr(batch[0][1], "dim")
                                    else [v for _, v in batch])
+    if isinstance(stacked, torch.Tensor) and torch.utils.data.get_worker_info() is not None:
+        stacked.share_memory_()
     return [i for i, _ in batch], stacked, errors
 
 
@@ -125,8 +131,11 @@ def decode_batches(items: list[ImageSource], transform: Callable, batch_size: in
         except RuntimeError as exc:  # from the loader itself: a worker that died, or sent no batch for the limit
             if not num_workers:
                 raise
-            raise CultureboardError("an image decoding worker process", f"failed ({str(exc).splitlines()[0][:200]})",
-                                    "check the memory and the load of this machine, then run again") from None
+            lines = str(exc).strip().splitlines() or [""]  # a worker's error: its first line and the cause, last
+            cause = lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
+            raise CultureboardError("an image decoding worker process", f"failed ({cause[:300]})",
+                                    "check the memory, the free space of /dev/shm, the file size limit (ulimit -f) and "
+                                    "the load of this machine, then run again") from None
         if errors:
             name, problem = errors[0]
             raise CultureboardError(name, f"cannot read the image: {problem}",

@@ -14,6 +14,9 @@ A row without a submission is of the folder's only submission; with several, onl
 be checked here (the study's own tables refuse it). Without either folder only the prompt set is checked (by the
 importers). Each unknown id is one line ``FILE:LINE: COLUMN ID: problem (fix: ...)``, the line being the first
 row of the file that names it; all of them at once, and nothing is imported.
+
+Scores given to correlate with the ratings (``--scores``) must score some rated image: :func:`require_shared`
+refuses a scores file that shares none (another submission's, whose validity tables would hold n = 0 everywhere).
 """
 
 from __future__ import annotations
@@ -128,3 +131,13 @@ def _first_line(path: str | Path, cells: tuple[str, ...]) -> str:
     if line is None:
         line = next((line for line, row in texts if any(cells[0] in v for v in row)), None)
     return f"{path}:{line}" if line is not None else str(path)
+
+
+def require_shared(shared: int, rated: int, scores: str | Path) -> None:
+    """A :class:`CultureboardError` naming ``scores`` when none of the ``rated`` images (or items) has a score there
+    (``shared`` of them do)."""
+    if rated and not shared:
+        raise CultureboardError(scores, f"scores none of the {rated:,} rated images (it shares no image with the "
+                                "ratings: the scores of another submission?)",
+                                "pass the scores.parquet of the rated submission (RESULTS/<submission id>/"
+                                "scores.parquet), or name the rated images as those scores do")

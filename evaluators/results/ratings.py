@@ -56,6 +56,7 @@ from ..submission.format import METADATA, read_metadata
 from .agreement import agreement
 from .ratings_files import integer, read_records, text
 from .ratings_format import parse_scale, to_table
+from .rated_items import require_shared
 from .stats import correlations, goodness, krippendorff_alpha
 from .studies import import_study
 from .trust import trust_map, with_region_group
@@ -273,8 +274,9 @@ def import_ratings(path: str | Path, dataset: str | Path, prompt_set: str, out: 
     reports = {"tables.json": {**tables(ratings), "provenance": provenance},
                "agreement.json": {"agreement": agreement(rows), "provenance": provenance}}
     if scores is not None:
-        reports["validity.json"] = {**validity(items, _read_scores(scores)),
-                                    "provenance": {**provenance, "scores_sha256": file_sha256(scores)}}
+        found = validity(items, _read_scores(scores))
+        require_shared(found["n_items"], len(items), scores)
+        reports["validity.json"] = {**found, "provenance": {**provenance, "scores_sha256": file_sha256(scores)}}
     with atomic_dir(out, kind="ratings") as tmp:
         pq.write_table(to_table(rows), tmp / "ratings.parquet")
         items.to_parquet(tmp / "consensus.parquet", index=False)

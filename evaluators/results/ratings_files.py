@@ -6,7 +6,9 @@ cells than the header, invalid JSON, not an object, unknown keys) becomes one pr
 ``FILE:LINE: problem (fix: ...)`` so that an importer reports every problem of a file at once. So does a row
 with a pathological cell (:func:`cell_problem`: NaN or infinity written as a JSON constant or as text such as
 ``nan``, an integer beyond 64 bits, containers nested deeper than :data:`MAX_DEPTH`, JSON nested too deep to
-parse, a control character in a cell that is not a comment). A file that cannot be
+parse, a text that is not an id (:data:`cultureboard.text.IDENTIFIER`: a control, bidirectional or zero-width
+character, which would make ``j<ZWSP>1`` a rater apart from ``j1``) in a cell that is not a comment, a comment
+that is not text (:data:`cultureboard.text.FIELD`)). A file that cannot be
 read at all (missing, another format, not UTF-8, a CSV header with unknown or without required columns) is a
 :class:`~cultureboard.errors.CultureboardError`.
 """
@@ -14,6 +16,7 @@ read at all (missing, another format, not UTF-8, a CSV header with unknown or wi
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import numbers
@@ -23,25 +26,28 @@ from pathlib import Path
 import pandas as pd
 
 from cultureboard.errors import CultureboardError
+from cultureboard.text import FIELD, IDENTIFIER, printable, text_problem
 
 _FIX_FILE = "pass the path of a .csv or .jsonl ratings file"
 #: How deep containers may nest in a JSONL row (a study's export holds at most a list of labels in a cell).
 MAX_DEPTH = 4
 _NOT_FINITE = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
-_ROW_FIX = "write each cell as text or a finite number; leave a cell empty for no answer"
+_ROW_FIX = ("write each cell as text or a finite number, an id without control, bidirectional or invisible "
+            "characters; leave a cell empty for no answer")
+#: A cell that is not a comment: an id or a label, blank when empty.
+_CELL = dataclasses.replace(IDENTIFIER, empty=True, max_chars=10_000)
 
 
 def cell_problem(column: str, value, depth: int = 0) -> str | None:
     """Why ``value`` cannot be the cell ``column`` of a ratings row, or None: a text reading NaN or infinity (an
     empty cell is how a file says "no answer"), an integer beyond 64 bits, a non-finite float, containers nested
-    deeper than :data:`MAX_DEPTH`, or a control character (tab and line breaks allowed in comments only)."""
+    deeper than :data:`MAX_DEPTH`, or a text that is not an id (a comment: not a text; the module docstring)."""
     if isinstance(value, str):
         if value.strip().casefold() in _NOT_FINITE:
-            return f"{column} {value!r} reads as NaN or infinity, which is not an answer"
-        allowed = "\t\n\r" if "comment" in column.casefold() else ""
-        if any((ord(c) < 32 or 127 <= ord(c) < 160) and c not in allowed for c in value):
-            return f"{column} {value[:40]!r} holds a control character"
-        return None
+            return f"{column} {printable(value, 40)} reads as NaN or infinity, which is not an answer"
+        comment = "comment" in column.casefold()
+        problem = text_problem(value if comment else value.strip(), FIELD if comment else _CELL)
+        return None if problem is None else f"{column} {printable(value, 40)} {problem}"
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):

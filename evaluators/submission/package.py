@@ -35,6 +35,7 @@ from cultureboard.atomic import MARKER, atomic_dir, check_replaceable
 from cultureboard.dataset_folder import pin, prompt_sets, read_prompt_set
 from cultureboard.errors import CultureboardError
 from cultureboard.images import SUFFIX_OF_FORMAT, inspect_image
+from cultureboard.naming import inside
 from cultureboard.provenance import file_sha256
 
 from .export import COLUMNS as EXPORT_COLUMNS
@@ -322,15 +323,10 @@ def _source_path(from_folder: Path, file: str) -> Path:
     if bad := paths.path_problem(file, "file"):
         raise _RowError(bad[1], "give the path relative to --from-folder with / separators (not a Windows path)",
                         bad[0])
-    root = from_folder.resolve()
-    src = (from_folder / file).resolve()
-    if not src.is_relative_to(root):
-        raise _RowError(f"file {file} leads outside --from-folder (through a link, to {src})",
-                        "copy the image into --from-folder instead of linking to it", "mapping.missing_file")
-    if not src.is_file():
-        raise _RowError(f"file {file} does not exist in {from_folder}", "give paths relative to --from-folder",
-                        "mapping.missing_file")
-    return src
+    try:
+        return inside(from_folder, file, "--from-folder")
+    except CultureboardError as exc:
+        raise _RowError(f"file {file} {exc.problem}", exc.fix, "mapping.missing_file") from None
 
 
 def _read_row(run: Run, where: str, n: int, row: dict, from_folder: Path, dataset_pin: dict,

@@ -29,6 +29,7 @@ from cultureboard.provenance import code_provenance, file_sha256
 
 from ...engine.registry import metric_cards
 from ...results.agreement import agreement
+from ...results.rated_items import require_shared
 from ...results.ratings_format import ITEM, to_table
 from ...results.studies import import_study as run_importer
 from ...results.trust import human_means, pair_with_scores, trust_map
@@ -101,8 +102,10 @@ def import_study(path: str | Path, dataset: str | Path, out: str | Path, *, prom
     reports = {"agreement.json": {"agreement": agreement_by_country(rows), "provenance": provenance}}
     if scores is not None:
         table = pq.read_table(scores).to_pandas()
-        reports["validity.json"] = {"validity": metric_validity(rows, table, n_boot, seed),
-                                    "provenance": {**provenance, "scores_sha256": file_sha256(scores)}}
+        found = metric_validity(rows, table, n_boot, seed)
+        require_shared(max((e["n"] for e in found if e["slice_type"] == "overall"), default=0),
+                       int(rows.groupby(ITEM, dropna=False).ngroups), scores)
+        reports["validity.json"] = {"validity": found, "provenance": {**provenance, "scores_sha256": file_sha256(scores)}}
     with atomic_dir(out, kind="ratings") as tmp:
         pq.write_table(to_table(rows), tmp / "ratings.parquet")
         consensus(rows).to_parquet(tmp / "consensus.parquet", index=False)
