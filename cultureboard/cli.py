@@ -575,6 +575,7 @@ def list_metrics(as_json):
             click.echo(f"  prompt set {s['name']} (headline {s['primary']})")
         for m in fam["metrics"]:
             cluster = f", bootstrap clusters: {m['cluster']}" if m["cluster"] else ""
+            cluster += f", Wilson intervals on [{m['bounded'][0]:g}, {m['bounded'][1]:g}]" if m["bounded"] else ""
             click.echo(f"    {m['name']:<28} v{m['version']}  {direction_text(m):<32}  unit {m['unit']:<6} {m['title']}"
                        f"{cluster}")
 

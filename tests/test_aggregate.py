@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from cultureboard.evaluators.engine.registry import IMAGE_UNIT
-from cultureboard.evaluators.results.aggregate import NO_CI, summarize
-from cultureboard.evaluators.results.stats import bootstrap_ci, cluster_bootstrap_ci
+from cultureboard.evaluators.results.aggregate import NO_CI, NO_SPREAD, summarize
+from cultureboard.evaluators.results.stats import bootstrap_ci, cluster_bootstrap_ci, wilson_interval
 
 NAN = float("nan")
 
@@ -124,3 +125,52 @@ def test_units_without_a_cluster_are_clusters_of_their_own():
     plain = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall",), seed=2, n_boot=300)[0]
     alone = summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall",), seed=2, n_boot=300, clusters={"m": {}})[0]
     assert (alone["ci_low"], alone["ci_high"]) == pytest.approx((plain["ci_low"], plain["ci_high"]), abs=1e-12)
+
+
+def _image_rows(metric: str, values: dict[str, list[float]], country: dict[str, str]) -> list[dict]:
+    return [{"metric": metric, "unit_id": u, "sample_idx": k, "file_name": f"{u}-{k}.png", "value": v,
+             "detail": None, "flag": None, "country": country[u]} for u, vs in values.items() for k, v in enumerate(vs)]
+
+
+def test_a_bounded_metric_gets_wilson_intervals_and_a_slice_that_agrees_has_no_point_interval():
+    """A 4-question accuracy (card ``bounded`` (0, 1)) where Italy's four prompts all score 1 and Nigeria's two all
+    0: Wilson at the unit level, [4 / (4 + z^2), 1] and [0, z^2 / (2 + z^2)], where the bootstrap gives [1, 1] and
+    [0, 0]. The same rows of an unbounded metric get no CI there (``NO_SPREAD``), never a point."""
+    values = {"a": [1, 1], "b": [1], "c": [1, 1], "d": [1], "e": [0, 0], "f": [0]}
+    country = dict(zip("abcdef", "IIIINN"))
+    rows = pd.DataFrame(_image_rows("acc", values, country) + _image_rows("cos", values, country))
+    expected = {IMAGE_UNIT: {u: {"country": c} for u, c in country.items()}}
+    out = {(e["metric"], e["slice"]): e for e in summarize(rows, {"acc": IMAGE_UNIT, "cos": IMAGE_UNIT}, expected,
+                                                             ("overall", "country"), n_boot=200,
+                                                             bounded={"acc": (0.0, 1.0)})}
+    assert (out["acc", "I"]["ci_low"], out["acc", "I"]["ci_high"]) == pytest.approx(wilson_interval(1.0, 4))
+    assert (out["acc", "N"]["ci_low"], out["acc", "N"]["ci_high"]) == pytest.approx(wilson_interval(0.0, 2))
+    assert out["acc", "all"]["value"] == pytest.approx(4 / 6)
+    assert (out["acc", "all"]["ci_low"], out["acc", "all"]["ci_high"]) == pytest.approx(wilson_interval(4 / 6, 6))
+    for key in ("I", "N"):
+        assert (out["cos", key]["ci_low"], out["cos", key]["ci_high"], out["cos", key]["ci_note"]) == (
+            None, None, NO_SPREAD)
+    assert out["cos", "all"]["ci_low"] < out["cos", "all"]["ci_high"] and out["cos", "all"]["ci_note"] is None
+
+
+def test_no_interval_from_two_or_more_units_is_a_point():
+    """Random slices of 1-8 units of discrete values (many slices agree throughout), bounded or not, clustered or
+    tested or neither: an entry of two or more units has ci_low < ci_high, or no CI with the reason why."""
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        n = int(rng.integers(1, 9))
+        p = rng.choice([0.0, 1.0, 0.5])
+        values = {f"u{i}": (rng.binomial(1, p, size=int(rng.integers(1, 4))) * 1.0).tolist() for i in range(n)}
+        country = {u: "AB"[i % 2] for i, u in enumerate(values)}
+        rows = pd.DataFrame(_image_rows("m", values, country))
+        expected = {IMAGE_UNIT: {u: {"country": c} for u, c in country.items()}}
+        options = [{}, {"bounded": {"m": (0.0, 1.0)}}, {"tested": {"m": 0.0}},
+                   {"clusters": {"m": {u: int(u[1:]) // 3 for u in values}}},
+                   {"tested": {"m": 0.0}, "bounded": {"m": (-1.0, 1.0)}, "clusters": {"m": {u: 0 for u in values}}}]
+        for kw in options:
+            for e in summarize(rows, {"m": IMAGE_UNIT}, expected, ("overall", "country"), n_boot=50, seed=trial, **kw):
+                if e["n_prompts"] >= 2:
+                    assert (e["ci_low"] is not None and e["ci_low"] < e["ci_high"]) or (
+                        e["ci_low"] is None and e["ci_note"] == NO_SPREAD), (kw, values, e)
+                    if "bounded" in kw:
+                        assert e["ci_low"] is not None, (kw, e)  # Wilson never collapses

@@ -99,7 +99,7 @@ def test_diversity_is_not_ranked_because_table3_contradicts_table8(cards, rho):
     every = [rho[("Table 3", "phi_DIV(a)", m, g)] for m in cure.MODELS for g in GOLD.values()]
     assert all(v < 0 for v in every)  # "negatively with every gold score on every system"
     assert "-0.20 / -0.22 / -0.08" in div.direction_evidence and "-0.30 / -0.29 / -0.11" in div.direction_evidence
-    assert cards["cure.acceptance"].version == 2
+    assert cards["cure.acceptance"].version == 3 and cards["cure.acceptance"].bounded == (0.0, 1.0)  # 3: Wilson
 
 
 def test_headline_is_the_projects_choice_and_its_claim_holds(cards, rho):

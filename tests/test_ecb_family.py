@@ -307,10 +307,11 @@ def test_culture_notes_and_cards(ecb):
     family, _ = family_of("ecb")
     for name in ("accuracy", "precision", "recall", "f1"):
         card = family.card(f"ecb.culture.{name}")
-        assert card.version == 3 and card.chance and "Qwen2.5-VL" in card.description
+        assert card.version == 4 and card.chance and "Qwen2.5-VL" in card.description  # 4: Wilson intervals
+        assert card.bounded == (0.0, 1.0)
         assert not card.ranked and not card.primary, "all-step means are diagnostics"
     assert family.card("ecb.culture.accuracy").validity == family.card("ecb.culture.f1").validity
-    assert ecb["summary"]["provenance"]["metrics"]["ecb.culture.accuracy"] == 3
+    assert ecb["summary"]["provenance"]["metrics"]["ecb.culture.accuracy"] == 4
     last = family.card("ecb.culture.accuracy_last")
     assert last.primary and last.direction == "higher" and "Fig. 5" in last.direction_evidence
     assert not family.card("ecb.culture.accuracy_change").ranked

@@ -128,7 +128,7 @@ def test_values_are_the_scorers_own(world, tmp_path):
     assert (shown["value"], shown["ci_low"], shown["ci_high"]) == pytest.approx(tuple(two))
     assert (shown["ci_low"], shown["ci_high"]) != pytest.approx((one.low, one.high))
     yes = entries[("toy.yes", "overall", "all")]  # no cluster: the bootstrap over prompts
-    assert yes["ci_note"] is None and prov["settings"]["ci_method"] == 2
+    assert yes["ci_note"] is None and prov["settings"]["ci_method"] == 3
     assert prov["settings"]["forward_passes"] == "one input per forward pass"  # batched runs are never ranked with it
     assert family_card(summary, "toy.cosine")["cluster"] == "template"
     assert prov["family"] == "toy" and prov["options"] == {"question": "Is this a photograph?", "shift": 0.0}

@@ -26,7 +26,8 @@ from cultureboard.evaluators.engine.context import score_row
 from cultureboard.evaluators.engine.parity import (ENGLISH_REFUSED, PAIR_UNIT, SCORER_TEXT, native_variant, pair_rows,
                                                    parity_card)
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, family_of, register, unregister
-from cultureboard.evaluators.results.stats import benjamini_hochberg, bootstrap_ci, paired_test
+from cultureboard.evaluators.results.aggregate import NO_SPREAD
+from cultureboard.evaluators.results.stats import benjamini_hochberg, bootstrap_ci, cluster_bootstrap_ci, paired_test
 from cultureboard.evaluators.submission.format import submission_id, write_submission
 from cultureboard.provenance import file_sha256
 
@@ -90,7 +91,11 @@ def test_a_gap_card_targets_zero_says_whose_measure_it_is_and_versions_with_its_
                       direction_evidence="a test")
     card = parity_card(base)
     assert (card.name, card.direction, card.target, card.unit, card.version) == ("lingo.x.parity", "target", 0.0,
-                                                                                 PAIR_UNIT, 301)
+                                                                                 PAIR_UNIT, 302)
+    assert card.cluster == "translation_of" and card.bounded is None  # pairs of one English row resample together
+    share = MetricCard("lingo.hit", "lingo", "Hit", "0/1", "higher", "{0, 1}", ("s",), "a paper", version=1,
+                       direction_evidence="a test", bounded=(0.0, 1.0))
+    assert parity_card(share).bounded == (-1.0, 1.0)  # a gap of a share lies in [-1, 1]
     assert "project's own measure" in card.direction_evidence and "English" in card.description
     with pytest.raises(ValueError, match="one row per image"):
         parity_card(MetricCard("lingo.p", "lingo", "P", "p", "higher", "[0, 1]", (), "a paper", version=1,
@@ -254,9 +259,43 @@ def test_the_ci_is_the_paired_bootstrap_over_pairs(lingo_results):
     two languages apart would give an interval wider than 0.3; the paired one is narrower than 0.06."""
     entries, *_ = lingo_results
     e = entries["lingo.brightness.parity", "language", "yo"]
-    ci = bootstrap_ci([[g] for g in _gaps("NG", "yo")], n_boot=N_BOOT, seed=0)
+    english = [f"lingo-native/NG/{k}/en" for k in range(3)]  # one Yoruba pair per English row: clusters of one
+    ci = cluster_bootstrap_ci([[g] for g in _gaps("NG", "yo")], english, n_boot=N_BOOT, seed=0)
     assert (e["ci_low"], e["ci_high"]) == pytest.approx((ci.low, ci.high))
     assert e["ci_high"] - e["ci_low"] < 0.06 and e["ci_high"] < 0  # Yoruba is darker, and the CI says so
+
+
+def test_the_pairs_of_one_english_row_are_resampled_together(lingo_results):
+    """Nigeria's Hausa and Yoruba rows of artifact k translate one English row: the country's CI is the two-stage
+    bootstrap over the English rows (then their pairs), not the bootstrap over the five pairs as if independent."""
+    entries, *_ = lingo_results
+    e = entries["lingo.brightness.parity", "country", "NG"]
+    yo, ha = _gaps("NG", "yo"), _gaps("NG", "ha")
+    gaps = [ha[0], yo[0], ha[1], yo[1], yo[2]]  # units in prompt-id order: .../NG/<k>/<language>
+    english = [f"lingo-native/NG/{k}/en" for k in (0, 0, 1, 1, 2)]
+    clustered = cluster_bootstrap_ci([[g] for g in gaps], english, n_boot=N_BOOT, seed=0)
+    naive = bootstrap_ci([[g] for g in gaps], n_boot=N_BOOT, seed=0)
+    assert (e["ci_low"], e["ci_high"]) == pytest.approx((clustered.low, clustered.high))
+    assert (e["ci_low"], e["ci_high"]) != pytest.approx((naive.low, naive.high))
+    assert e["p"] == pytest.approx(paired_test([[g] for g in gaps], 0.0, n_boot=N_BOOT, seed=0, clusters=english)[1])
+
+
+def test_clustering_pairs_by_their_english_row_widens_a_gap_they_share():
+    """A toy where clustering matters: three languages translate each of four English rows, and the gap of every
+    pair is its English row's offset (the English image, shared by the three, carries the noise). The pairs look
+    like 12 draws but are 4: the clustered interval is much wider (about the spread of 4 values, not of 12), and
+    the clustered sign flip sees 4 units: of the 2^4 flips 2 are as extreme (p -> 1/8), where 12 independent
+    pairs would give p near 2/2^12."""
+    offsets = [0.1, 0.3, 0.2, 0.25]
+    gaps = [[o] for o in offsets for _ in range(3)]
+    english = [k for k in range(4) for _ in range(3)]
+    naive = bootstrap_ci(gaps, n_boot=4000, seed=2)
+    clustered = cluster_bootstrap_ci(gaps, english, n_boot=4000, seed=2)
+    assert clustered.value == naive.value == pytest.approx(0.2125)
+    assert (clustered.high - clustered.low) > 1.5 * (naive.high - naive.low)
+    ci, p = paired_test(gaps, 0.0, n_boot=4000, seed=2, clusters=english)
+    assert ci == clustered and p == pytest.approx(2 / 16, abs=0.03)
+    assert paired_test(gaps, 0.0, n_boot=4000, seed=2)[1] < 0.01  # unclustered: overclaimed
 
 
 def test_country_gaps_are_tested_against_zero_and_adjusted_across_countries(lingo_results):
@@ -264,8 +303,10 @@ def test_country_gaps_are_tested_against_zero_and_adjusted_across_countries(ling
     es, ng = entries["lingo.brightness.parity", "country", "ES"], entries["lingo.brightness.parity", "country", "NG"]
     yo, ha = _gaps("NG", "yo"), _gaps("NG", "ha")
     in_id_order = [ha[0], yo[0], ha[1], yo[1], yo[2]]  # the units' order: prompt ids .../NG/<k>/<language>
-    for e, gaps in ((es, _gaps("ES", "es")), (ng, in_id_order)):
-        assert e["p"] == pytest.approx(paired_test([[g] for g in gaps], 0.0, n_boot=N_BOOT, seed=0)[1])
+    for e, gaps, english in ((es, _gaps("ES", "es"), [0, 1, 2]), (ng, in_id_order, [0, 0, 1, 1, 2])):
+        clusters = [f"lingo-native/{e['slice']}/{k}/en" for k in english]  # signs flip per English row
+        assert e["p"] == pytest.approx(paired_test([[g] for g in gaps], 0.0, n_boot=N_BOOT, seed=0,
+                                                   clusters=clusters)[1])
     # Benjamini-Hochberg over the two countries: the larger p stays, the smaller doubles (capped by the larger)
     small, large = sorted([es["p"], ng["p"]])
     assert sorted([es["p_adjusted"], ng["p_adjusted"]]) == pytest.approx([min(2 * small, large), large])
@@ -275,7 +316,9 @@ def test_country_gaps_are_tested_against_zero_and_adjusted_across_countries(ling
     assert len(_gaps("ES", "es")) == 3 and es["p"] == pytest.approx(0.25, abs=0.1)
     # Hausa's gaps are all 0: nothing varies, so nothing is tested; its untested p does not count in BH
     ha = entries["lingo.brightness.parity", "language", "ha"]
-    assert ha["p"] is None and ha["p_adjusted"] is None and ha["ci_note"] is None
+    assert ha["p"] is None and ha["p_adjusted"] is None
+    # and its bootstrap collapses to [0, 0]: two pairs that agree are not certainty, so it has no CI at all
+    assert ha["ci_low"] is None and ha["ci_high"] is None and ha["ci_note"] == NO_SPREAD
     assert "p" not in entries["lingo.brightness", "overall", "all"]  # only the gaps are tested
 
 

@@ -12,6 +12,7 @@ from scipy import stats
 from cultureboard.evaluators.results.stats import (
     benjamini_hochberg,
     bootstrap_ci,
+    bounded_ci,
     cluster_bootstrap_ci,
     correlations,
     fleiss_kappa,
@@ -21,6 +22,8 @@ from cultureboard.evaluators.results.stats import (
     rank_ties,
     resample_indices,
     spearman_ci,
+    unit_ci,
+    wilson_interval,
 )
 
 
@@ -424,3 +427,48 @@ def test_rank_by_bound_orders_by_the_pessimistic_end():
     assert lower.rank.tolist() == [3, 2, 1]
     with pytest.raises(ValueError, match="by must be"):
         rank_ties(values, lows, highs, by="median")
+
+
+# --- Wilson intervals of bounded and discrete metrics ------------------------------------------------------------
+
+Z2 = 1.959963984540054**2
+
+
+@pytest.mark.parametrize("hits, n, low, high", [
+    (4, 4, 4 / (4 + Z2), 1.0),  # every unit right: the lower end is n / (n + z^2) = 0.5101, never [1, 1]
+    (0, 4, 0.0, Z2 / (4 + Z2)),  # every unit wrong: [0, 0.4899]
+    (2, 4, 0.5 - 1.959963984540054 / (4 + Z2) * np.sqrt(1 + Z2 / 4),  # centre 1/2, half-width
+     0.5 + 1.959963984540054 / (4 + Z2) * np.sqrt(1 + Z2 / 4)),  # z / (n + z^2) sqrt(n p q + z^2 / 4) = 0.3500
+])
+def test_the_wilson_interval_by_hand(hits, n, low, high):
+    assert wilson_interval(hits / n, n) == pytest.approx((low, high), abs=1e-12)
+    assert wilson_interval(2 / 4, 4) == pytest.approx((0.1500, 0.8500), abs=5e-5)
+
+
+def test_a_bounded_metric_gets_the_wilson_interval_of_its_rescaled_mean_over_units():
+    """Four units of a 4-question accuracy all 1 (each unit the mean of its images): [0.510, 1], not [1, 1]. On a
+    [-1, 1] scale the same share maps back: mean 0 of four gaps is share 1/2, its interval 2 x [0.150, 0.850] - 1.
+    n is the number of units (image counts do not matter), or of clusters where the units are clustered."""
+    ci = bounded_ci([[1, 1], [1], [1, 1, 1], [1]], (0.0, 1.0))
+    assert ci == pytest.approx((1.0, 4 / (4 + Z2), 1.0))
+    low, high = wilson_interval(0.5, 4)
+    assert bounded_ci([[0.5], [-0.5], [0.0], [0.0]], (-1.0, 1.0)) == pytest.approx((0.0, 2 * low - 1, 2 * high - 1))
+    assert bounded_ci([[0.75], [0.25]], (0.0, 1.0)) == pytest.approx((0.5, *wilson_interval(0.5, 2)))
+    assert bounded_ci([[1]] * 4, (0, 1), clusters=["a", "a", "b", "b"]) == pytest.approx((1.0, 2 / (2 + Z2), 1.0))
+    assert unit_ci([[1]] * 4, bounds=(0, 1)) == bounded_ci([[1]] * 4, (0, 1))
+    assert unit_ci([[1], [2]], n_boot=50, seed=3) == bootstrap_ci([[1], [2]], n_boot=50, seed=3)
+    with pytest.raises(ValueError, match="outside the card's bounds"):
+        bounded_ci([[1.5], [0.5]], (0.0, 1.0))
+    with pytest.raises(ValueError, match="low < high"):
+        bounded_ci([[0.5]], (1.0, 0.0))
+
+
+def test_no_wilson_interval_from_two_or_more_units_is_a_point():
+    """200 random slices of 2-12 units of 1-4 quarter-valued images (many all 0 or all 1): every interval holds
+    the value, stays in the bounds and is at least as wide as 4 of 4's at n = 12 (12 / (12 + z^2) to 1)."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, p = int(rng.integers(2, 13)), rng.choice([0.0, 0.5, 1.0, rng.random()])
+        units = [rng.binomial(4, p, size=int(rng.integers(1, 5))) / 4 for _ in range(n)]
+        ci = bounded_ci(units, (0.0, 1.0))
+        assert 0.0 <= ci.low <= ci.value <= ci.high <= 1.0 and ci.high - ci.low >= 1 - 12 / (12 + Z2) - 1e-12

@@ -337,7 +337,8 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
         "metrics_info": [family.card(m).to_dict() for m in metrics],
         "metrics": summarize(scores, units, expected, slice_types, seed=settings["seed"], n_boot=settings["n_boot"],
                              refused=refused, clusters=clusters,
-                             tested={m: family.card(m).target for m in metrics if is_parity(m)}) if len(scores) else [],
+                             tested={m: family.card(m).target for m in metrics if is_parity(m)},
+                             bounded={m: b for m in metrics if (b := family.card(m).bounded)}) if len(scores) else [],
     }
     progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:

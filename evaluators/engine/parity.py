@@ -16,9 +16,12 @@ English rows of each artifact (``language`` "en") and one row per (English row, 
 
   :math:`\bar m(p)` the mean of m over prompt p's scored images and e(n) the English prompt n translates. The
   summary's value is the mean of :math:`d_n` over the pairs of a slice (country, language, ...), and its
-  bootstrap over units resamples pairs, each with both of its sides: the paired bootstrap. Each entry is tested
-  against 0 (``p``) and Benjamini-Hochberg adjusted across the slices of its type (``p_adjusted``: across
-  countries on the country slices; :mod:`..results.aggregate`). Direction ``target`` 0: the project's own
+  bootstrap resamples pairs, each with both of its sides (the paired bootstrap), clustered by ``translation_of``:
+  the native rows of one English row (Nigeria's ha, yo and ig) share that row's images, so they are drawn
+  together (two stages: English rows, then their pairs), and the sign-flip test flips them together. A bounded
+  and discrete base metric's gap is bounded too (in [low - high, high - low]) and gets the Wilson interval over
+  the English rows instead. Each entry is tested against 0 (``p``) and Benjamini-Hochberg adjusted across the
+  slices of its type (``p_adjusted``: across countries on the country slices; :mod:`..results.aggregate`). Direction ``target`` 0: the project's own
   measure (same artifacts, same seeds: no gap is the definitional ideal).
 * **Refusals count.** A native prompt whose every image the model declared refused has no gap row and is counted
   in the slice's ``n_refused`` (the aggregate's rule); a pair whose English prompt was refused, or one side of
@@ -47,8 +50,8 @@ NATIVE = "native"
 #: The unit of a gap row: the native prompt of a (native, English) pair.
 PAIR_UNIT = "pair"
 #: Bumped when the gap's computation changes; a parity card's version is ``100 * base version + PARITY_VERSION``
-#: so that a change of either changes it.
-PARITY_VERSION = 1
+#: so that a change of either changes it. 2: pairs clustered by their English row; Wilson for bounded metrics.
+PARITY_VERSION = 2
 ENGLISH_REFUSED = "the English prompt of the pair was refused"
 #: What the notes of every metric of a native variant say about the text its scorers read.
 SCORER_TEXT = ("native-language rows are scored against the English text of the prompt they translate "
@@ -81,8 +84,11 @@ def parity_card(base: MetricCard) -> MetricCard:
         "target", f"a difference of two values in {base.range}", base.scorers,
         f"the project's own measure (native minus English) of {base.source}",
         version=100 * base.version + PARITY_VERSION, unit=PAIR_UNIT, target=0.0, direction_evidence=EVIDENCE,
+        cluster="translation_of", bounded=None if base.bounded is None else (
+            base.bounded[0] - base.bounded[1], base.bounded[1] - base.bounded[0]),
         description=(f"{base.title} on prompts in the country's own language minus the same on their English "
-                     "originals (same artifacts, same seeds), with a paired bootstrap CI over the pairs; 0 is no gap. "
+                     "originals (same artifacts, same seeds), with a paired bootstrap CI over the pairs, those of one "
+                     "English prompt drawn together; 0 is no gap. "
                      "Scorers that compare an image with text read the English prompt for both, so the gap is "
                      "about the images, not the scorer's languages. A native prompt the model refused is counted "
                      "(refused), not dropped."))

@@ -56,6 +56,10 @@ class MetricCard:
     without it is refused. ``cluster`` names the prompt field whose value groups prompts that share their
     randomness (CuRe: every ladder of a category shares the category's P(c) images); the summary's bootstrap
     then resamples those clusters first and prompts within each drawn cluster (a two-stage bootstrap).
+    ``bounded`` = (low, high) marks a bounded and discrete metric (an accuracy, a top-1 hit, a share of yes
+    answers: values in [low, high] piled at the ends): its interval is the Wilson score interval at the unit
+    level (:func:`..results.stats.bounded_ci`), which keeps its coverage at the bounds where a bootstrap
+    collapses to a point.
     """
 
     name: str
@@ -76,6 +80,7 @@ class MetricCard:
     direction_evidence: str = ""  # where the paper shows which way is better; required when ranked
     target: float | None = None  # with direction "target": the best value
     cluster: str | None = None  # prompt field of the bootstrap's first stage (shared randomness), if any
+    bounded: tuple[float, float] | None = None  # (low, high) of a bounded and discrete metric: Wilson intervals
 
     def __post_init__(self):
         if self.direction not in DIRECTIONS:
@@ -84,6 +89,8 @@ class MetricCard:
             raise ValueError(f"metric {self.name}: a target is given exactly when the direction is 'target'")
         if not isinstance(self.version, int) or self.version < 1:
             raise ValueError(f"metric {self.name}: version must be a positive integer")
+        if self.bounded is not None and not (len(self.bounded) == 2 and self.bounded[0] < self.bounded[1]):
+            raise ValueError(f"metric {self.name}: bounded is (low, high) with low < high, not {self.bounded!r}")
         if not self.name.startswith(self.family + "."):
             raise ValueError(f"metric {self.name}: names start with the family name ({self.family}.)")
 

@@ -3,6 +3,9 @@
 * :func:`bootstrap_ci` -- percentile bootstrap over prompts of the mean of per-prompt means;
 * :func:`paired_test` -- that CI and the sign-flip permutation p-value of "the mean equals a null value";
 * :func:`cluster_bootstrap_ci` -- the same mean with a two-stage bootstrap (clusters of prompts, then prompts);
+* :func:`wilson_interval`, :func:`bounded_ci` -- the Wilson score interval of a bounded and discrete metric's mean
+  over units (accuracies, top-1 hits, shares), which never collapses to a point and keeps its coverage at 0 and 1;
+* :func:`unit_ci` -- the interval a summary entry gets: one of the three above, by what the card declares;
 * :func:`resample_indices`, :func:`percentile_interval` -- the one bootstrap machinery (draws, interval) of the
   bootstraps here and in ``disparity`` and ``trust``;
 * :func:`spearman_ci` -- Spearman's rho with a percentile bootstrap CI over items (pairs resampled together);
@@ -55,21 +58,114 @@ def bootstrap_ci(
     Raises:
         ValueError: no prompts, a prompt without values, a non-finite value, n_boot < 1, level not in (0, 1).
     """
-    value, replicates, _ = _prompt_replicates(values_by_prompt, statistic, n_boot, level, seed)
+    value, replicates = _prompt_replicates(values_by_prompt, statistic, n_boot, level, seed)
     return ConfidenceInterval(value, *percentile_interval(replicates, level))
 
 
 def paired_test(values_by_prompt: Mapping[str, Sequence[float]] | Sequence[Sequence[float]], null: float = 0.0,
-                n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[ConfidenceInterval, float | None]:
-    r""":func:`bootstrap_ci` of the mean of per-prompt means :math:`d_i` (one per pair: paired differences) and the
+                n_boot: int = 1000, level: float = 0.95, seed: int = 0, clusters: Sequence | None = None,
+                bounds: tuple[float, float] | None = None) -> tuple[ConfidenceInterval, float | None]:
+    r""":func:`unit_ci` of the mean of per-prompt means :math:`d_i` (one per pair: paired differences) and the
     two-sided sign-flip permutation p-value of "the mean equals ``null``" (:func:`sign_flip_p`), exact under a
     null symmetric about ``null`` whatever the number of pairs (a bootstrap p of a mean over 5-10 pairs is too
-    small). p is None (untested) when every :math:`d_i` equals ``null`` or there is a single pair."""
-    value, replicates, means = _prompt_replicates(values_by_prompt, np.mean, n_boot, level, seed)
+    small). With ``clusters`` (one label per pair: pairs that share a side, such as the native rows of one
+    English row) the signs flip per cluster, on each cluster's sum of :math:`d_i - null`: pairs that share
+    randomness keep it together under the null, as they do in the two-stage bootstrap of the CI. p is None
+    (untested) when every :math:`d_i` equals ``null`` or there is a single pair (a single cluster)."""
+    means = _unit_means(values_by_prompt)
+    ci = unit_ci(values_by_prompt, clusters=clusters, bounds=bounds, n_boot=n_boot, level=level, seed=seed)
     centred = means - null
+    if clusters is not None:
+        centred = np.bincount(_codes(clusters, len(means)), weights=centred)
     tested = len(centred) > 1 and np.abs(centred).max() > 0
     p = sign_flip_p(centred, n_boot, np.random.default_rng([seed, 1])) if tested else None
-    return ConfidenceInterval(value, *percentile_interval(replicates, level)), p
+    return ci, p
+
+
+def unit_ci(values_by_unit, clusters: Sequence | None = None, bounds: tuple[float, float] | None = None,
+            n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> ConfidenceInterval:
+    """The interval of the mean of per-unit means that a summary entry gets: :func:`bounded_ci` for a metric whose
+    card declares ``bounds`` (bounded and discrete), else :func:`cluster_bootstrap_ci` when ``clusters`` are
+    given, else :func:`bootstrap_ci`."""
+    if bounds is not None:
+        return bounded_ci(values_by_unit, bounds, clusters=clusters, level=level)
+    if clusters is not None:
+        return cluster_bootstrap_ci(values_by_unit, clusters, n_boot=n_boot, level=level, seed=seed)
+    return bootstrap_ci(values_by_unit, n_boot=n_boot, level=level, seed=seed)
+
+
+def wilson_interval(p_hat: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    r"""The Wilson score interval of a proportion :math:`\hat p` from n trials, with z the
+    :math:`(1+level)/2` normal quantile:
+
+    .. math:: \frac{\hat p + z^2/2n}{1 + z^2/n} \pm \frac{z}{1 + z^2/n}
+              \sqrt{\frac{\hat p(1-\hat p)}{n} + \frac{z^2}{4n^2}}
+
+    It always contains :math:`\hat p`, lies in [0, 1] and has positive width for every n >= 1 (4 of 4 gives
+    [0.510, 1]), where the normal (Wald) interval and a bootstrap collapse to [1, 1]: its coverage holds at the
+    boundary (Brown, Cai and DasGupta 2001). :math:`\hat p` may be a fraction of the n trials' mean (a mean of
+    shares).
+
+    Raises:
+        ValueError: n < 1, :math:`\hat p` outside [0, 1], level not in (0, 1).
+    """
+    from statistics import NormalDist
+
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if n < 1:
+        raise ValueError(f"the Wilson interval needs at least one trial, got {n}")
+    if not 0 <= p_hat <= 1:
+        raise ValueError(f"a proportion lies in [0, 1], got {p_hat}")
+    z2 = NormalDist().inv_cdf((1 + level) / 2) ** 2
+    centre = (p_hat + z2 / (2 * n)) / (1 + z2 / n)
+    half = np.sqrt(z2) / (1 + z2 / n) * np.sqrt(p_hat * (1 - p_hat) / n + z2 / (4 * n * n))
+    # it holds p_hat exactly (rounding would leave 0 or 1 just outside at the bounds)
+    return float(min(p_hat, max(0.0, centre - half))), float(max(p_hat, min(1.0, centre + half)))
+
+
+def bounded_ci(values_by_unit, bounds: tuple[float, float], clusters: Sequence | None = None,
+               level: float = 0.95) -> ConfidenceInterval:
+    r"""The mean of per-unit means of a metric bounded in ``bounds`` = [a, b] and discrete (an accuracy, a top-1 hit,
+    a share of yes answers: values piled at the ends), with the Wilson score interval at the unit level.
+
+    The value is :math:`\bar v = \frac1U\sum_u \bar v_u`, as :func:`bootstrap_ci` gives. Rescaled to
+    :math:`\hat p = (\bar v - a)/(b - a)`, it is taken as a proportion of n trials, n the number of independent
+    units (the distinct ``clusters`` where given, else the units), and the interval is
+    :func:`wilson_interval` mapped back to [a, b]. Every variable in [0, 1] with mean p has a variance of at most
+    p(1 - p) (a 0/1 variable's), so this is the widest spread the units could have: it cannot collapse to a
+    point, even when every unit scored 1 (4 of 4 correct: [0.510, 1]) or when all share one inner value.
+
+    Raises:
+        ValueError: as :func:`bootstrap_ci`, b <= a, or a unit mean outside the bounds.
+    """
+    low, high = (float(x) for x in bounds)
+    if not high > low:
+        raise ValueError(f"bounds must be (low, high) with low < high, got {bounds}")
+    means = _unit_means(values_by_unit)
+    if means.min() < low - 1e-12 or means.max() > high + 1e-12:
+        raise ValueError(f"a unit mean lies outside the card's bounds [{low:g}, {high:g}]: "
+                         f"{means[(means < low) | (means > high)][:3].tolist()}")
+    n = len(means) if clusters is None else len(np.unique(_codes(clusters, len(means))))
+    value = float(means.mean())
+    share = min(1.0, max(0.0, (value - low) / (high - low)))
+    lo, hi = wilson_interval(share, n, level)
+    return ConfidenceInterval(value, min(value, low + lo * (high - low)), max(value, low + hi * (high - low)))
+
+
+def _unit_means(values_by_unit) -> np.ndarray:
+    items = values_by_unit.items() if isinstance(values_by_unit, Mapping) else enumerate(values_by_unit)
+    means = np.asarray([_unit_mean(unit, values) for unit, values in items], dtype=float)
+    if not len(means):
+        raise ValueError("no prompts: a confidence interval needs at least one prompt")
+    return means
+
+
+def _codes(clusters: Sequence, n_units: int) -> np.ndarray:
+    """0.. codes of the distinct cluster labels (compared as text), one per unit."""
+    if len(clusters) != n_units:
+        raise ValueError(f"need one cluster per unit, got {len(clusters)} for {n_units} units")
+    return np.unique(np.asarray([str(c) for c in clusters], dtype=object), return_inverse=True)[1].ravel()
 
 
 def sign_flip_p(centred: np.ndarray, n_perm: int, rng: np.random.Generator) -> float:
@@ -83,17 +179,12 @@ def sign_flip_p(centred: np.ndarray, n_perm: int, rng: np.random.Generator) -> f
     return float((1 + (null >= abs(centred.mean()) - 1e-12).sum()) / (n_perm + 1))
 
 
-def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float,
-                       seed: int) -> tuple[float, np.ndarray, np.ndarray]:
-    """(statistic over the per-prompt means, its ``n_boot`` bootstrap replicates over prompts, the means)."""
+def _prompt_replicates(values_by_prompt, statistic, n_boot: int, level: float, seed: int) -> tuple[float, np.ndarray]:
+    """(statistic over the per-prompt means, its ``n_boot`` bootstrap replicates over prompts)."""
     _check_bootstrap(n_boot, level)
-    items = values_by_prompt.items() if isinstance(values_by_prompt, Mapping) else enumerate(values_by_prompt)
-    means = [_unit_mean(prompt, values) for prompt, values in items]
-    if not means:
-        raise ValueError("no prompts: a confidence interval needs at least one prompt")
-    means = np.asarray(means)
+    means = _unit_means(values_by_prompt)
     replicates = statistic(means[resample_indices(len(means), n_boot, np.random.default_rng(seed))], axis=1)
-    return float(statistic(means)), replicates, means
+    return float(statistic(means)), replicates
 
 
 def cluster_bootstrap_ci(values_by_unit: Sequence[Sequence[float]], clusters: Sequence, n_boot: int = 1000,
@@ -112,12 +203,8 @@ def cluster_bootstrap_ci(values_by_unit: Sequence[Sequence[float]], clusters: Se
         ValueError: as :func:`bootstrap_ci`, or a cluster count that differs from the unit count.
     """
     _check_bootstrap(n_boot, level)
-    means = np.array([_unit_mean(i, v) for i, v in enumerate(values_by_unit)])
-    if len(clusters) != len(means):
-        raise ValueError(f"need one cluster per unit, got {len(clusters)} for {len(means)} units")
-    if not len(means):
-        raise ValueError("no prompts: a confidence interval needs at least one prompt")
-    codes = np.unique(np.asarray([str(c) for c in clusters], dtype=object), return_inverse=True)[1].ravel()
+    means = _unit_means(list(values_by_unit.values()) if isinstance(values_by_unit, Mapping) else values_by_unit)
+    codes = _codes(clusters, len(means))
     order = np.argsort(codes, kind="stable")
     sizes = np.bincount(codes)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))

@@ -139,7 +139,8 @@ METRICS = (
                            "prompt set's countries."),
     MetricCard("cube.country_top1", FAMILY, "Country recognised (top-1) proxy",
                "1[argmax_c cos(f_img(x), f_txt('An image from c.')) = prompt country]", "none", "{0, 1}",
-               (ALIGNMENT,), SOURCE + ", section 4", version=2, chance="1 / number of countries of the prompt set",
+               (ALIGNMENT,), SOURCE + ", section 4", version=3, chance="1 / number of countries of the prompt set",
+               bounded=(0.0, 1.0),  # version 3: Wilson intervals (a 0/1 hit)
                proxy_for="CUBE's human cultural relevance rating (Q1)",
                description="Whether the prompt's country is the zero-shot classifier's first choice."),
     MetricCard("cube.quality", FAMILY, "Quality (HPS v2.1)", "cos(f_img(x), f_txt(prompt)) of the HPS v2.1 model",

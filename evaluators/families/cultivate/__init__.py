@@ -142,8 +142,8 @@ VERSION = 2  # 2: per-dimension extraction, P(yes) over both spellings, per-acti
 
 
 def _card(name: str, title: str, formula: str, direction: str, scorers: tuple, description: str, *, section: str,
-          unit: str = "image", validity: tuple = (), **kw) -> MetricCard:
-    return MetricCard(name, FAMILY, title, formula, direction, "[0, 1]", scorers, SOURCE + section, version=VERSION,
+          unit: str = "image", validity: tuple = (), version: int = VERSION, **kw) -> MetricCard:
+    return MetricCard(name, FAMILY, title, formula, direction, "[0, 1]", scorers, SOURCE + section, version=version,
                       unit=unit, description=description, validity=validity, **kw)
 
 
@@ -161,7 +161,8 @@ METRICS = (
     _card("cultivate.align", "Alignment (ALIGN)", "mean over dimensions of |{ref d_j : max_i cos(pred_i, d_j) > tau}| "
           "/ |refs|; " + _TAU, "higher", (JUDGE, EMBEDDER),
           "The share of the prompt's reference descriptors the image shows, per dimension, averaged.",
-          section=", eq. 1", direction_evidence="Table 3: ALIGN alone correlates positively with GT-FAITH (Spearman "
+          section=", eq. 1", version=VERSION + 1, bounded=(0.0, 1.0),  # + 1: Wilson intervals (a share)
+          direction_evidence="Table 3: ALIGN alone correlates positively with GT-FAITH (Spearman "
           "+0.39 Qwen2.5-VL, +0.41 InternVL3); " + _TABLE1.format("ALIGN", "higher is better (up arrow)"),
           validity=_reported("Table 3", ("of ALIGN (Qwen2.5-VL) with GT-FAITH", 0.39),
                              ("of ALIGN (InternVL3) with GT-FAITH", 0.41))),
@@ -169,6 +170,7 @@ METRICS = (
           " d_j) <= tau}| / |preds|; " + _TAU, "lower", (JUDGE, EMBEDDER),
           "The share of what the image shows that matches no reference descriptor of the activity in the country.",
           section=", eq. 2", proxy_for="GT-HAL: annotators' rating of incorrect elements",
+          version=VERSION + 1, bounded=(0.0, 1.0),  # + 1: Wilson intervals (a share)
           direction_evidence="Table 7: HAL (Qwen2.5-VL) correlates +0.36 with GT-HAL and -0.36 with GT-FAITH (more "
           "hallucination, less faithful); " + _TABLE1.format("HAL", "lower is better (down arrow)"),
           validity=_reported("Table 7", ("of HAL (Qwen2.5-VL) with GT-HAL", 0.36),

@@ -255,7 +255,8 @@ def _cards() -> tuple[MetricCard, ...]:
                                "A large gain suggests the model did not know the artifact from its name alone."),
         MetricCard("cure.acceptance", FAMILY, "Accepted (not refused) share of the ladder's images",
                    "accepted images / (4 prompts x images per prompt)", "none", "[0, 1]", (), SOURCE +
-                   ", appendix B.2 (Table 6)", version=2, unit="ladder",  # version 2: no longer ranked
+                   ", appendix B.2 (Table 6)", version=3, unit="ladder", bounded=(0.0, 1.0),
+                   # version 2: no longer ranked; 3: Wilson intervals (a share of images)
                    direction_evidence="Not ranked: CuRe reports refusal rates (Table 6, appendix B.2) as a caveat "
                                       "on the starred systems of Table 8, with no human judgement of which way is "
                                       "better.",

@@ -163,10 +163,12 @@ _ALL_STEPS = ("A diagnostic, never ranked: a mean over every step, the unedited 
               "text-to-image base with what the edits did (the headline is ecb.culture.accuracy_last).")
 
 
-def _culture_card(name: str, title: str, formula: str, source: str, direction: str = "none", version: int = 3,
-                  **fields) -> MetricCard:
+def _culture_card(name: str, title: str, formula: str, source: str, direction: str = "none", version: int = 4,
+                  bounded: tuple[float, float] = (0.0, 1.0), **fields) -> MetricCard:
+    """A culture-aware card: a share of one chain's yes/no answers, bounded and discrete (Wilson intervals; every
+    version bumped for them)."""
     return MetricCard(f"ecb.culture.{name}", FAMILY, f"Culture-aware metric: {title}", f"{formula} {_QA}", direction,
-                      "[0, 1]", (JUDGE,), f"{SOURCE}, {source}", version=version, unit="chain",
+                      "[0, 1]", (JUDGE,), f"{SOURCE}, {source}", version=version, unit="chain", bounded=bounded,
                       chance=fields.pop("chance", _CHANCE[name.split("_")[0]]),
                       direction_evidence=_CULTURE_EVIDENCE if direction != "none" else "",
                       **{**fields, "description": fields.get("description", "") + _JUDGE})
@@ -175,7 +177,7 @@ def _culture_card(name: str, title: str, formula: str, source: str, direction: s
 METRICS = (
     *_chain_cards(),
     _culture_card("accuracy_last", "accuracy after the last edit", "a_last = (TP + TN) / N of the chain's last step "
-                  "(step 5),", "section 3.3.1, appendix A.2, Table 6", direction="higher", version=1, primary=True,
+                  "(step 5),", "section 3.3.1, appendix A.2, Table 6", direction="higher", version=2, primary=True,
                   proxy_for="ECB's expert human quality score (HQS) at step 5 and best / worst choices",
                   description="Share of the knowledge-grounded yes/no questions about each chain's last image that the "
                               "judge answers as expected, one value per chain (N counts ambiguous answers). ECB names "
@@ -186,7 +188,7 @@ METRICS = (
                               "keeps its base's value here; only edits that add cultural consistency beat it.",
                   validity=(_POSITIONAL,)),
     _culture_card("accuracy_change", "accuracy change over the edits", "a_last - a_0, a_k = (TP + TN) / N of step k,",
-                  "section 3.3.1, Table 6 (the human side: HQS change base -> step 5)", version=1,
+                  "section 3.3.1, Table 6 (the human side: HQS change base -> step 5)", version=2, bounded=(-1.0, 1.0),
                   proxy_for="ECB's change of expert human quality from the base to step 5 (Table 6)",
                   description="How much the chain's accuracy moved from the unedited base to the last step, one value "
                               "per chain (< 0: the edits lost culture the base had). Descriptive, never ranked: an "
@@ -214,13 +216,13 @@ METRICS = (
                   validity=(_POSITIONAL,)),
     MetricCard("ecb.culture.ambiguous", FAMILY, "Culture-aware metric: ambiguous answers",
                "ambiguous answers / N over the image's questions (P(yes) + P(no) < min_answer_mass, or a tie)",
-               "none", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=1, unit="chain",
+               "none", "[0, 1]", (JUDGE,), f"{SOURCE}, appendix A.2", version=2, unit="chain", bounded=(0.0, 1.0),
                description="Share of the questions the judge answered neither yes nor no. Diagnostic, never ranked: "
                            "ambiguous answers count against accuracy without showing in it." + _JUDGE),
     MetricCard("ecb.positional_match", FAMILY, "Culture-aware metric: picks equal to the positional baseline",
                "[0 in best] / #best x [last in worst] / #worst, best / worst = the chain's steps of highest / lowest "
-               "F1", "none", "[0, 1]", (JUDGE,), f"{SOURCE}, Fig. 5; notes/004-blindspots.md 4.2", version=1,
-               unit="chain", chance="1 / 30 for picks at random among 6 steps (best and worst distinct)",
+               "F1", "none", "[0, 1]", (JUDGE,), f"{SOURCE}, Fig. 5; notes/004-blindspots.md 4.2", version=2,
+               unit="chain", bounded=(0.0, 1.0), chance="1 / 30 for picks at random among 6 steps (best and worst distinct)",
                description="Share of chains whose F1 picks are the positional baseline (best = the base, worst = the "
                            "last step), ties broken at random; the detail splits it into best_is_base and "
                            "worst_is_last and gives F1 at the base and at the last step. Near 1, the metric's best / "
