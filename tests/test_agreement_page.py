@@ -24,6 +24,7 @@ from cultureboard.site.agreement_page import (
     agreement_page,
     kendall_tau,
     pairs,
+    permutation_p,
     rankings,
     verdict,
 )
@@ -119,11 +120,50 @@ def test_kendall_tau_matches_scipy_row_by_row():
 # ------------------------------------------------------------------------------------------ the bootstrap CI
 
 def test_same_order_agrees_and_reversed_disagrees():
-    x = ranking([[1, 1.1], [2, 2.1], [3, 3.1], [4, 4.1]])
-    same = agreement(x, ranking([[5, 5], [6, 6], [7, 7], [8, 8]], "g"), n_boot=200)
-    assert [same[k] for k in ("shared", "tau", "ci_low", "ci_high", "verdict")] == [4, 1.0, 1.0, 1.0, "agree"]
-    rev = agreement(x, ranking([[8, 8], [7, 7], [6, 6], [5, 5]], "g"), n_boot=200)
-    assert (rev["tau"], rev["ci_high"], rev["verdict"]) == (-1.0, -1.0, "disagree")
+    """Five models: of the 120 pairings 2 have |tau| = 1, so p = 1/60 < 0.05 and the verdict stands."""
+    x = ranking([[1, 1.1], [2, 2.1], [3, 3.1], [4, 4.1], [5, 5.1]])
+    same = agreement(x, ranking([[5, 5], [6, 6], [7, 7], [8, 8], [9, 9]], "g"), n_boot=200)
+    assert [same[k] for k in ("shared", "tau", "ci_low", "ci_high", "verdict")] == [5, 1.0, 1.0, 1.0, "agree"]
+    assert same["p"] == pytest.approx(1 / 60)
+    rev = agreement(x, ranking([[9, 9], [8, 8], [7, 7], [6, 6], [5, 5]], "g"), n_boot=200)
+    assert (rev["tau"], rev["ci_high"], rev["p"], rev["verdict"]) == (-1.0, -1.0, pytest.approx(1 / 60), "disagree")
+
+
+def test_three_models_ordered_alike_get_a_tau_but_no_verdict():
+    """The issue's case: three models in one order on both sides, a [1, 1] CI over prompts, yet one pairing in
+    three is as extreme by chance (tau +1 or -1: 2 of 3! = 6). Four models get no verdict either."""
+    x, y = ranking([[1, 1], [2, 2], [3, 3]]), ranking([[4, 4], [5, 5], [6, 6]], "g")
+    a = agreement(x, y, n_boot=100)
+    assert (a["tau"], a["ci_low"], a["ci_high"], a["p"]) == (1.0, 1.0, 1.0, pytest.approx(1 / 3))
+    assert a["verdict"] == "no verdict: fewer than 5 shared models"
+    four = agreement(ranking([[1], [2], [3], [4]]), ranking([[1], [2], [4], [3]], "g"), n_boot=50)
+    # tau 4/6; |tau| >= 2/3 for the pairings with at most 1 or at least 5 of the 6 pairs inverted: 1 + 3 + 3 + 1 of 24
+    assert (four["tau"], four["p"], four["verdict"]) == (pytest.approx(4 / 6), pytest.approx(8 / 24),
+                                                        "no verdict: fewer than 5 shared models")
+
+
+def test_the_permutation_p_counts_every_pairing_or_draws_them():
+    rng = np.random.default_rng(0)
+    up = np.arange(5.0)
+    assert permutation_p(up, up, rng) == pytest.approx(2 / 120)
+    assert permutation_p(up, np.array([0.0, 1, 2, 4, 3]), rng) == pytest.approx(
+        (1 + 4 + 4 + 1) / 120)  # tau 0.8: at most one inversion or at least 9 of 10 (Mahonian counts 1, 4 ... 4, 1)
+    nine = np.arange(9.0)  # above EXACT_UP_TO: the observed pairing and N_PERM random ones (2 in 9! are as extreme)
+    p = permutation_p(nine, nine, np.random.default_rng(1))
+    assert 1 / 10001 <= p < 5 / 10001 and p == permutation_p(nine, nine, np.random.default_rng(1))
+
+
+def test_models_are_compared_on_the_prompts_every_one_of_them_scored():
+    """m0 has no score on prompt 0 of x, the hard prompt where m1 and m2 score -9: prompt 0 is left out for every
+    model of x, so on prompts 1 and 2 x orders m0 < m1 < m2 as y does (tau 1). Each model on its own prompts would
+    put m0 on top (1 > -1 > -5/3): one concordant pair of three, tau -1/3."""
+    x = ranking([[np.nan, 1.0, 1.0], [-9.0, 2.0, 2.0], [-9.0, 3.0, 3.0]])
+    y = ranking([[1.0], [2.0], [3.0]], "g")
+    a = agreement(x, y, n_boot=50)
+    assert (a["prompts_a"], a["prompts_b"], a["tau"]) == (2, 1, 1.0)
+    assert kendall_tau(x.headlines(np.ones((1, 3)))[0], y.headlines(np.ones((1, 1)))[0])[0] == pytest.approx(-1 / 3)
+    none = agreement(ranking([[np.nan, 1.0], [2.0, np.nan], [3.0, 3.0]]), y, n_boot=50)
+    assert (none["prompts_a"], none["tau"], none["verdict"]) == (0, None, "no prompt that every shared model scored")
 
 
 def test_ci_holds_the_estimate_widens_with_noise_and_repeats():
@@ -146,9 +186,10 @@ def test_ci_holds_the_estimate_widens_with_noise_and_repeats():
         assert one_noisy_side["ci_high"] - one_noisy_side["ci_low"] > 0.5
 
 
-def test_verdict_needs_the_whole_ci_on_one_side_of_zero():
-    assert [verdict(0.01, 1), verdict(0, 0.5), verdict(-0.5, 0), verdict(-1, -0.01)] == [
+def test_verdict_needs_the_whole_ci_on_one_side_of_zero_and_a_small_p():
+    assert [verdict(0.01, 1, 0.01), verdict(0, 0.5, 0.01), verdict(-0.5, 0, 0.01), verdict(-1, -0.01, 0.01)] == [
         "agree", "do not clearly agree", "do not clearly agree", "disagree"]
+    assert verdict(0.5, 1, 0.05) == verdict(-1, -0.5, 0.06) == "do not clearly agree"  # a chance order
 
 
 def test_resampling_is_over_prompts_not_models():
@@ -173,13 +214,14 @@ def test_an_all_tied_side_has_no_tau():
 def test_too_few_shared_models():
     x = ranking([[1], [2], [3]])
     y = Ranking("g", "g", ["m0", "m1", "other"], np.array([[1.0], [2.0], [3.0]]), np.array(["IT"], object))
-    assert agreement(x, y) == {"shared": 2, "tau": None, "ci_low": None, "ci_high": None,
-                               "verdict": "too few shared models"}
+    assert agreement(x, y) == {"shared": 2, "prompts_a": 1, "prompts_b": 1, "tau": None, "ci_low": None,
+                               "ci_high": None, "p": None, "verdict": "too few shared models"}
 
 
 # ------------------------------------------------------------------------------------------ on a board
 
 FOUR = {"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4}
+FIVE = FOUR | {"e": 0.5}
 
 
 def test_rankings_group_by_model_leave_out_controls_and_flagged_rows():
@@ -225,7 +267,7 @@ def test_the_page_says_too_few_shared_models(tmp_path):
 
 
 def test_lower_is_better_turns_the_order():
-    b = board({m: {"IT": v} for m, v in FOUR.items()}, {m: {"IT": v} for m, v in FOUR.items()})
+    b = board({m: {"IT": v} for m, v in FIVE.items()}, {m: {"IT": v} for m, v in FIVE.items()})
     b.cards[CURE]["direction"] = "lower"
     (row,) = pairs(rankings(b))
     assert (row["tau"], row["verdict"]) == (-1.0, "disagree")
@@ -241,10 +283,13 @@ def test_closer_to_target_is_better(target, tau):
 @pytest.fixture
 def written(tmp_path) -> Site:
     """agreement.html written by the real :class:`Site` (no site build: fast)."""
-    # Four models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE (reversed
-    # there); two models on Kenya on both; a control that would otherwise be a fifth shared model.
-    cube = {m: {"IT": v, "NG": v, "ES": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
-    cure = {m: {"IT": v, "NG": 1 - v, **({"KE": v} if m in "ab" else {})} for m, v in FOUR.items()}
+    # Five models on both families: the same order on Italy, reversed on Nigeria; Spain only on CUBE (reversed
+    # there); two models on Kenya on both (its prompts, which the others lack, are compared on no overall row); a
+    # control that would otherwise be a sixth shared model. Four models on Ghana: a tau without a verdict.
+    cube = {m: {"IT": v, "NG": v, "ES": 1 - v, "GH": v, **({"KE": 1 - v} if m in "ab" else {})}
+            for m, v in FIVE.items()}
+    cure = {m: {"IT": v, "NG": 0.5 - v / 2, **({"GH": v} if m != "e" else {}), **({"KE": 1 - v} if m in "ab" else {})}
+            for m, v in FIVE.items()}
     site = blank_site(tmp_path)
     agreement_page(site, board(cube, cure, control={"IT": 9.0, "NG": 9.0}))
     return site
@@ -253,13 +298,15 @@ def written(tmp_path) -> Site:
 def test_page_tables_overall_and_per_country(written):
     overall = json.loads((written.root / "data/agreement-overall.json").read_text())["rows"]
     assert [(r["a"], r["b"], r["shared"]) for r in overall] == [
-        ("cube: cube-awareness, CUBE.CULTURAL_RELEVANCE", "cure: cure-ladder, CURE.ITA.CR", 4)]
-    # by hand, means over all prompts: CUBE a .3 < b .35 < c .433 < d .467; CuRe a .367 < b .4 < c .5 = d .5:
-    # 5 concordant pairs, c-d tied in CuRe: tau-b = 5 / sqrt(6 * 5)
-    assert overall[0]["tau"] == pytest.approx(5 / np.sqrt(30))
+        ("cube: cube-awareness, CUBE.CULTURAL_RELEVANCE", "cure: cure-ladder, CURE.ITA.CR", 5)]
+    # on the prompts all five scored (Kenya's and, in CuRe, Ghana's left out): CUBE (3v + 1 - v) / 4 and CuRe
+    # (v + 0.5 - v / 2) / 2 both rise with v (tau 1); on every model's own prompts CUBE's a and b would fall behind
+    assert (overall[0]["prompts_a"], overall[0]["prompts_b"]) == (4 * PROMPTS, 2 * PROMPTS)
+    assert overall[0]["tau"] == 1.0 and overall[0]["p"] == pytest.approx(1 / 60)
     rows = json.loads((written.root / "data/agreement-countries.json").read_text())["rows"]
     assert [(r["country"][-3:], r["shared"], r["tau"], r["verdict"]) for r in rows] == [
-        ("IT)", 4, 1.0, "agree"), ("NG)", 4, -1.0, "disagree")]  # Kenya: 2 shared models, Spain: one family
+        ("GH)", 4, 1.0, "no verdict: fewer than 5 shared models"), ("IT)", 5, 1.0, "agree"),
+        ("NG)", 5, -1.0, "disagree")]  # Kenya: 2 shared models, Spain: one family
 
 
 def test_page_states_disagreement_plainly(written):
