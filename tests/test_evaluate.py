@@ -224,9 +224,10 @@ def test_diversity_pools(world, tmp_path):
 
 def fake_judge(monkeypatch):
     """A judge whose answers follow each image's sha256: asked to choose, it answers 0 (none matches), nothing
-    usable, or the first candidate listed from France, Italy or Japan (else the first), so that images land in
-    countries that share a continent; P("Yes") that an image shows the named culture is 0.9 or 0.2. Returns the
-    two rules: sha256 -> "none" | "unusable" | "pick", and sha256 -> P("Yes")."""
+    usable, or one of the candidates listed from France, Italy or Japan (else one of all listed; which one follows
+    the sha256 too), so that images land in countries that share a continent and a within-culture pool, whose
+    candidates are all of one country, holds several artifacts; P("Yes") that an image shows the named culture is
+    0.9 or 0.2. Returns the two rules: sha256 -> "none" | "unusable" | "pick", and sha256 -> P("Yes")."""
     import re
 
     from cultureboard.evaluators.engine.context import Context
@@ -245,7 +246,8 @@ def fake_judge(monkeypatch):
             return JudgeAnswer({"choice": 0}, 1)
         wanted = ("France", "Italy", "Japan")[int(im.sha256[3], 16) % 3]
         listed = re.findall(r"^(\d+)\. .* \((\w+)\)$", question, flags=re.MULTILINE)
-        return JudgeAnswer({"choice": next((int(n) for n, c in listed if c == wanted), 1)}, 1)
+        among = [int(n) for n, c in listed if c == wanted] or [int(n) for n, _ in listed]
+        return JudgeAnswer({"choice": among[int(im.sha256[4], 16) % len(among)]}, 1)
 
     monkeypatch.setattr(Context, "ask_json", lambda self, scorer, items, schema, **kw: [
         answer(im, q) for im, q in items])
@@ -256,7 +258,9 @@ def fake_judge(monkeypatch):
 
 def test_diversity_values_are_recomputed_from_the_mapping(world, tmp_path, monkeypatch):
     """Each pool's value equals CUBE's grouped qVS of the labels and qualities of the images it keeps: swapped
-    label lists, a wrong kernel, mixed levels, or an image the judge rejected kept in fail here."""
+    label lists, a wrong kernel, mixed levels, or an image the judge rejected kept in fail here. Most within-culture
+    images pass the culture question here, and their pools hold several artifacts: every such pool is recomputed
+    with the artifact kernel, and the country kernel (one country: VS/N = 1/N) would give another value."""
     from cultureboard.evaluators.families.cube import pool_id
     from cultureboard.evaluators.families.vendi import CUBE_KERNEL_PRESETS, grouped_qvendi
 
@@ -281,8 +285,7 @@ def test_diversity_values_are_recomputed_from_the_mapping(world, tmp_path, monke
         left_out[pid]["not_of_culture"] += rejected
         if not (none or rejected):
             members.setdefault(pid, []).append((key, detail))
-    checked = 0
-    values = {}
+    checked, values, several = 0, {}, []
     for row in scores[scores.metric.str.startswith(("cube.qvs.", "cube.vs.", "cube.within."))].itertuples():
         keys, labs = zip(*members[row.unit_id])
         detail = json.loads(row.detail)
@@ -296,8 +299,16 @@ def test_diversity_values_are_recomputed_from_the_mapping(world, tmp_path, monke
         assert row.value == pytest.approx(expected, abs=1e-12), row.metric
         values[row.metric, row.unit_id] = row.value
         checked += 1
+        if kind == "within" and len({x["artifact"] for x in labs}) > 1:  # the country kernel sees one label only
+            one_label = grouped_qvendi([x["continent"] for x in labs], [x["country"] for x in labs],
+                                       [x["artifact"] for x in labs], weights, w=CUBE_KERNEL_PRESETS["country"],
+                                       size=8, repetitions=5, seed=0).mean
+            assert one_label == pytest.approx(1 / 8) and row.value > one_label + 1e-6, row.unit_id
+            several.append(row.unit_id)
     n_global = sum(1 for pool in members if "/global/" in pool)
     assert checked == 10 * n_global + (len(members) - n_global) and n_global == 3
+    assert len(members) - n_global == 9  # every within-culture pool (3 countries x 3 concepts) was scored
+    assert len(several) == 7  # all but IT's and JP's art pools (one clothing artifact each): values never seen before
     # FR and IT share Europe: the continent kernel sees fewer distinct labels than the country kernel somewhere
     pools = [pid for pid in members if "/global/" in pid]
     assert any(values["cube.vs.continent", pid] != pytest.approx(values["cube.vs.country", pid]) for pid in pools)
