@@ -105,6 +105,21 @@ def test_phi_div_on_the_notes_toy():
     assert core.phi_div({}, 1) is None and core.div_delta(d, 8, [3]) is None
 
 
+def test_phi_div_on_a_toy_where_every_reduction_differs():
+    """Four images on a line at 0, 1, 3 and 7 (one per prompt style), d = |x - y|: the six pairs are 1, 3, 7, 2, 6
+    and 4, so phi_DIV, their mean, is 23/6 = 3.833, where the median (3.5), the maximum (7), the minimum (1) and a
+    mean over all K^2 ordered pairs with the zero diagonal (46/16 = 2.875) all differ. Delta phi_DIV subtracts the
+    mean within the name-only images, with its sign: {0, 1} -> 23/6 - 1, {3, 7} -> 23/6 - 4 < 0."""
+    points = [0.0, 1.0, 3.0, 7.0]
+    d = {(i, j): abs(points[i] - points[j]) for i, j in core.pairs(4)}
+    assert sorted(d.values()) == [1, 2, 3, 4, 6, 7]
+    assert core.phi_div(d, 4) == pytest.approx(23 / 6)
+    assert len({23 / 6, 3.5, 7.0, 1.0, 46 / 16}) == 5  # the alternatives a swapped reduction would give
+    assert core.div_delta(d, 4, [0, 1]) == pytest.approx(23 / 6 - 1)
+    assert core.div_delta(d, 4, [3, 2]) == pytest.approx(23 / 6 - 4) and core.div_delta(d, 4, [2, 3]) < 0
+    assert core.mean_pairwise_distance(d, [0, 2, 3]) == pytest.approx((3 + 7 + 4) / 3)  # its members' pairs only
+
+
 def test_acceptance_and_table6_percentages():
     # DALL-E 3 People: 268 of 50 * 4 * 4 = 800
     assert core.acceptance(268, 800) == 0.335
