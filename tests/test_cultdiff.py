@@ -82,6 +82,7 @@ def test_ssim_of_one_textured_window_by_hand():
 
 def test_labels_weights_and_the_loss_by_hand():
     assert core.similarity_score([5, 4, 3, 2]) == 3.5
+    assert core.similarity_score([1, 2, 5]) == pytest.approx(8 / 3)  # median 2, max 5, min 1: the mean only
     assert core.pair_label(3.0) == 1 and core.pair_label(2.99) == 0
     assert core.pair_weight(1) == 0 and core.pair_weight(5) == 1 and core.pair_weight(3.5) == 0.625
     with pytest.raises(ValueError):

@@ -51,6 +51,19 @@ def test_phi_set_is_the_mean_over_seeds_and_order_free():
         core.phi_set(np.zeros((0, 2)), g)
 
 
+def test_scores_over_seeds_are_means_where_mean_median_max_and_min_differ():
+    """Three seeds at cosine 1, R and 0 with e1 (mean (1 + R)/3 = 0.569, median R, max 1, min 0): phi_PS / phi_GT,
+    their leave-one-out form and phi_ITA's two parts are each the mean over the seeds."""
+    x = np.array([[1.0, 0.0], unit(1, 1), [0.0, 1.0]])
+    e1 = np.array([[1.0, 0.0]])
+    mean = (1 + R) / 3
+    assert len({round(mean, 6), round(R, 6), 1.0, 0.0}) == 4
+    assert core.phi_set(x, e1) == pytest.approx(mean)
+    assert core.phi_sets(x, [e1] * 3) == pytest.approx(mean)
+    value, sim_n, sim_a = core.phi_ita(x, unit(1, 0), unit(0, 1))
+    assert (sim_n, sim_a) == pytest.approx((mean, mean)) and value == pytest.approx(mean)
+
+
 def test_ps_delta_signed():
     c = np.array([[1.0, 0.0], [1.0, 0.0]])  # the category's images all point along e1
     n = np.array([[0.0, 1.0]])  # I(n): orthogonal to I(c) -> phi_PS(n) = 0

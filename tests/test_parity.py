@@ -64,6 +64,19 @@ def test_each_native_prompt_gets_its_mean_minus_its_english_rows_mean():
     assert json.loads(out["y2"]["detail"])["flags"] == {"native": {"unreadable": 2}, "English": {}}
 
 
+def test_each_side_is_the_mean_of_its_images_not_another_reduction():
+    """Three images a side where mean, median, maximum and minimum all differ (English 0.1, 0.2, 0.9: 0.4, 0.2, 0.9,
+    0.1; native 0.3, 0.4, 1.0: 0.567, 0.4, 1.0, 0.3): the gap is the means' difference, 1/6, and not the medians'
+    (0.2), the maxima's (0.1) or the minima's (0.2)."""
+    prompts = {"e1": {**_prompt("e1", "NG", "en"), "images_per_prompt": 3},
+               "y1": {**_prompt("y1", "NG", "yo", "e1"), "images_per_prompt": 3}}
+    rows = [_row("m", "e1", k, v) for k, v in enumerate([0.9, 0.1, 0.2])]
+    rows += [_row("m", "y1", k, v) for k, v in enumerate([0.4, 1.0, 0.3])]
+    (gap,) = pair_rows(rows, prompts, [], ["m"])
+    assert gap["value"] == pytest.approx(1.7 / 3 - 0.4) and gap["value"] not in (pytest.approx(0.2), pytest.approx(0.1))
+    assert json.loads(gap["detail"])["native"] == pytest.approx(1.7 / 3)
+
+
 def test_a_refused_native_prompt_has_no_row_and_a_refused_english_prompt_flags_its_pairs():
     prompts = {p["prompt_id"]: p for p in (_prompt("e1", "NG", "en"), _prompt("y1", "NG", "yo", "e1"),
                                            _prompt("e2", "NG", "en"), _prompt("y2", "NG", "yo", "e2"))}
