@@ -222,6 +222,9 @@ def test_group_means_and_standard_errors_by_hand():
     out = core.group_means([1, 2, 3, 10], ["a", "a", "a", "b"])
     assert out["a"][0] == pytest.approx(2.0) and out["a"][1] == pytest.approx(1 / math.sqrt(3)) and out["a"][2] == 3
     assert out["b"][0] == 10 and math.isnan(out["b"][1])
+    # a group whose mean (3), median (2), maximum (6) and minimum (1) all differ; sd = sqrt(14 / 2)
+    (mean, se, n), = core.group_means([6, 1, 2], ["c"] * 3).values()
+    assert (mean, se, n) == (pytest.approx(3.0), pytest.approx(math.sqrt(7 / 3)), 3)
 
 
 def test_permutation_p_values_with_known_answers():
