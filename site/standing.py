@@ -9,8 +9,11 @@ direction (:func:`~cultureboard.evaluators.results.stats.goodness`). The differe
 units both scored (prompts, or a family's pools, chains, ladders): per unit, the mean of its rows' values, as
 goodness (:math:`g = v`, :math:`-v` where lower is better, :math:`-|v - t|` for a target t); then
 :func:`~cultureboard.evaluators.results.stats.paired_test` of :math:`d_u = g_{new,u} - g_{top,u}`: the mean
-difference with its 95% bootstrap CI over units and the sign-flip p-value. It *differs* when the CI excludes 0
-("better" above, "worse" below); else "no clear difference". A descriptive headline (direction ``none``) is
+difference with its 95% bootstrap CI over units and the sign-flip p-value; for a bounded and discrete headline
+(its card's ``bounded`` [a, b]) the CI is the Wilson interval of :math:`d` on [-W, W], W = b - a (for a target t:
+the largest distance max(|a - t|, |b - t|)), as the summary's. It *differs* when the CI excludes 0
+("better" above, "worse" below); else "no clear difference". Units that all differ by one amount show no spread:
+no CI and "no spread to test" rather than a point interval read as certainty. A descriptive headline (direction ``none``) is
 shown with its CI, never compared. The rank range is the leaderboard's rule (CIs that overlap are ties:
 :func:`~cultureboard.evaluators.results.stats.rank_ties`).
 """
@@ -74,7 +77,7 @@ def _one(r: Result, loaded: list[Result], key: str, top: int, n_boot: int, seed:
         out["rank"] = {"best": int(rr.best[0]), "worst": int(rr.worst[0]), "of": len(field)}
     for o in ordered[:top]:
         out["top"].append({"submission": o.sid, "display": o.display, "value": _entry(o, metric),
-                           "difference": _difference(r, o, metric, direction, target, n_boot, seed)})
+                           "difference": _difference(r, o, metric, card, n_boot, seed)})
     return out
 
 
@@ -91,15 +94,28 @@ def _unit_means(r: Result, metric: str) -> pd.Series:
     return frame.groupby("unit")["value"].mean()
 
 
-def _difference(new: Result, other: Result, metric: str, direction: str, target, n_boot: int, seed: int) -> dict:
+def _difference_bounds(card: dict) -> tuple[float, float] | None:
+    """[-W, W]: where a paired difference of goodness lies for a bounded card (module docstring); None otherwise."""
+    if not card.get("bounded"):
+        return None
+    low, high = card["bounded"]
+    width = high - low if card["direction"] != "target" else max(abs(low - card["target"]), abs(high - card["target"]))
+    return -float(width), float(width)
+
+
+def _difference(new: Result, other: Result, metric: str, card: dict, n_boot: int, seed: int) -> dict:
     """The paired difference new - other in goodness over the units both scored (the module docstring)."""
+    direction, target = card["direction"], card.get("target")
     a, b = _unit_means(new, metric), _unit_means(other, metric)
     shared = a.index.intersection(b.index)
     if len(shared) < 2:
         return {"value": None, "ci_low": None, "ci_high": None, "p": None, "units": int(len(shared)),
                 "verdict": "too few shared units to compare"}
     d = goodness(a[shared].to_numpy(), direction, target) - goodness(b[shared].to_numpy(), direction, target)
-    ci, p = paired_test([[x] for x in d], n_boot=n_boot, seed=seed)
+    ci, p = paired_test([[x] for x in d], n_boot=n_boot, seed=seed, bounds=_difference_bounds(card))
+    if ci.low == ci.high:  # every unit differs by one amount: no spread to estimate, which is not certainty
+        return {"value": float(ci.value), "ci_low": None, "ci_high": None, "p": None if p is None else float(p),
+                "units": int(len(shared)), "verdict": "no spread to test"}
     verdict = "better" if ci.low > 0 else "worse" if ci.high < 0 else "no clear difference"
     return {"value": float(ci.value), "ci_low": float(ci.low), "ci_high": float(ci.high),
             "p": None if p is None else float(p), "units": int(len(shared)), "verdict": verdict}
