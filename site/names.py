@@ -130,7 +130,8 @@ def pct(x) -> str:
 def caveat(entry: dict) -> dict | None:
     """The "too little data" badge of a summary entry: {label, title}, or None when it has enough.
 
-    Labels: ``n prompt(s): not ranked`` (fewer than :data:`MIN_PROMPTS` units), ``incomplete`` (not every unit
+    Labels: ``n prompt(s): not ranked`` (fewer than :data:`MIN_PROMPTS` units), ``no spread: not ranked`` (enough
+    units, all of one value, on a card whose interval is a bootstrap: no CI), ``incomplete`` (not every unit
     of the slice was scored), ``flagged`` (rows the family could not score, e.g. no reference photograph: left
     out of the value, counted here), ``refused`` (prompts the model declared it refused)."""
     labels, reasons = [], []
@@ -141,7 +142,13 @@ def caveat(entry: dict) -> dict | None:
         n = entry["n_prompts"]
         labels.append(f"{n} prompt{'s' if n != 1 else ''}: not ranked")
         reasons.append(f"only {n} prompt(s), fewer than the {MIN_PROMPTS} a slice needs before it is ranked: "
-                       + ("one prompt has no CI" if entry.get("ci_low") is None else "the CI is unreliable"))
+                       + ("one prompt has no CI" if entry.get("ci_low") is None and n == 1 else
+                          "its units show no spread, so it has no CI" if entry.get("ci_low") is None else
+                          "the CI is unreliable"))
+    elif entry.get("ci_low") is None:
+        labels.append("no spread: not ranked")
+        reasons.append(f"every one of its {entry['n_prompts']} units scored the same, so it has no CI (one value "
+                       "throughout is no evidence of certainty) and is not ranked")
     if not entry.get("complete"):
         labels.append("incomplete")
         reasons.append(f"coverage {pct(entry.get('coverage'))}: not every prompt of this slice was scored, "

@@ -174,3 +174,18 @@ def test_no_interval_from_two_or_more_units_is_a_point():
                         e["ci_low"] is None and e["ci_note"] == NO_SPREAD), (kw, values, e)
                     if "bounded" in kw:
                         assert e["ci_low"] is not None, (kw, e)  # Wilson never collapses
+
+
+def test_an_entry_without_spread_says_so_on_the_site_and_is_not_ranked():
+    """The site's caveat of a NO_SPREAD entry: not "one prompt" but units that all scored the same, not ranked."""
+    from cultureboard.site.names import caveat
+
+    values = {u: [0.5] for u in "abcdef"}
+    rows = pd.DataFrame(_image_rows("cos", values, dict.fromkeys(values, "IT")))
+    (entry,) = summarize(rows, {"cos": IMAGE_UNIT}, {IMAGE_UNIT: {u: {"country": "IT"} for u in values}}, ("overall",),
+                         n_boot=50)
+    assert entry["ci_note"] == NO_SPREAD and entry["n_prompts"] == 6
+    badge = caveat(entry)
+    assert badge["label"] == "no spread: not ranked" and "scored the same" in badge["title"]
+    few = caveat({**entry, "n_prompts": 3})
+    assert few["label"] == "3 prompts: not ranked" and "no spread" in few["title"]
