@@ -187,7 +187,8 @@ def slug(text: str) -> str:
 def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     site = world["site"]
     folders = {"country": "country", "region_group": "region", "continent": "region", "era": "era", "category": "category"}
-    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "submissions.html", "agreement.html"}
+    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "submissions.html", "agreement.html",
+                "evidence.html"}
     prompt_sets, families = set(), set()
     for sid, summary in summaries(world).items():
         expected |= {f"model/{sid}.html", f"model/{sid}/images-1.html"}
@@ -1088,3 +1089,17 @@ def test_every_page_links_the_trust_page_and_metric_pages_say_why_their_directio
     assert any(t == "a" and a.get("href", "").endswith("trust.html") for t, a in metric.tags)
     card = family_of("cure-ladder")[0].card(family_of("cure-ladder")[0].primary("cure-ladder"))
     assert html.escape(card.direction_evidence[:40], quote=False) in (site / "metric" / f"{card.name}.html").read_text()
+
+
+def test_the_evidence_page_lists_every_card_with_its_tier_and_the_rule(world):
+    from cultureboard.evaluators.engine.registry import metric_cards
+    from cultureboard.evaluators.results.tiers import RULE
+
+    page = Page(world["site"] / "evidence.html")
+    rows = {r["metric"]["text"]: r for r in page.table("evidence")}
+    assert sorted(rows) == sorted(metric_cards())
+    assert rows["cultivate.faith"]["tier"]["text"] == "validated" and "0.72 of the human-human 0.58" in rows[
+        "cultivate.faith"]["why"]["text"]
+    assert rows["cube.within.vs.artifact"]["tier"]["text"] == "diagnostic"
+    assert " ".join(RULE.split()) in page.plain()
+    assert 'href="evidence.html"' in (world["site"] / "index.html").read_text()

@@ -102,3 +102,15 @@ def test_list_metrics_shows_evidence_tier_and_smallest_difference():
     assert faith["smallest_difference_reason"] and "0.72 of the human-human 0.58" in faith["tier_reason"]
     assert (cards["cube.faithfulness"]["tier"], cards["cube.faithfulness"]["evidence"]) == ("descriptive", None)
     assert all({"evidence", "tier", "tier_reason", "smallest_difference"} <= set(c) for c in cards.values())
+
+
+def test_the_evidence_page_rows_list_every_card_by_tier():
+    from cultureboard.site.details import evidence_rows
+
+    rows = evidence_rows()
+    assert sorted(r["metric"] for r in rows) == sorted(metric_cards())
+    assert [tiers.tier_order(r["tier"]) for r in rows] == sorted(tiers.tier_order(r["tier"]) for r in rows)
+    faith = next(r for r in rows if r["metric"] == "cultivate.faith")
+    assert (faith["tier"], faith["value"], faith["ceiling"], faith["smallest"]) == ("validated", 0.42, 0.58, 0.02)
+    assert faith["share"] == pytest.approx(0.42 / 0.58)
+    assert rows[0]["tier"] == "validated" and rows[-1]["tier"] == "descriptive"
