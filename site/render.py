@@ -8,6 +8,7 @@ served; no page requests anything from another site)::
     family/<family>.html                what a family measures, its metric cards, the paper's own numbers (reported)
     slices.html, country/<ISO>.html,    one page per country, region group and continent, era and category
     region/<slug>.html, era/<slug>.html, category/<slug>.html
+    topics.html, topic/<slug>.html      one topic across families (food: CUBE's cuisine, ECB's food, ...), site/data/topics.yaml
     model/<id>.html                     model card, provenance, per-slice table, disparity
     models/<org>__<model>.html          one model: each prompt set's headline, a per-country table, its card
     model/<id>/images-<n>.html          image browser: ``page_size`` images a page with scores and explanations
@@ -46,8 +47,9 @@ from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.provenance import git_commit
 
-from . import agreement_page, details, figures, gallery, leaderboards, models
+from . import agreement_page, details, figures, gallery, leaderboards, models, topics
 from .board import Board
+from .country_sources import built_countries
 from .load import load_results as _load_results
 from .names import MIN_PROMPTS
 from .search_index import write_search_index
@@ -96,9 +98,12 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             # while the workers make the image files: every page that shows no image, the slowest first
             submissions_page(site, Path(submissions), results, Path(dataset), previous=out,
                              summaries={sid: r.summary for sid, r in board.results.items()})
+            topical = topics.topic_pages(site, board)
+            site.env.globals["topics"] = topical["topics"]  # the home page's "which model for ...?" links
             leaderboards.overview(site, board)
             leaderboards.prompt_set_pages(site, board)
-            leaderboards.slice_pages(site, board)
+            leaderboards.slice_pages(site, board, built_countries=built_countries(Path(dataset)),
+                                     topics=topical["by_category"])
             details.metric_pages(site, board)
             details.family_pages(site, board)
             figures.map_pages(site, board)

@@ -27,7 +27,7 @@ def search_entries(board: Board, pages) -> list[dict]:
     """``{label, kind, href}`` for each written page in ``pages`` (site-root paths) that a reader may look for."""
     entries = [{"label": display_name({**rs[0].spec, "tag": None}, key), "kind": "model", "href": model_page(key)}
                for key, rs in models_of(board).items()]
-    entries += [{"label": f"{r.display} ({r.prompt_set})", "kind": "submission", "href": f"model/{r.sid}.html"}
+    entries += [{"label": submission_label(r), "kind": "submission", "href": f"model/{r.sid}.html"}
                 for r in sorted(board.results.values(), key=lambda r: (r.prompt_set, r.sid))]
     entries += [{"label": slice_name(st, s), "kind": type_label(st).lower(), "href": slice_path(st, s)}
                 for st, s in board.slices()]
@@ -45,6 +45,12 @@ def search_entries(board: Board, pages) -> list[dict]:
     entries += [{"label": label, "kind": "artifact", "href": href} for label, href in sorted(artifacts.items())]
     entries += prompts
     return [e for e in entries if e["href"] in pages]
+
+
+def submission_label(r) -> str:
+    """A submission's display name and its prompt set, the prompt set once: a tag that already names it ("tiny-a
+    (cube-awareness)") is not followed by it again."""
+    return r.display if r.display.endswith(f"({r.prompt_set})") else f"{r.display} ({r.prompt_set})"
 
 
 def search_script(entries: list[dict]) -> str:

@@ -32,6 +32,7 @@ from cultureboard.evaluators.results.reported import load_reported
 from cultureboard.evaluators.results.stats import rank_ties
 from cultureboard.site import entangle, worldmap
 from cultureboard.site.render import CSP, build_site
+from cultureboard.site.topics import load_topics
 from cultureboard.site.write import Column, Site
 from PIL import Image
 from site_worlds import HOSTILE, REFUSED, five_families, variant
@@ -196,6 +197,8 @@ def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     assert families == {"cube", "cultdiff", "cultivate", "cure", "ecb"}
     expected |= {f"leaderboard/{ps}.html" for ps in prompt_sets} | {f"gallery/{ps}.html" for ps in prompt_sets}
     expected |= {f"family/{f}.html" for f in families}
+    categories = {e["slice"] for s in summaries(world).values() for e in s["metrics"] if e["slice_type"] == "category"}
+    expected |= {"topics.html"} | {f"topic/{t.slug}.html" for t in load_topics()[0] if categories & set(t.categories)}
     built = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
     assert expected <= built, sorted(expected - built)
     rest = {p for p in built - expected if not re.match(r"(model/[^/]+/images-\d+|prompt/[^/]+/[^/]+|map/[^/]+/[^/]+)\.html$", p)}
@@ -279,7 +282,7 @@ def test_display_names_stand_in_banner_and_footer(world, tmp_path):
     assert "lab / alpha (cube-awareness)" in names and ALPHA not in names
     assert "Other Lab / beta" in names  # the organisation as written, not its slug
     for page in pages(world["site"])[:40] + [index]:
-        banner = [a for t, a in page.tags if t == "p" and a.get("class") == "banner"]
+        banner = [a for t, a in page.tags if a.get("class") == "banner"]
         assert banner, f"{page.path} lacks the stand-in banner"
         assert f"Built on {BUILT} by cultureboard" in page.plain()
     assert "tiny random stand-in" in index.plain()
