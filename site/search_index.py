@@ -53,12 +53,16 @@ def submission_label(r) -> str:
     return r.display if r.display.endswith(f"({r.prompt_set})") else f"{r.display} ({r.prompt_set})"
 
 
+def safe_json(value) -> str:
+    """``value`` as JSON for a script: every non-ASCII character and ``< > &`` escaped, so no label can end a
+    script, open a tag or break a line."""
+    data = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def search_script(entries: list[dict]) -> str:
-    """The index as a script: ``window.<GLOBAL> = [...]``. JSON with every non-ASCII character and ``< > &`` escaped,
-    so no label can end a script, open a tag or break a line."""
-    data = json.dumps(entries, ensure_ascii=True, separators=(",", ":"))
-    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return f"window.{GLOBAL} = {data};\n"
+    """The index as a script: ``window.<GLOBAL> = [...]`` (:func:`safe_json`)."""
+    return f"window.{GLOBAL} = {safe_json(entries)};\n"
 
 
 def write_search_index(site, board: Board) -> None:

@@ -800,6 +800,41 @@ def test_gallery_per_prompt_shows_every_submission_side_by_side(world):
         assert target.read_bytes() == (world["submissions"] / sid / source["file_name"]).read_bytes()
 
 
+def test_the_flat_file_holds_the_boards_values(world):
+    """data/scores.csv and .parquet (linked from the home page) hold the same rows, and every score cell of every
+    leaderboard and country board download is the flat file's row of that submission, group, metric and slice."""
+    site = world["site"]
+    links = [a["href"] for t, a in Page(site / "index.html").tags if t == "a"]
+    assert "data/scores.csv" in links and "data/scores.parquet" in links
+    flat = pd.read_parquet(site / "data" / "scores.parquet")
+    from_csv = pd.read_csv(site / "data" / "scores.csv", keep_default_na=False, dtype=str)
+    assert list(from_csv.columns) == list(flat.columns) and len(from_csv) == len(flat)
+    assert from_csv["value"].tolist() == ["" if pd.isna(v) else repr(float(v)) for v in flat["value"]]
+    rows = {(r.display_name, r.group, r.metric, r.slice_type, r.slice): r for r in flat.itertuples()}
+    assert len(rows) == len(flat), "two flat rows for one (submission, group, metric, slice)"
+    checked = 0
+    for path in sorted((site / "data").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        page = data["page"]
+        if page.startswith("leaderboard/"):
+            slice_type, slice_ = "overall", "all"
+        elif page.startswith("country/"):
+            slice_type, slice_ = "country", page.removeprefix("country/").removesuffix(".html")
+        else:
+            continue
+        metrics = [c.removesuffix("_ci_low") for c in data["columns"] if c.endswith("_ci_low")]
+        for row in data["rows"]:
+            for m in metrics:
+                if row.get(m) is None:
+                    continue
+                r = rows[(row["submission"], data["table"], m, slice_type, slice_)]
+                got = tuple(None if pd.isna(v) else v for v in (r.value, r.ci_low, r.ci_high, r.n_images, r.n_prompts))
+                assert got == (
+                    row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"], row[f"{m}_n_images"], row[f"{m}_n_prompts"]), (path.name, m)
+                checked += 1
+    assert checked > 50, checked
+
+
 def test_downloads_match_the_tables(world):
     site = world["site"]
     checked = 0

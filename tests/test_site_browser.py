@@ -706,3 +706,31 @@ def test_which_model_for_food_is_one_click_from_home(watched, root):
     families = {li.split(":")[0] for li in answer.locator("li strong").all_inner_texts()}
     assert {"CUBE", "CultDiff", "CULTIVate", "ECB"} <= {f.split(":")[0].split()[0] for f in families}, families
     assert not watched.problems, watched.report()
+
+
+def test_two_models_compare_side_by_side_offline(watched, root):
+    """From a model page, "Compare it with another model" opens compare.html with that model as A; choosing B draws,
+    from the models' data scripts alone (no request leaves the site), one row per shared prompt set whose values are
+    those of each model's own page, with a verdict, and per-country and per-topic tables."""
+    headline = {}
+    for key in ("lab__v0", "lab__v1"):
+        watched.goto(root + f"models/{key}.html")
+        rows = watched.page.locator("#prompt-sets tbody tr")
+        headline[key] = {rows.nth(i).locator("td").nth(0).inner_text(): rows.nth(i).locator("td .v").first.inner_text()
+                         for i in range(rows.count())}
+    watched.page.locator("a", has_text="Compare it with another model").click()
+    watched.page.wait_for_load_state("load")
+    assert watched.page.input_value("#compare-a") == "lab__v1", "the model page's link does not preselect it"
+    watched.page.select_option("#compare-b", "lab__v0")
+    watched.page.wait_for_function("document.querySelectorAll('#compare-overall tbody tr').length > 0")
+    rows = watched.page.locator("#compare-overall tbody tr")
+    shared = sorted(set(headline["lab__v0"]) & set(headline["lab__v1"]))
+    assert rows.count() == len(shared) > 0
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        a, b = headline["lab__v1"], headline["lab__v0"]
+        assert cells[2].split()[0] == a[cells[0]] and cells[3].split()[0] == b[cells[0]], cells
+        assert cells[4].startswith(("differ: ", "CIs overlap", "descriptive")), cells
+    assert watched.page.locator("#compare-countries tbody tr").count() > 0
+    assert watched.page.locator("#compare-topics tbody tr").count() > 0
+    assert not watched.problems, watched.report()
