@@ -175,16 +175,31 @@ def build() -> None:
 @click.option("--llm-deadline", type=float, metavar="SECONDS",
               help="How long the whole build may wait for the LLM servers' answers, every call together (default "
                    "1800: 30 minutes); a server still answering then ends the build in one line.")
+@click.option("--held-out", "held_out", metavar="FRACTION",
+              help="Hold out this share (0 to 0.5) of each stratum's artifacts in a private dataset, drawn with the "
+                   "custodians' key ($CULTUREBOARD_HELD_OUT_KEY or --held-out-key) before the public sample.")
+@click.option("--held-out-key", type=click.Path(dir_okay=False), help="A file holding the held-out split's secret key "
+              "(default: $CULTUREBOARD_HELD_OUT_KEY).")
+@click.option("--held-out-folder", type=click.Path(file_okay=False),
+              help="The private dataset's folder (default: beside --out, OUT-held-out).")
+@click.option("--rotate", is_flag=True, help="Draw the held-out split of the next release, and publish the retired "
+                                             "one's salt and prompts in the public dataset.")
 @json_option
 def build_dataset(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed,
-                  knowledge, translations, translation_threshold, llm_deadline, as_json):
+                  knowledge, translations, translation_threshold, llm_deadline, held_out, held_out_key, held_out_folder,
+                  rotate, as_json):
     """Build the benchmark dataset folder: artifact spaces and the prompt sets of the five families."""
     from cultureboard.builder import build as run
 
     provenance = run(out, config=config, dump=dump, sparql=sparql, concepts=_csv(concepts), countries=_csv(countries),
                      hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed,
                      knowledge=knowledge, translations=translations, translation_threshold=translation_threshold,
-                     llm_deadline=llm_deadline)
+                     llm_deadline=llm_deadline, held_out=held_out, held_out_folder=held_out_folder,
+                     held_out_key=held_out_key, rotate=rotate)
+    if "held_out" in provenance:
+        h = provenance["held_out"]
+        click.echo(f"held-out split, release {h['release']}: " + ", ".join(f"{n} {k}" for k, n in h["prompts"].items())
+                   + f" prompts in the private dataset; fingerprint {h['fingerprint']}", err=True)
     for line in provenance.get("warnings", []):
         click.echo(f"warning: {line}", err=True)
     _print_rows(out, provenance["rows"], as_json)
