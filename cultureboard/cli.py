@@ -329,7 +329,8 @@ def publish() -> None:
 @click.option("--create-pr", is_flag=True, help="Open a pull request on the Hub instead of committing to main.")
 @json_option
 def publish_dataset(folder, repo, revision, create_pr, as_json):
-    """Upload a dataset folder and print the commit that submissions pin."""
+    """Upload a dataset folder and print the commit that submissions pin; a private held-out dataset goes only to
+    a private repository."""
     from cultureboard.builder import publish_dataset as run
 
     result = run(folder, repo=repo, revision=revision, create_pr=create_pr)
@@ -341,6 +342,12 @@ def publish_dataset(folder, repo, revision, create_pr, as_json):
         click.echo(f"pull request: {result['pr_url']}")
     if result.get("tag"):
         click.echo(f"tagged {result['tag']}")
+    from cultureboard.builder.held_out import SPLIT_FILE
+
+    if (Path(folder) / SPLIT_FILE).is_file():
+        click.echo(f"private held-out dataset: the evaluate workflow's held-out job reads {repo} at {result['commit']} "
+                   "(set the repository variable CULTUREBOARD_HELD_OUT_REPO and its secret HELD_OUT_HF_TOKEN)")
+        return
     click.echo(f"submissions pin: dataset_revision: {result['commit']}")
 
 

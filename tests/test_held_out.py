@@ -165,3 +165,39 @@ def test_a_missing_key_a_wrong_key_and_a_rotation_without_a_split_are_one_line(c
     line = one_error(capsys, "build", "--out", tmp_path / "d", "--held-out", "0.3", "--held-out-key", key_file,
                      "--rotate")
     assert "no held-out split to rotate" in line
+
+
+@pytest.fixture(scope="module")
+def hub():
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hub_server import HubServer
+
+    with HubServer() as server:
+        yield server
+
+
+def test_publish_sends_the_private_dataset_to_a_private_repository_only(split, hub, monkeypatch, capsys):
+    from cultureboard.builder import publish_dataset
+
+    for name, value in hub.env().items():
+        monkeypatch.setenv(name, value)
+    root, _, _ = split
+    private = root / "one" / "dataset-held-out"
+    result = publish_dataset(private, "custodians/held-out")
+    assert hub.repos["datasets/custodians/held-out"]["private"] is True
+    assert hub.files("custodians/held-out", result["commit"])[ho.SPLIT_FILE] == (private / ho.SPLIT_FILE).read_bytes()
+    hub.commit("org/public", {"README.md": b"x"})  # a public repository that exists
+    line = one_error(capsys, "publish", "dataset", private, "--repo", "org/public")
+    assert "is a public repository" in line and "nothing was uploaded" in line
+    assert set(hub.files("org/public")) == {"README.md"}
+
+
+def test_publish_refuses_a_public_dataset_that_names_a_held_out_prompt(split, tmp_path, capsys):
+    root, _, _ = split
+    shutil.copytree(root / "one", tmp_path / "one")
+    public = tmp_path / "one" / "dataset"
+    held = rows(tmp_path / "one" / "dataset-held-out", "cure-ladder")[0]
+    (public / "notes.md").write_text(f"see {held['prompt_id']}\n")
+    line = one_error(capsys, "publish", "dataset", public, "--repo", "org/public")  # before any Hub call (offline)
+    assert "notes.md" in line and "held-out prompt id" in line and "nothing was uploaded" in line
