@@ -570,6 +570,42 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
                                              if scorers == "tiny" else ""))
 
 
+@cli.command(name="evaluate-held-out")
+@click.argument("submission", type=click.Path(file_okay=False))
+@dataset_option()
+@click.option("--private", required=True, type=click.Path(file_okay=False),
+              help="The private held-out dataset of the dataset's release (the custodians' CULTUREBOARD_HELD_OUT_REPO).")
+@click.option("--results", required=True, type=click.Path(file_okay=False),
+              help="Results folder holding the submission's public results (RESULTS/<submission id>/).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder of held-out records: writes OUT/<submission id>.json (aggregates only).")
+@click.option("--pipeline", type=click.Path(file_okay=False),
+              help="For a submission of a local pipeline: that folder (its fingerprint must be the submission's revision).")
+@scorers_option("default")
+@device_option
+@click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: evaluate's).")
+@click.option("--work", type=click.Path(file_okay=False),
+              help="Where the temporary images and scores are made (default: the system's temporary folder); removed "
+                   "before the command ends.")
+@json_option
+def evaluate_held_out(submission, dataset, private, results, out, pipeline, scorers, device, cache, work, as_json):
+    """Generate and score the held-out prompts with a submission's open pipeline and declared settings; write only
+    aggregates (public value, held-out value and the gap with its CI, per metric). Closed APIs are not held-out
+    tested."""
+    from cultureboard.evaluators.results.held_out import evaluate_held_out as run
+    from cultureboard.standins import resolve_scorers
+
+    record = run(submission, dataset, private, results, out, pipeline=pipeline, scorers=resolve_scorers(scorers),
+                 device=device, cache=cache, work=work)
+    if record["status"] != "tested":
+        _emit(as_json, record, f"{record['submission']}: {record['status']} ({record['reason']})")
+        return
+    lines = [f"  {m['metric']:<28} public {m['public']['value']:.4g}  held-out {m['held_out']['value']:.4g}  "
+             f"gap {m['gap']['value']:+.4g}" + ("  tuned to public prompts" if m["tuned_to_public"] else "")
+             for m in record["metrics"]]
+    _emit(as_json, record, "\n".join(lines) + f"\nheld-out record written to {Path(out) / (record['submission'] + '.json')}")
+
+
 @cli.command(name="list-metrics")
 @json_option
 def list_metrics(as_json):
