@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from cultureboard.evaluators.results.held_out import NOT_TESTED, compare, evalua
 from cultureboard.evaluators.submission.generate import generate
 from cultureboard.standins import standin_pipeline
 
+ROOT = Path(__file__).resolve().parents[1]
 KEY = "custodians-secret-key-0123456789"
 SID = "demo__tiny-a__cube-awareness"
 
@@ -124,3 +128,53 @@ def test_bad_input_is_one_line(scored, tmp_path, capsys):
     line = one_error(capsys, *args, "--private", root / "dataset-held-out", "--pipeline", changed)
     assert "is not the pipeline folder" in line
     assert not (tmp_path / "out").exists()
+
+
+def run_script(script: str, job: Path, env: dict) -> subprocess.CompletedProcess:
+    """A step of evaluate.yml's held-out job, as the runner runs it: in the job's folder, with GitHub's files."""
+    temp = job / "runner-temp"
+    temp.mkdir(exist_ok=True)
+    summary = job / "summary.md"
+    return subprocess.run(["bash", str(ROOT / ".github" / "scripts" / script)], cwd=job, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+                                            "RUNNER_TEMP": str(temp), "GITHUB_STEP_SUMMARY": str(summary), **env})
+
+
+def test_the_workflow_job_downloads_the_private_dataset_and_lets_only_aggregates_out(scored, tmp_path, tiny_scorers):
+    """fetch-held-out.sh (with the token, from a private repository of the loopback Hub), then held-out.sh on the
+    job's folders: held-out/ holds the record alone, and neither it, the log nor the summary names a held-out
+    prompt or artifact; private/ and the images are gone afterwards."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hub_server import HubServer
+
+    root, pipe, sub, record = scored
+    job = tmp_path / "job"
+    for name, source in (("work/submissions/" + SID, sub), ("dataset", root / "dataset"),
+                         (f"results/{SID}", root / "results" / SID)):
+        shutil.copytree(source, job / name)
+    with HubServer() as hub:
+        hub.seed("custodians/held-out", root / "dataset-held-out")
+        done = run_script("fetch-held-out.sh", job, {**hub.env(), "HELD_OUT_REPO": "custodians/held-out"})
+    assert done.returncode == 0, done.stderr
+    assert (job / "private" / ho.SPLIT_FILE).read_bytes() == (root / "dataset-held-out" / ho.SPLIT_FILE).read_bytes()
+    assert done.stdout == ""
+    done = run_script("held-out.sh", job, {"ID": SID, "SCORERS": str(tiny_scorers), "PIPELINE": str(pipe),
+                                           "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (job / "held-out").iterdir()) == [f"{SID}.json"]
+    assert json.loads((job / "held-out" / f"{SID}.json").read_text())["metrics"] == record["metrics"]
+    assert "cube.quality" in done.stdout and not (job / "private").exists()
+    assert not (job / "runner-temp" / "held-out-work").exists()
+    (job / "log.txt").write_text(done.stdout + done.stderr)
+    assert ho.find_leaks([job / "held-out", job / "log.txt", job / "summary.md"], root / "dataset-held-out") == []
+
+
+def test_the_workflow_job_shows_no_message_of_a_failed_run(scored, tmp_path):
+    root, _, sub, _ = scored
+    job = tmp_path / "job"
+    shutil.copytree(sub, job / "work" / "submissions" / SID)
+    shutil.copytree(root / "dataset", job / "dataset")
+    shutil.copytree(root / "dataset-held-out", job / "private")
+    done = run_script("held-out.sh", job, {"ID": SID, "HF_HUB_OFFLINE": "1"})  # no public results: it fails
+    assert done.returncode == 1 and not (job / "private").exists()
+    assert "not shown" in done.stdout and "summary.json" not in done.stdout + done.stderr
