@@ -222,12 +222,15 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @click.option("--order", type=click.Choice(["value", "lcb"]), default="value", show_default=True,
               help="Order ranked submissions by the point value, or by the pessimistic end of the 95% CI (lcb: the "
                    "lower bound where higher is better, the upper where lower is). Rank ranges are the same.")
+@click.option("--held-out", "held_out", type=click.Path(file_okay=False),
+              help="Folder of held-out records (`cultureboard evaluate-held-out`, results-held-out/): a held-out column "
+                   "beside the headline, the gap on model pages and held-out.html.")
 @json_option
-def build_site(results, dataset, submissions, out, ratings, order, as_json):
+def build_site(results, dataset, submissions, out, ratings, order, held_out, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order)
+    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order, held_out=held_out)
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)

@@ -178,3 +178,34 @@ def test_the_workflow_job_shows_no_message_of_a_failed_run(scored, tmp_path):
     done = run_script("held-out.sh", job, {"ID": SID, "HF_HUB_OFFLINE": "1"})  # no public results: it fails
     assert done.returncode == 1 and not (job / "private").exists()
     assert "not shown" in done.stdout and "summary.json" not in done.stdout + done.stderr
+
+
+def test_the_site_shows_the_column_the_gap_and_the_page_and_names_no_held_out_prompt(scored, tmp_path):
+    from cultureboard.site.render import build_site
+
+    root, _, _, record = scored
+    records = tmp_path / "records"
+    records.mkdir()
+    shutil.copy(root / "held-out" / f"{SID}.json", records)
+    tuned = json.loads((records / f"{SID}.json").read_text())
+    headline = next(m for m in tuned["metrics"] if m["metric"] == "cube.cultural_relevance")
+    headline["tuned_to_public"] = True  # as a tuned model's record would say
+    (records / f"{SID}.json").write_text(json.dumps(tuned))
+    site = tmp_path / "site"
+    build_site(root / "results", root / "dataset", root / "submissions", site, held_out=records)
+    board = (site / "leaderboard" / "cube-awareness.html").read_text()
+    assert 'data-key="held_out"' in board and "tuned to public prompts" in board
+    assert f'data-sort="{headline["held_out"]["value"]}"' in board
+    model = (site / "model" / f"{SID}.html").read_text()
+    assert "Held-out prompts" in model and f'data-sort="{headline["gap"]["value"]}"' in model
+    page = (site / "held-out.html").read_text()
+    split = json.loads((root / "dataset" / "build.json").read_text())["held_out"]
+    assert split["fingerprint"] in page and "verify_retired" in page and "HELD_OUT_HF_TOKEN" in page
+    assert ho.find_leaks([site], root / "dataset-held-out") == []
+    # a record of another split is named, never shown beside this one's values
+    tuned["split"] = {"release": 7, "fingerprint": "0" * 64}
+    (records / f"{SID}.json").write_text(json.dumps(tuned))
+    build_site(root / "results", root / "dataset", root / "submissions", site, held_out=records)
+    board = (site / "leaderboard" / "cube-awareness.html").read_text()
+    assert 'data-key="held_out"' not in board
+    assert "Held-out prompts" not in (site / "model" / f"{SID}.html").read_text()

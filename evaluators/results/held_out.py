@@ -73,7 +73,7 @@ def compare(public_summary: dict, held_summary: dict) -> list[dict]:
              "ci_high": max(sign * g["ci_low"], sign * g["ci_high"])})
         tuned = bool(advantage and advantage["ci_low"] is not None and pub["ci_low"] is not None
                      and advantage["ci_low"] > tuned_threshold(card, pub))
-        keep = ("value", "ci_low", "ci_high", "n_prompts", "n_images")
+        keep = ("value", "ci_low", "ci_high", "n_prompts", "n_images", "coverage")
         rows.append({"metric": metric, "version": card["version"], "direction": card["direction"],
                      "primary": card.get("primary", False),
                      "public": {k: pub.get(k) for k in keep}, "held_out": {k: h.get(k) for k in keep},
