@@ -68,15 +68,18 @@ def check_fraction(value) -> float:
     return fraction
 
 
-def load_key(key_file: str | Path | None = None) -> bytes:
-    """The custodians' secret key: the file ``key_file`` (its stripped bytes), else ``$CULTUREBOARD_HELD_OUT_KEY``."""
-    if key_file is not None:
+def load_key(key_file: str | Path | bytes | None = None) -> bytes:
+    """The custodians' secret key: the file ``key_file`` (its stripped bytes), else ``$CULTUREBOARD_HELD_OUT_KEY``;
+    bytes are the key itself (the demo's, which is public)."""
+    if isinstance(key_file, bytes):
+        key, where = key_file, "the given key"
+    elif key_file is not None:
         try:
             key = Path(key_file).read_bytes().strip()
         except OSError as e:
             raise CultureboardError(key_file, f"cannot be read ({e.strerror})", "give the custodians' key file") from None
         where = str(key_file)
-    else:
+    else:  # the environment
         key = os.environ.get(KEY_ENV, "").strip().encode()
         where = f"${KEY_ENV}"
     if len(key) < 16:
