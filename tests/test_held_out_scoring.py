@@ -201,6 +201,8 @@ def test_the_site_shows_the_column_the_gap_and_the_page_and_names_no_held_out_pr
     page = (site / "held-out.html").read_text()
     split = json.loads((root / "dataset" / "build.json").read_text())["held_out"]
     assert split["fingerprint"] in page and "verify_retired" in page and "HELD_OUT_HF_TOKEN" in page
+    assert "Held-out gap" in (site / "metric" / "cube.quality.html").read_text()  # the claim, on its card
+    assert "Held-out gap" not in (site / "metric" / "cube.faithfulness.html").read_text()  # descriptive: no claim
     assert ho.find_leaks([site], root / "dataset-held-out") == []
     # a record of another split is named, never shown beside this one's values
     tuned["split"] = {"release": 7, "fingerprint": "0" * 64}
