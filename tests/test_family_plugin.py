@@ -18,6 +18,7 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.cli import main
 from cultureboard.evaluators import evaluate, merge_shards
+from cultureboard.evaluators.engine.batching import FORWARD_PASSES
 from cultureboard.evaluators.engine.context import Context, score_row
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, register, unregister
 from cultureboard.evaluators.engine.scorers import load_scorer
@@ -129,7 +130,7 @@ def test_values_are_the_scorers_own(world, tmp_path):
     assert (shown["ci_low"], shown["ci_high"]) != pytest.approx((one.low, one.high))
     yes = entries[("toy.yes", "overall", "all")]  # no cluster: the bootstrap over prompts
     assert yes["ci_note"] is None and prov["settings"]["ci_method"] == 2
-    assert prov["settings"]["forward_passes"] == "one input per forward pass"  # batched runs are never ranked with it
+    assert prov["settings"]["forward_passes"] == FORWARD_PASSES  # one-input-a-pass runs are never ranked with it
     assert family_card(summary, "toy.cosine")["cluster"] == "template"
     assert prov["family"] == "toy" and prov["options"] == {"question": "Is this a photograph?", "shift": 0.0}
     assert {s["kind"] for s in prov["scorers"]} == {"embedding", "pairwise", "judge"}
