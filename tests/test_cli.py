@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import functools
 import gzip
 import json
