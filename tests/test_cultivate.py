@@ -251,8 +251,8 @@ def test_tau_resolution_without_photographs(tmp_path):
 def test_single_extraction_is_another_metric_version():
     assert cultivate.variant_versions(CultivateOptions()) == {}
     single = cultivate.variant_versions(CultivateOptions(extraction="single", exag_variant="mean"))
-    assert single == {"cultivate.faith": "2+mean+single", "cultivate.exag": "2+mean", "cultivate.align": "2+single",
-                      "cultivate.hal": "2+single", "cultivate.ddiv": "2+single", "cultivate.sdiv": "2+single"}
+    assert single == {"cultivate.faith": "2+mean+single", "cultivate.exag": "2+mean", "cultivate.align": "3+single",
+                      "cultivate.hal": "3+single", "cultivate.ddiv": "2+single", "cultivate.sdiv": "2+single"}
     asked = cultivate.extraction_questions("per-dimension")
     assert [d for d, _ in asked] == list(cultivate.DIMENSIONS) and len({q for _, q in asked}) == 5
     assert [d for d, _ in cultivate.extraction_questions("single")] == [None]
