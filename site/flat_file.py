@@ -23,7 +23,7 @@ from cultureboard.evaluators.submission.format import model_key
 
 from .board import Board
 from .names import caveat, get
-from .write import Site
+from .write import Site, csv_cell
 
 #: The files, site-relative.
 CSV, PARQUET = "data/scores.csv", "data/scores.parquet"
@@ -74,12 +74,14 @@ def flat_rows(board: Board) -> list[dict]:
 
 
 def write_flat_file(site: Site, board: Board) -> dict:
-    """Write :data:`CSV` and :data:`PARQUET`; returns {csv, parquet, rows} (the home page links both)."""
+    """Write :data:`CSV` (text that a spreadsheet would run as a formula gets a leading apostrophe, as in every
+    download: :func:`.write.csv_cell`) and :data:`PARQUET` (the values as they are); returns {csv, parquet, rows}
+    (the home page links both)."""
     rows = flat_rows(board)
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=SCHEMA.names, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({k: "" if v is None else v for k, v in row.items()} for row in rows)
+    writer.writerows({k: "" if v is None else csv_cell(v) for k, v in row.items()} for row in rows)
     site.write(CSV, text.getvalue())
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), buffer)

@@ -306,7 +306,7 @@ def _downloads(page: str, name: str, columns: list[Column], rows: list[dict], st
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(keys)
-    writer.writerows([_csv_cell(row[k]) for k in keys] for row in flat)
+    writer.writerows([csv_cell(row[k]) for k in keys] for row in flat)
     return buffer.getvalue(), json.dumps({"page": page, "table": name, "columns": keys, "rows": flat},
                                          ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -356,7 +356,7 @@ def _provenance(columns: list[Column], row: dict, site_standin: bool) -> dict:
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\*?")
 
 
-def _csv_cell(value):
+def csv_cell(value):
     """Text that a spreadsheet would run as a formula gets a leading apostrophe (CSV injection): text that starts
     with a tab, a carriage return or a line feed, or whose first character after any leading whitespace, in its
     NFKC form (full-width ＝ ＋ － ＠ are = + - @), is = + - or @. A plain signed number such as a paper's printed
