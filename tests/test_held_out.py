@@ -180,8 +180,13 @@ def hub():
 def test_publish_sends_the_private_dataset_to_a_private_repository_only(split, hub, monkeypatch, capsys):
     from cultureboard.builder import publish_dataset
 
+    from huggingface_hub import constants
+
     for name, value in hub.env().items():
         monkeypatch.setenv(name, value)
+    # the client reads these at import, which an earlier test of the session may have done (HF_HUB_OFFLINE=1)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", hub.url)
     root, _, _ = split
     private = root / "one" / "dataset-held-out"
     result = publish_dataset(private, "custodians/held-out")

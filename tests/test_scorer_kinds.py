@@ -7,6 +7,7 @@ import hashlib
 
 import numpy as np
 import pytest
+from cultureboard.evaluators.engine.batching import BATCH_SIZE
 from PIL import Image
 
 from cultureboard.evaluators.engine import judge
@@ -71,7 +72,7 @@ def test_lpips_pairs_are_symmetric_cached_and_in_order(lpips_scorer, images, tmp
         assert d[2] == 0 and d[0] == pytest.approx(d[1], abs=1e-6) and d[3] > 0
         again = compare_pairs(Cache(tmp_path), identity_of(lpips_scorer), lambda: pytest.fail("model loaded"), pairs)
         np.testing.assert_array_equal(again, d)
-        assert sum(calls) == 4
+        assert calls == [BATCH_SIZE], "the 4 pairs computed once, in one fixed-shape batch (padded)"
         reversed_order = compare_pairs(Cache(tmp_path), identity_of(lpips_scorer), lambda: lpips_scorer, pairs[::-1])
         np.testing.assert_array_equal(reversed_order, d[::-1])
     finally:

@@ -19,10 +19,17 @@
     document.head.appendChild(script);
   }
 
-  function fmt(x) { return x === null || x === undefined ? "—" : x.toFixed(3); }
+  function fmt(x, d) { return x === null || x === undefined ? "—" : x.toFixed(d === undefined ? 3 : d); }
+  // the fewest decimals, from 3 up to 10, at which an interval's bounds print differently (as cells.at_precision)
+  function digits(low, high) {
+    var d = 3;
+    while (low !== high && d < 10 && low.toFixed(d) === high.toFixed(d)) { d += 1; }
+    return d;
+  }
   function shown(cell) {
     if (!cell) return "—";
-    return fmt(cell[0]) + (cell[1] === null ? " (no CI)" : " [" + fmt(cell[1]) + ", " + fmt(cell[2]) + "]") + " n=" + cell[3];
+    var d = cell[1] === null ? 3 : digits(cell[1], cell[2]);
+    return fmt(cell[0], d) + (cell[1] === null ? " (no CI)" : " [" + fmt(cell[1], d) + ", " + fmt(cell[2], d) + "]") + " n=" + cell[3];
   }
   // "A" or "B" where the CIs are apart (the better one by the headline's direction), else "" (not established)
   function better(set, a, b) {
