@@ -551,8 +551,8 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
 @cli.command(name="list-metrics")
 @json_option
 def list_metrics(as_json):
-    """List every benchmark family, its prompt sets, options and metric cards (with versions, direction and the
-    paper's evidence for it)."""
+    """List every benchmark family, its prompt sets, options and metric cards (with versions, direction, the
+    paper's evidence for it, its validity tier and its smallest meaningful difference)."""
     import dataclasses
 
     from cultureboard.evaluators.engine.registry import load_families
@@ -576,8 +576,9 @@ def list_metrics(as_json):
         for m in fam["metrics"]:
             cluster = f", bootstrap clusters: {m['cluster']}" if m["cluster"] else ""
             cluster += f", Wilson intervals on [{m['bounded'][0]:g}, {m['bounded'][1]:g}]" if m["bounded"] else ""
+            smd = f", smallest difference {m['smallest_difference']:g}" if m["smallest_difference"] else ""
             click.echo(f"    {m['name']:<28} v{m['version']}  {direction_text(m):<32}  unit {m['unit']:<6} {m['title']}"
-                       f"{cluster}")
+                       f"{cluster}  [{m['tier']}{smd}]")
 
 
 @cli.command(name="merge-shards")

@@ -53,6 +53,10 @@ CONTROL_SETS = ("cure-ladder", "cultdiff", "cultivate")
 #: with their category's images, ECB's edits returning their input. Scored and shown like the reference-photos
 #: controls; the site says where each lands among the models, and badges a metric a cheat tops "gameable".
 CHEAT_SETS = {"cure-ladder": "category-images", "ecb": "unedited"}
+#: The prompt sets whose scorers read text (CUBE's SigLIP, CuRe's image-text attribution, CULTIVate's VLM judge):
+#: each gets the text-only control (the prompt's words drawn as the image), a cheat that a metric rewarding text
+#: in the image would rank; a metric it tops is not ranked on that board.
+TEXT_ONLY_SETS = ("cube-awareness", "cure-ladder", "cultivate")
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -138,7 +142,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
             for ps in (STANDIN_MODELS[name] if standin else PIPELINE_SETS)]
     echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
          + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
-            else ", ".join(pipelines)) + f", and controls: {len(CONTROL_SETS)} reference-photos and the cheats "
+            else ", ".join(pipelines)) + f", and controls: {len(CONTROL_SETS)} reference-photos, {len(TEXT_ONLY_SETS)} text-only and the cheats "
          + ", ".join(CHEAT_SETS.values()))
     models = _standin_pipelines() if standin else pipelines
     written = []
@@ -225,14 +229,16 @@ def _build(dataset: Path, countries: list[str]) -> bool:
 
 
 def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Callable[[str], None]) -> list[Path]:
-    """The reference-photos control of each of :data:`CONTROL_SETS` (64 px, as the stand-ins' images), and the cheat
+    """The reference-photos control of each of :data:`CONTROL_SETS` and the text-only control of each of
+    :data:`TEXT_ONLY_SETS` (64 px, as the stand-ins' images), and the cheat
     of :data:`CHEAT_SETS` for each prompt set a ``generated`` submission (its source) answers, in
     ``submissions/control__<kind>__<prompt set>``, replacing an earlier run's (a finished submission folder has no
     output marker, so :func:`make_control` would refuse to overwrite it)."""
-    from .evaluators.submission.controls import REFERENCE_PHOTOS, make_control
+    from .evaluators.submission.controls import REFERENCE_PHOTOS, TEXT_ONLY, make_control
 
     sources = {folder.name.split("__")[-1]: folder for folder in reversed(generated)}  # the first of a prompt set
     made = [(REFERENCE_PHOTOS, prompt_set, None) for prompt_set in CONTROL_SETS]
+    made += [(TEXT_ONLY, prompt_set, None) for prompt_set in TEXT_ONLY_SETS]
     made += [(kind, prompt_set, sources[prompt_set]) for prompt_set, kind in CHEAT_SETS.items()
              if prompt_set in sources]
     folders = []

@@ -23,6 +23,7 @@ from cultureboard.evaluators.engine.parity import is_parity, parity_name
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
 from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
 from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
+from cultureboard.evaluators.results.tiers import ranked_tier, tier_order
 
 from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
@@ -111,8 +112,10 @@ class Board:
         """sid -> {rank, best, worst} on ``metric`` in the slice, among the group's ranked results that have a
         value and CI from at least :data:`MIN_PROMPTS` prompts (fewer give CIs too unreliable to order by), in the
         card's direction (``target``: by the distance to the target, :func:`~.stats.oriented`) and the board's
-        order (:data:`ORDERS`); nothing for a descriptive metric (direction "none") or where the metric is only a
-        diagnostic (:meth:`diagnostic`)."""
+        order (:data:`ORDERS`). Distinct ranks need the gap between two CIs to exceed the card's smallest
+        meaningful difference d (each oriented CI is widened by d / 2 before :func:`~.stats.rank_ties`: entries
+        whose CIs come closer than d are tied). Nothing (:meth:`unranked`) for a descriptive metric, a tier that
+        gets no ranks, a diagnostic slice, or a board whose models a cheat control tops."""
         key = (group.name, metric, slice_type, slice_)
         if key not in self._ranks:
             card = self.cards[metric]
@@ -120,14 +123,33 @@ class Board:
                       if (e := r.entries.get((metric, slice_type, slice_))) and e["value"] is not None
                       and e["ci_low"] is not None and e["n_prompts"] >= MIN_PROMPTS]
             out = {}
-            if ranked and card["direction"] != "none" and not self.diagnostic(metric, slice_type, slice_):
+            if ranked and not self.unranked(group, metric, slice_type, slice_):
                 e = [r.entries[(metric, slice_type, slice_)] for r in ranked]
-                rr = rank_ties(*oriented([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
-                                         card["direction"], card.get("target")), by=ORDERS[self.order_by])
+                half = (card.get("smallest_difference") or 0.0) / 2
+                g, lo, hi = oriented([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
+                                     card["direction"], card.get("target"))
+                rr = rank_ties(g, lo - half, hi + half, by=ORDERS[self.order_by])
                 out = {r.sid: {"rank": int(k), "best": int(b), "worst": int(w)}
                        for r, k, b, w in zip(ranked, rr.rank, rr.best, rr.worst)}
             self._ranks[key] = out
         return self._ranks[key]
+
+    def unranked(self, group: Group, metric: str, slice_type: str, slice_: str) -> str:
+        """Why ``metric`` gets no rank numbers on the group's board in this slice ("" when it gets them): it is
+        descriptive, its validity tier is not a ranked one (:mod:`~cultureboard.evaluators.results.tiers`), it is
+        only a diagnostic here, or a cheat control tops every model (:func:`.gaming.cheats_on_top`)."""
+        from .gaming import cheats_on_top
+
+        card = self.cards[metric]
+        if card["direction"] == "none":
+            return "descriptive: never ranked"
+        if not ranked_tier(card):
+            return f"not ranked: {card.get('tier') or 'no validity tier recorded'} (the evidence page says why)"
+        if self.diagnostic(metric, slice_type, slice_):
+            return "not ranked: only a diagnostic here"
+        if cheats := cheats_on_top(self, group, metric, slice_type, slice_):
+            return "not ranked: a cheat tops every model (" + ", ".join(f"{c.control}, {c.kind}" for c in cheats) + ")"
+        return ""
 
     def order(self, group: Group, metric: str, slice_type: str, slice_: str) -> list[Result]:
         """The group's ranked results by rank on ``metric`` (unranked last, by name), then its controls."""
@@ -212,11 +234,12 @@ class Board:
 
     def under_represented(self, result: Result, metric: str) -> list[str]:
         """The countries the model serves significantly worse than its own average on ``metric``
-        (:func:`~cultureboard.evaluators.results.disparity.under_represented`: Benjamini-Hochberg q < 0.05 and
-        the gap on the worse side; never for a descriptive or a target metric, nor an untested gap)."""
-        direction = self.cards[metric]["direction"]
+        (:func:`~cultureboard.evaluators.results.disparity.under_represented`: Benjamini-Hochberg q < 0.05, the
+        gap on the worse side and its interval clearing the card's smallest meaningful difference; never for a descriptive or a target metric, nor an untested gap)."""
+        card = self.cards[metric]
         return [g.name for g in self.gaps(result, metric) or ()
-                if under_represented(g.kind, g.value, g.p_adjusted, direction)]
+                if under_represented(g.kind, g.value, g.p_adjusted, card["direction"], g.low, g.high,
+                                     card.get("smallest_difference") or 0.0)]
 
     def region_gap(self, result: Result, metric: str):
         found = self.gaps(result, metric)
@@ -255,7 +278,7 @@ def _groups(results: list[Result], cards: dict[str, dict]) -> dict[str, list[Gro
     out: dict[str, list[Group]] = defaultdict(list)
     for key, members in sorted(by_key.items(), key=lambda kv: (kv[0][0], -len(kv[1]), kv[0])):
         prompt_set = key[0][1]
-        metrics = _metric_order(prompt_set, sorted({m for r in members for m, _, _ in r.entries}))
+        metrics = _metric_order(prompt_set, sorted({m for r in members for m, _, _ in r.entries}), cards)
         shown = _shown(metrics, cards)
         out[prompt_set].append(Group(prompt_set, f"g{len(out[prompt_set]) + 1}", [r for r in members if not r.control],
                                      [r for r in members if r.control], metrics, shown, list(key)))
@@ -267,17 +290,21 @@ def _groups(results: list[Result], cards: dict[str, dict]) -> dict[str, list[Gro
     return dict(sorted(out.items()))
 
 
-def _metric_order(prompt_set: str, metrics: list[str]) -> list[str]:
-    """The headline first (the family's primary metric; the first one if unregistered), then in the order the
-    family lists them, then any others by name."""
+def _metric_order(prompt_set: str, metrics: list[str], cards: dict[str, dict]) -> list[str]:
+    """The headline first, then in the order the family lists them, then any others by name. The headline is
+    the metric of the strongest validity tier (:data:`~cultureboard.evaluators.results.tiers.TIERS`; language
+    parity gaps aside, they stand beside their base): the family's primary metric where it is of that tier,
+    else the first listed one that is (an unregistered prompt set: its first metric)."""
     try:
         family, spec = family_of(prompt_set)
     except CultureboardError:
         return metrics
     listed = [m for m in spec.metrics if m in metrics]
-    main = family.primary(prompt_set)
-    main = main if main in metrics else (listed or metrics)[0]
     rest = listed + sorted(set(metrics) - set(listed))
+    candidates = [m for m in rest if not is_parity(m) and cards[m]["direction"] != "none"] or rest
+    best = min(tier_order(cards[m].get("tier")) for m in candidates)
+    primary = family.primary(prompt_set)
+    main = next(m for m in [primary, *candidates] if m in candidates and tier_order(cards[m].get("tier")) == best)
     return [main] + [m for m in rest if m != main]
 
 

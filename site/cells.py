@@ -4,7 +4,8 @@ alone has a row per image), and one function call per cell is several times fast
 Every value that reaches the HTML is escaped (text and attributes alike: ``& < > " '`` become entities, exactly
 as Jinja's autoescaping does); the result is :class:`markupsafe.Markup` for the templates. Cells:
 
-* ``score``: value [CI] (a value without a CI, from one prompt, shows its ``ci_note``, "no CI: 1 prompt"),
+* ``score``: value [CI] at the precision of its CI (:func:`at_precision`; a value without a CI, from one
+  prompt, shows its ``ci_note``, "no CI: 1 prompt"),
   n = images / prompts with their title, the caveat badge and any cell badges;
   ``data-sort`` = the value (empty without one), or its distance to the column's target;
 * ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a rank spread with its best and worst
@@ -31,6 +32,16 @@ def escape(v) -> str:
     return (str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
             .replace("'", "&#39;"))
 
+
+
+def at_precision(value: float, low: float, high: float, digits: int = 3, most: int = 10) -> tuple[str, str, str]:
+    """``value [low, high]`` as text with the fewest decimals, from ``digits`` up to ``most``, at which the
+    bounds print differently (an interval that is not a point never prints as one: 0.3395 [0.3391, 0.3399] is
+    not shown as 0.340 [0.340, 0.340]); a point interval (low = high) at ``digits``."""
+    d = digits
+    while low != high and d < most and f"{low:.{d}f}" == f"{high:.{d}f}":
+        d += 1
+    return f"{value:.{d}f}", f"{low:.{d}f}", f"{high:.{d}f}"
 
 
 def _badges(items) -> str:
@@ -96,7 +107,8 @@ def cell(c, v, marks, root: str) -> str:
         note = caveat(v)
         value = v["value"]
         shown = ('<span class="v">—</span>' if value is None else
-                 f'<span class="v">{num(value)}</span> <span class="ci">[{num(v["ci_low"])}, {num(v["ci_high"])}]</span>'
+                 '<span class="v">{}</span> <span class="ci">[{}, {}]</span>'.format(
+                     *at_precision(value, v["ci_low"], v["ci_high"]))
                  if v["ci_low"] is not None else
                  f'<span class="v">{num(value)}</span> <span class="ci">({escape(v.get("ci_note") or "no CI")})</span>')
         images, prompts = escape(v["n_images"]), escape(v["n_prompts"])

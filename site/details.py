@@ -297,3 +297,40 @@ def trust_page(site: Site, board: Board) -> None:
          "verdict": ("diagnostic only: " if t["diagnostic"] else "usable: " if t["diagnostic"] is False else "") + t["reason"],
          "_muted": bool(t["diagnostic"])} for t in rows]) if rows else None
     site.page("trust.html", "trust.html", "Trust: where each metric tracks human judgement", table=table)
+
+
+def evidence_rows() -> list[dict]:
+    """One row per registered metric card, in tier order then by name: its tier, why it is there (its place in
+    :data:`~cultureboard.evaluators.results.tiers.RULE`, naming the human target and the source), the statistic,
+    the published figure, the human-human ceiling and the figure's share of it, the prompt domain and the smallest
+    meaningful difference with its reason."""
+    from cultureboard.evaluators.engine.registry import metric_cards
+    from cultureboard.evaluators.results.tiers import tier_order
+
+    rows = []
+    for name, card in metric_cards().items():
+        d = card.to_dict()
+        ev = d["evidence"] or {}
+        value, ceiling = (None if ev.get(k) is None else float(ev[k]) for k in ("value", "ceiling"))
+        rows.append({"metric": name, "tier": d["tier"], "why": d["tier_reason"], "statistic": ev.get("statistic"),
+                     "value": value, "ceiling": ceiling,
+                     "share": abs(value) / ceiling if value is not None and ceiling else None,
+                     "domain": ev.get("domain"), "smallest": d["smallest_difference"],
+                     "smallest_reason": d["smallest_difference_reason"]})
+    return sorted(rows, key=lambda r: (tier_order(r["tier"]), r["metric"]))
+
+
+def evidence_page(site: Site, board: Board) -> None:
+    """evidence.html: the tier rule, and every metric card's tier and why (greyed: the tiers that get no ranks);
+    a metric some result was scored with links its page."""
+    from cultureboard.evaluators.results.tiers import RANKED_TIERS, RULE, RULE_VERSION
+
+    columns = [Column("metric", "Metric", "link"), Column("tier", "Tier", "text"), Column("why", "Why", "text"),
+               Column("statistic", "Statistic", "text"), Column("value", "Published figure", "num"),
+               Column("ceiling", "Human-human ceiling", "num"), Column("share", "Share of the ceiling", "num"),
+               Column("domain", "Prompt domain", "text"),
+               Column("smallest", "Smallest meaningful difference", "num"), Column("smallest_reason", "Its reason", "text")]
+    rows = [{**r, "metric": {"text": r["metric"], "href": f"metric/{r['metric']}.html" if r["metric"] in board.cards
+                             else "evidence.html"}, "_muted": r["tier"] not in RANKED_TIERS} for r in evidence_rows()]
+    site.page("evidence.html", "evidence.html", "Evidence: each metric's validity tier and why",
+              table=site.table("evidence.html", "evidence", columns, rows), rule=RULE, rule_version=RULE_VERSION)

@@ -166,7 +166,8 @@ def disparity_rows(board: Board, group: Group) -> list[dict]:
         if region is None:
             continue
         worse = -1 if card["direction"] == "higher" else 1  # the sign of a gap that means "served worse"
-        countries = [g for g in found if under_represented(g.kind, g.value, g.p_adjusted, card["direction"])]
+        countries = [g for g in found if under_represented(g.kind, g.value, g.p_adjusted, card["direction"], g.low,
+                                                           g.high, card.get("smallest_difference") or 0.0)]
         worst = max(countries, key=lambda g: worse * g.value, default=None)
         rows.append({"result": r, "gap": region, "worst": worst, "n_worse": len(countries)})
     tested = [x for x in rows if not math.isnan(x["gap"].p)]

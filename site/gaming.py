@@ -14,6 +14,9 @@ the values of the ranked submissions of its comparability group, compared by the
   model *tops* the metric: the metric rewards the cheat, so it is gameable that way. Point values are compared: a
   cheat whose value is above every model's shows the metric fails to penalise it, whatever the intervals say about
   the models' order. The reference photographs are the ceiling, not a cheat: topping the models is expected of them.
+- A metric a cheat tops on a board is **not ranked** on that board (:func:`cheats_on_top`,
+  :meth:`~.board.Board.unranked`). The "gameable" badge also needs the margin to matter: the cheat's value better
+  than the best model's by at least the card's smallest meaningful difference d (``margin``: g(cheat) - max g(model)).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Standing:
     beats: int  # models it is strictly better than
     models: int  # models with a value
     rank: int  # the rank it would take among the models and itself
+    margin: float = 0.0  # g(control) - the best model's g (positive: better than every model)
+    smallest: float = 0.0  # the card's smallest meaningful difference
 
     @property
     def tops(self) -> bool:
@@ -45,9 +50,14 @@ class Standing:
         return self.beats == self.models
 
     @property
-    def gameable(self) -> bool:
-        """A cheat that tops the models: the metric is gameable this way."""
+    def cheat_on_top(self) -> bool:
+        """A cheat that tops the models: the metric is not ranked on this board."""
         return self.tops and self.kind in CHEATS
+
+    @property
+    def gameable(self) -> bool:
+        """A cheat that tops the models by at least the smallest meaningful difference: gameable this way."""
+        return self.cheat_on_top and self.margin >= self.smallest
 
     @property
     def text(self) -> str:
@@ -70,7 +80,8 @@ def standings(card: dict, models: list[float | None], controls: list[tuple[str, 
             continue
         g = float(goodness([value], card["direction"], card.get("target"))[0])
         out.append(Standing(sid, kind, value, beats=sum(g > m for m in scored), models=len(scored),
-                            rank=1 + sum(m > g for m in scored)))
+                            rank=1 + sum(m > g for m in scored), margin=g - max(scored),
+                            smallest=card.get("smallest_difference") or 0.0))
     return out
 
 
@@ -85,8 +96,14 @@ def group_standings(board, group, metric: str, slice_type: str = "overall", slic
                      [(r.sid, r.control, value(r)) for r in group.controls])
 
 
+def cheats_on_top(board, group, metric: str, slice_type: str = "overall", slice_: str = "all") -> list[Standing]:
+    """The cheats that top every model on ``metric`` in the slice (the board then ranks nobody on it)."""
+    return [s for s in group_standings(board, group, metric, slice_type, slice_) if s.cheat_on_top]
+
+
 def badge(board, group, metric: str) -> dict | None:
-    """The "gameable" badge of ``metric`` on the group's board: a cheat tops every model over all prompts."""
+    """The "gameable" badge of ``metric`` on the group's board: a cheat tops every model over all prompts by at
+    least the card's smallest meaningful difference."""
     found = [s for s in group_standings(board, group, metric) if s.gameable]
     if not found:
         return None

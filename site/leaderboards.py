@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections import Counter
 
 from cultureboard.errors import CultureboardError
-from cultureboard.evaluators.results.disparity import SIGNIFICANT
+from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
+from cultureboard.evaluators.results.tiers import ranked_tier
 
 from . import country_answer, figures, gaming
 from .board import Board, Group
@@ -29,10 +30,11 @@ def prompt_set_page(prompt_set: str) -> str:
 
 
 def score_column(board: Board, group: Group, metric: str, slice_type: str, slice_: str) -> Column:
-    """A metric's column: best first on the first click, a badge where a text-only control beats a ranked model
-    and greyed where the metric is only a diagnostic on this slice."""
+    """A metric's column: its validity tier beside its name (:func:`tier_badge`), sorted in the card's
+    direction on the first click, a badge where a text-only control beats a ranked model, greyed where the metric
+    is only a diagnostic on this slice."""
     card = board.cards[metric]
-    badges = []
+    badges = [tier_badge(card)]
     if flag := board.text_only_flag(group, metric):
         badges.append({"label": "text-only control scores high", "title": f"Flagged: {flag}."})
     if gameable := gaming.badge(board, group, metric):
@@ -43,6 +45,14 @@ def score_column(board: Board, group: Group, metric: str, slice_type: str, slice
     return Column(metric, card["title"], "score", f"{metric}: {direction_text(card)}; value [95% CI], n = images / "
                   "prompts", **sort_rule(card), badges=badges,
                   muted=any(b["label"] == "diagnostic here" for b in badges), href=f"metric/{metric}.html")
+
+
+def tier_badge(card: dict) -> dict:
+    """The validity tier of a card (a ``metrics_info`` entry), titled with why it is there
+    (:mod:`~cultureboard.evaluators.results.tiers`); only validated and indicative metrics carry rank numbers."""
+    tier = card.get("tier") or "no tier recorded"
+    ranked = "ranked" if ranked_tier(card) else "shown with its values, never ranked"
+    return {"label": tier, "title": f"Validity tier {tier} ({ranked}): {card.get('tier_reason') or 'scored before the validity rule'}."}
 
 
 def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: str, slice_: str,
@@ -58,8 +68,7 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
     if not members:
         return None
     ranks = board.ranks(group, metrics[0], slice_type, slice_)
-    unranked = ("descriptive: never ranked" if main["direction"] == "none" else
-                "not ranked: only a diagnostic here" if board.diagnostic(metrics[0], slice_type, slice_) else "")
+    unranked = board.unranked(group, metrics[0], slice_type, slice_)
     columns = [Column("rank", "Rank", "rank", f"Rank range on {main['title']}: entries whose 95% CIs overlap are "
                       f"tied{'; ' + unranked if unranked else ''}", better="lower"),
                Column("submission", "Submission", "link", "Organisation / model (tag), from submission.yaml", sticky=True)]
@@ -114,16 +123,19 @@ def marks(board: Board, r, metrics: list[str], slice_type: str, slice_: str) -> 
     language-parity gap that differs from 0 (:func:`gap_badge`)."""
     out = {m: badge for m in metrics if (badge := entangled_badge(board.entangled(r, m)))}
     for m in metrics:
-        if badge := gap_badge(r.entries.get((m, slice_type, slice_))):
+        if badge := gap_badge(r.entries.get((m, slice_type, slice_)), board.cards[m].get("smallest_difference")):
             out[m] = out.get(m, []) + badge
     return out
 
 
-def gap_badge(entry: dict | None) -> list[dict]:
+def gap_badge(entry: dict | None, smallest: float | None = None) -> list[dict]:
     """The "language gap" badge of a parity entry whose Benjamini-Hochberg q (across the slices of its type:
-    countries on a country page) is below :data:`~cultureboard.evaluators.results.disparity.SIGNIFICANT`."""
+    countries on a country page) is below :data:`~cultureboard.evaluators.results.disparity.SIGNIFICANT` and
+    whose interval clears the card's smallest meaningful difference (:func:`~.disparity.clears`): a gap of
+    0.000 [0.000, 0.000] is never badged."""
     q = (entry or {}).get("p_adjusted")
-    if q is None or q >= SIGNIFICANT:
+    if q is None or q >= SIGNIFICANT or entry.get("ci_low") is None \
+            or not clears(entry["ci_low"], entry["ci_high"], max(smallest or 0.0, 0.0)) or entry["value"] == 0:
         return []
     return [{"label": "language gap", "title": f"Native-language prompts score {'above' if entry['value'] > 0 else 'below'} "
              f"their English originals: the gap differs from 0 (bootstrap test, Benjamini-Hochberg q = {q:.3f})."}]

@@ -144,7 +144,8 @@ def _language_table(board: Board, results: list) -> tuple[list[Column], list[dic
             row = {"submission": {"text": r.sid, "href": f"model/{r.sid}.html"}, "language": lang, "pairs": pairs,
                    "refused": refused, "english_refused": counts.get(f"{lang} English refused", 0),
                    "refusal_rate": refused / pairs if pairs else None, "gap": entry}
-            rows.append(row | ({"_marks": {"gap": badge}} if (badge := gap_badge(entry)) else {}))
+            smallest = board.cards[gap].get("smallest_difference") if gap in board.cards else None
+            rows.append(row | ({"_marks": {"gap": badge}} if (badge := gap_badge(entry, smallest)) else {}))
     return columns, rows
 
 

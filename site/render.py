@@ -16,6 +16,7 @@ served; no page requests anything from another site)::
     map/<group>/<metric>.html           a world map of a metric per country, a submission chosen by the reader
     metrics.html, metric/<name>.html    metric cards, validity (ours and reported), leaderboards
     trust.html                          where each metric tracks human judgement (from --ratings)
+    evidence.html                       every metric card's validity tier and why (the tier rule)
     submissions.html                    every submission folder: invalid, not scored, stale or scored (and by what)
     agreement.html                      do the benchmarks agree: Kendall's tau between families' rankings of models
     cache/validation.json               what validate found of each submission folder, reused by the next build
@@ -103,6 +104,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             details.family_pages(site, board)
             figures.map_pages(site, board)
             details.trust_page(site, board)
+            details.evidence_page(site, board)
             agreement_page.agreement_page(site, board)
             # then each submission's pages as soon as its images are done (the workers take them in this order)
             first_images = {}

@@ -19,10 +19,11 @@ from cultureboard.builder.build import sample_dump_path
 from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS
+from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS, TEXT_ONLY_SETS
 
 #: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
 DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
+                 + [f"control__text-only__{ps}" for ps in TEXT_ONLY_SETS]
                  + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()])
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
@@ -221,7 +222,8 @@ def test_demo_shows_the_reference_photos_controls_as_unranked_rows(demo_runs):
         rows = list(csv.DictReader(table.open(encoding="utf-8")))
         [control] = [r for r in rows if r["control"] == "reference-photos"]
         assert (control["rank_best"], control["rank_worst"]) == ("", "")
-        assert any(r["rank_best"] for r in rows if not r["control"])  # the model beside it is ranked
+        # the model beside it is ranked on CuRe's validated headline (cure.gt); CultDiff's are all diagnostic
+        assert any(r["rank_best"] for r in rows if not r["control"]) == (prompt_set == "cure-ladder")
 
 
 def test_demo_remakes_its_controls_in_a_folder_it_ran_in(demo_runs, tmp_path):
@@ -272,12 +274,11 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
 def test_a_cheat_that_tops_the_headline_badges_it_gameable(demo_runs, tmp_path):
     """The demo's results with the unedited control's ECB headline moved past the model's, in the card's direction:
     the headline is badged "gameable" on the leaderboard and its metric page, and the control would rank first."""
-    from cultureboard.evaluators.engine.registry import family_of
     from cultureboard.site.render import build_site
 
     demo, sid = demo_runs["demo"], "control__unedited__ecb"
     results = shutil.copytree(demo / "results", tmp_path / "results")
-    headline = family_of("ecb")[0].primary("ecb")
+    headline = "ecb.aesthetic"  # the board's headline: ecb's one validated card (its primary is diagnostic)
     summaries = _results(demo)
     card = next(c for c in summaries[sid]["metrics_info"] if c["name"] == headline)
     [model] = [e["value"] for e in summaries["demo__tiny-a__ecb"]["metrics"]
@@ -294,6 +295,9 @@ def test_a_cheat_that_tops_the_headline_badges_it_gameable(demo_runs, tmp_path):
     assert ">gameable</span>" in head
     [row] = [r.split("</tr>", 1)[0] for r in board.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
     assert "would rank 1 of 2, gameable" in row
+    assert "not ranked: a cheat tops every model" in board  # the cheat unranks the board
+    downloaded = list(csv.DictReader((tmp_path / "site" / "data" / "leaderboard-ecb-ecb-g1.csv").open()))
+    assert not any(r["rank_best"] for r in downloaded)
     page = (tmp_path / "site" / "metric" / f"{headline}.html").read_text()
     assert "<dt>Gaming</dt>" in page and f"{sid} (unedited) scores " in page
 

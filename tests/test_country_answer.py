@@ -35,7 +35,8 @@ SETS = {CUBE: "cube-awareness", DIVERSITY: "cube-diversity", CURE: "cure-ladder"
 def card(name: str, direction: str, target: float | None = None) -> dict:
     return {"name": name, "title": name.upper(), "direction": direction, "target": target, "family": name.split(".")[0],
             "unit": "", "formula": "", "range": "[0, 1]", "source": "", "scorers": [], "version": 1, "validity": [],
-            "chance": None, "proxy_for": None}
+            "chance": None, "proxy_for": None,
+            "tier": "validated"}  # a toy metric ranked as a validated one
 
 
 def result(model: str, metric: str, value: float, n_prompts: int = 8, direction: str = "higher",
@@ -61,7 +62,7 @@ def board_of(*results: Result) -> Board:
 @pytest.fixture
 def board() -> Board:
     return board_of(result("alpha", CUBE, 0.80), result("beta", CUBE, 0.60), result("gamma", CUBE, 0.58),
-                    result("delta", CUBE, 0.95, n_prompts=2), result("words", CUBE, 0.99, control="text-only"),
+                    result("delta", CUBE, 0.95, n_prompts=2), result("words", CUBE, 0.79, control="text-only"),  # below the best: a cheat on top unranks
                     result("alpha", CURE, 0.50), result("beta", CURE, 0.70), result("gamma", CURE, 0.30),
                     *(result(m, CULTDIFF, v, direction="lower") for m, v in (("alpha", 0.2), ("beta", 0.6), ("gamma", 0.4))))
 

@@ -40,7 +40,8 @@ def card(name: str, direction: str = "higher") -> dict:
     return {"name": name, "title": name.upper(), "direction": direction, "family": name.split(".")[0], "unit": "",
             "formula": "", "range": "[0, 1]", "source": "", "scorers": ["judge"] if name == CUBE else [], "version": 1,
             "validity": [],
-            "chance": None, "proxy_for": None}
+            "chance": None, "proxy_for": None,
+            "tier": "validated"}  # a toy metric ranked as a validated one
 
 
 def entry(metric: str, slice_type: str, slice_: str, value: float, n_prompts: int = 8) -> dict:
@@ -81,7 +82,7 @@ def board() -> Board:
                result("lab", "alpha", "cure-ladder", "cure-ladder", CURE, {"all": 0.33, "NG": 0.21, "ES": 0.44},
                       links=["https://example.org/alpha", "javascript:alert(1)"], **alpha),
                result("lab", "beta", None, "cube-awareness", CUBE, {"all": 0.40, "IT": 0.45}, id="local/beta"),
-               result("control", "text-only", None, "cube-awareness", CUBE, {"all": 0.9}, control="text-only")]
+               result("control", "text-only", None, "cube-awareness", CUBE, {"all": 0.5}, control="text-only")]
     return Board({r.sid: r for r in results}, {})
 
 

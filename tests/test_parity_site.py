@@ -27,7 +27,7 @@ def card(name: str) -> dict:
     return {"name": name, "title": name.upper(), "direction": "target" if gap else "higher",
             "target": 0.0 if gap else None, "family": "cube", "unit": "pair" if gap else "image", "formula": "",
             "range": "[0, 1]", "source": "", "scorers": [], "version": 1, "validity": [], "chance": None,
-            "proxy_for": None}
+            "proxy_for": None, "tier": "validated"}  # a toy metric ranked as a validated one
 
 
 def entry(metric, slice_type, slice_, value, q=None) -> dict:

@@ -49,7 +49,7 @@ def cell_numbers(line: str, labels: int) -> list[str]:
 
 def test_every_file_loads(tables):
     assert sorted(p.name for p in DATA.glob("*.yaml")) == ["cube.yaml", "cultivate.yaml", "cure.yaml", "ecb.yaml",
-                                                           "validity.yaml"]
+                                                           "evidence.yaml", "validity.yaml"]
     assert {k: len(t.rows) for k, t in tables.items()} == {
         ("cube", "Table 3"): 96, ("cube", "Table 5"): 60, ("cure", "Table 8"): 42, ("cure", "Table 1"): 117,
         ("cure", "Table 2"): 126, ("cure", "Table 3"): 36, ("cure", "Table 15"): 50, ("cultivate", "Table 1"): 72,

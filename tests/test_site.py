@@ -59,6 +59,13 @@ def world(tmp_path_factory, tiny_scorers):
                                             10 * k + i, results, submissions, unflag=prompt_set == "cultivate",
                                             training_data=LAION if (prompt_set, i) == ("cure-ladder", 1) else None)
                                     for i, shift in enumerate((-0.05, 0.05))]
+    for folder in results.iterdir():  # the board's rules are tried on MAIN as a ranked (validated) headline
+        path = folder / "summary.json"
+        summary = json.loads(path.read_text())
+        if summary["provenance"]["prompt_set"] == PROMPT_SET:
+            for card in summary["metrics_info"]:
+                card["tier"] = "validated" if card["name"] == MAIN else card["tier"]
+            path.write_text(json.dumps(summary))
     summary = build_site(results, base["dataset"], submissions, root / "site", built=BUILT)
     hostile = next(i for i in base["ids"][PROMPT_SET] if i not in (ALPHA, BETA, CONTROL))
     return {"root": root, "base": base, "dataset": base["dataset"], "submissions": submissions, "results": results,
@@ -180,7 +187,8 @@ def slug(text: str) -> str:
 def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     site = world["site"]
     folders = {"country": "country", "region_group": "region", "continent": "region", "era": "era", "category": "category"}
-    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "submissions.html", "agreement.html"}
+    expected = {"index.html", "slices.html", "metrics.html", "trust.html", "submissions.html", "agreement.html",
+                "evidence.html"}
     prompt_sets, families = set(), set()
     for sid, summary in summaries(world).items():
         expected |= {f"model/{sid}.html", f"model/{sid}/images-1.html"}
@@ -297,7 +305,7 @@ def test_display_names_stand_in_banner_and_footer(world, tmp_path):
 
 def test_overlapping_cis_are_tied_ranks_and_controls_are_not_ranked(world, tmp_path):
     values = {ALPHA: (0.90, 0.85, 0.95), BETA: (0.88, 0.80, 0.91), world["hostile"]: (0.50, 0.45, 0.55),
-              CONTROL: (0.95, 0.94, 0.96)}
+              CONTROL: (0.89, 0.88, 0.90)}  # below the best model: a cheat on top would unrank the board
 
     def edit(sid, summary):
         for e in summary["metrics"]:
@@ -317,8 +325,9 @@ def test_overlapping_cis_are_tied_ranks_and_controls_are_not_ranked(world, tmp_p
     downloaded = list(csv.DictReader((site / "data" / f"leaderboard-{PROMPT_SET}-{PROMPT_SET}-g1.csv").open()))
     assert [(r["rank_best"], r["rank_worst"], r["control"]) for r in downloaded] == [
         ("1", "2", ""), ("1", "2", ""), ("3", "3", ""), ("", "", "text-only")]
-    # the text-only control scores above every ranked model: the metric is flagged where it is shown
+    # the text-only control scores above a ranked model: the metric is flagged where it is shown, with its tier
     heads = page.heads(f"{PROMPT_SET}-g1")
+    assert "validated" in heads[MAIN]["text"] and "arrow only" in heads["cube.quality"]["text"]
     assert "text-only control scores high" in heads[MAIN]["text"]
     assert "text-only control scores high" in Page(site / "metric" / f"{MAIN}.html").plain()
 
@@ -1080,3 +1089,17 @@ def test_every_page_links_the_trust_page_and_metric_pages_say_why_their_directio
     assert any(t == "a" and a.get("href", "").endswith("trust.html") for t, a in metric.tags)
     card = family_of("cure-ladder")[0].card(family_of("cure-ladder")[0].primary("cure-ladder"))
     assert html.escape(card.direction_evidence[:40], quote=False) in (site / "metric" / f"{card.name}.html").read_text()
+
+
+def test_the_evidence_page_lists_every_card_with_its_tier_and_the_rule(world):
+    from cultureboard.evaluators.engine.registry import metric_cards
+    from cultureboard.evaluators.results.tiers import RULE
+
+    page = Page(world["site"] / "evidence.html")
+    rows = {r["metric"]["text"]: r for r in page.table("evidence")}
+    assert sorted(rows) == sorted(metric_cards())
+    assert rows["cultivate.faith"]["tier"]["text"] == "validated" and "0.72 of the human-human 0.58" in rows[
+        "cultivate.faith"]["why"]["text"]
+    assert rows["cube.within.vs.artifact"]["tier"]["text"] == "diagnostic"
+    assert " ".join(RULE.split()) in page.plain()
+    assert 'href="evidence.html"' in (world["site"] / "index.html").read_text()

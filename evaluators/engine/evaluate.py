@@ -39,6 +39,7 @@ from cultureboard.images import require_image
 from cultureboard.provenance import code_provenance
 
 from ..results.aggregate import CI_METHOD, SLICE_TYPES, summarize, unit_values
+from ..results.tiers import RULE_VERSION as VALIDITY_RULE
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
@@ -162,7 +163,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
         # forward_passes: model outputs computed one input a pass (values differ in the last bits from the batched
         # runs of earlier versions, so those are never ranked with these: the site compares every setting)
         "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD,
-                     "forward_passes": ONE_PASS_EACH["computed"]},
+                     "forward_passes": ONE_PASS_EACH["computed"], "validity_rule": VALIDITY_RULE},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }

@@ -81,6 +81,7 @@ class MetricCard:
     target: float | None = None  # with direction "target": the best value
     cluster: str | None = None  # prompt field of the bootstrap's first stage (shared randomness), if any
     bounded: tuple[float, float] | None = None  # (low, high) of a bounded and discrete metric: Wilson intervals
+    evidence: Mapping[str, Any] | None = None  # a plug-in's own evidence record (else data/reported/evidence.yaml's)
 
     def __post_init__(self):
         if self.direction not in DIRECTIONS:
@@ -99,7 +100,14 @@ class MetricCard:
         return self.direction != "none"
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The card as data, with its validity tier and smallest meaningful difference
+        (:func:`~cultureboard.evaluators.results.tiers.card_evidence`: its ``evidence`` record, or the one that
+        ``data/reported/evidence.yaml`` holds for its name)."""
+        from ..results.tiers import card_evidence, record_tier
+
+        out = dataclasses.asdict(self)
+        own = dict(self.evidence) if self.evidence is not None else None
+        return {**out, **(record_tier(own, self.direction) if own is not None else card_evidence(self.name, self.direction))}
 
 
 @dataclass(frozen=True)
@@ -192,9 +200,13 @@ def _check(family: Family) -> list[str]:
         problems.append("duplicate metric names")
     if not dataclasses.is_dataclass(family.options):
         problems.append("options must be a dataclass")
+    from ..results.tiers import record_problem
+
     for m in family.metrics:
         if m.family != family.name:
             problems.append(f"metric {m.name} names family {m.family!r}")
+        if m.evidence is not None and (problem := record_problem(dict(m.evidence))):
+            problems.append(f"metric {m.name}: its evidence record {problem}")
     for spec in family.prompt_sets:
         unknown = [m for m in spec.metrics if m not in names]
         if unknown:

@@ -126,16 +126,26 @@ def gaps(prompt_means: Sequence[float], countries: Sequence[str], region_groups:
             for (kind, name, value, _, n, _), (low, high), p_i, q in zip(found, intervals, p, adjusted)]
 
 
-def under_represented(kind: str, value: float, q: float, direction: str) -> bool:
+def clears(low: float, high: float, smallest: float) -> bool:
+    """Whether the interval [low, high] of a difference lies wholly beyond the smallest meaningful difference:
+    ``low >= smallest`` or ``high <= -smallest`` (False for a NaN bound). With ``smallest`` 0 it only excludes 0."""
+    return bool(low >= smallest or high <= -smallest) if low == low and high == high else False
+
+
+def under_represented(kind: str, value: float, q: float, direction: str, low: float | None = None,
+                      high: float | None = None, smallest: float = 0.0) -> bool:
     """Whether a gap marks a country the model serves worse than its own average: a country gap whose
     Benjamini-Hochberg q (over the model's gaps of the metric) is below :data:`SIGNIFICANT` and whose value lies
     on the worse side of zero (below it where higher is better, above it where lower is better). The q, not the
     gap's marginal CI: with 10 countries x 6 metrics, marginal 95% CIs off zero by chance alone would badge a
     few countries of any model. Never for an untested gap (NaN q), the GN - GS gap, a descriptive metric, or a
     metric ranked by its distance to a target: a country's signed gap to the model's mean says nothing about
-    whether that country's values are nearer to the target or farther from it."""
+    whether that country's values are nearer to the target or farther from it. With ``smallest`` (the card's
+    smallest meaningful difference) the gap's interval [low, high] must also clear it (:func:`clears`): a
+    significant gap of 0.01 on a metric whose smallest meaningful difference is 0.02 is not badged."""
     sign = {"higher": -1, "lower": 1}.get(direction)
-    return bool(kind == "country" and sign is not None and q < SIGNIFICANT and sign * value > 0)
+    meaningful = smallest <= 0 or (low is not None and high is not None and clears(low, high, smallest))
+    return bool(kind == "country" and sign is not None and q < SIGNIFICANT and sign * value > 0 and meaningful)
 
 
 def disparity(scores: pd.DataFrame, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> list[dict]:

@@ -25,6 +25,8 @@ from cultureboard.errors import CultureboardError
 
 DATA = Path(__file__).parent / "data" / "reported"
 VALIDITY = DATA / "validity.yaml"
+#: Not paper tables: the correlations (load_validity) and the cards' evidence records (tiers.py).
+NOT_TABLES = (VALIDITY.name, "evidence.yaml")
 _PRINTED = re.compile(r"[+-]?\d+(?:\.\d+)?\*?")
 _FIX = "write every label as text and every number as printed in the paper (or null where it prints none)"
 
@@ -59,11 +61,11 @@ class ReportedTable:
 
 
 def load_reported(family: str | None = None, folder: str | Path = DATA) -> list[ReportedTable]:
-    """Every table of every paper file in ``folder`` (all but ``validity.yaml``), or of ``family`` only,
+    """Every table of every paper file in ``folder`` (all but :data:`NOT_TABLES`), or of ``family`` only,
     validated (:func:`_rows`), in file and table order."""
     out = []
     for path in sorted(Path(folder).glob("*.yaml")):
-        if path.name == VALIDITY.name:
+        if path.name in NOT_TABLES:
             continue
         doc = _read(path, {"paper", "family", "url", "tables"}, {"authors", "venue"})
         if family is not None and doc["family"] != family:
