@@ -1,12 +1,13 @@
-"""The answer a country page opens with: which model is best for this country, per family and overall.
+"""The answer a country, category or topic page opens with: which model is best for it, per family and overall.
 
+A country or category is one slice; a topic (:mod:`.topics`) is the category slices of every family that it gathers.
 Per family: each comparability group of each of its prompt sets ranks its submissions on the prompt set's
-headline over the country's prompts only (:meth:`Board.ranks`: rank ranges where 95% CIs overlap, at least
+headline over each slice's prompts only (:meth:`Board.ranks`: rank ranges where 95% CIs overlap, at least
 :data:`~.names.MIN_PROMPTS` prompts, a ``target`` metric by its distance to the target; a descriptive metric
 (direction "none") or one that is only a diagnostic here ranks nobody; controls are never ranked). A submission
 with too few prompts is listed as not ranked, with its count ("2 prompts: not ranked").
 
-Overall, only where two or more families rank models on the country: the families' scales are incomparable,
+Overall, only where two or more families rank models on the slices: the families' scales are incomparable,
 so values are never averaged. A model's rank in a family is the median of its ranks there (a family with two
 prompt sets ranks it twice); models are ordered by the median of their per-family ranks (ascending; more
 families first on a tie, then by name), and ``agree`` counts the families whose rank range (best to worst)
@@ -26,11 +27,12 @@ from .names import MIN_PROMPTS, display_name, model_page
 
 @dataclass
 class Ranking:
-    """One group's ranking of the country on its prompt set's headline."""
+    """One group's ranking of one slice on its prompt set's headline."""
 
     family: str  # the family's name (a prompt set's own for an unregistered one)
     title: str  # the family's title
     prompt_set: str
+    slice: str  # the slice ranked on ("NG", "cuisine")
     group: str  # the comparability group's name where the prompt set has several; "" otherwise
     metric: str  # the headline's title
     rows: list[dict]  # ranked: {key, model, href, value, ci_low, ci_high, rank, best, worst}, by rank then name
@@ -46,26 +48,34 @@ class Answer:
 
 def answer(board: Board, country: str) -> Answer:
     """Per group the ranked models on ``country`` by the headline, and the overall order by median family rank."""
+    return slices_answer(board, [("country", country)])
+
+
+def slices_answer(board: Board, slices: list[tuple[str, str]]) -> Answer:
+    """Per group and per (slice type, slice) of ``slices`` the ranked models by the headline, and the overall order
+    by median family rank (a family that ranks a model on two slices ranks it twice)."""
     rankings = []
     for prompt_set, groups in board.groups.items():
         family = board.family_for(prompt_set)
         for g in groups:
-            ranking = _ranking(board, g, (family.name, family.title) if family else (prompt_set, prompt_set), country)
-            if ranking is not None:
-                rankings.append(ranking)
+            for slice_type, slice_ in slices:
+                ranking = _ranking(board, g, (family.name, family.title) if family else (prompt_set, prompt_set),
+                                   slice_type, slice_)
+                if ranking is not None:
+                    rankings.append(ranking)
     return Answer(rankings, _overall(rankings))
 
 
-def _ranking(board: Board, group, family: tuple[str, str], country: str) -> Ranking | None:
+def _ranking(board: Board, group, family: tuple[str, str], slice_type: str, slice_: str) -> Ranking | None:
     metric = group.metrics[0]
-    key = (metric, "country", country)
+    key = (metric, slice_type, slice_)
     present = [r for r in group.results if (e := r.entries.get(key)) and e["value"] is not None]
     if not present:
         return None
     card = board.cards[metric]
     why = ("descriptive: never ranked" if card["direction"] == "none" else
-           "only a diagnostic here: not ranked" if board.diagnostic(metric, "country", country) else "")
-    ranks = board.ranks(group, metric, "country", country)
+           "only a diagnostic here: not ranked" if board.diagnostic(metric, slice_type, slice_) else "")
+    ranks = board.ranks(group, metric, slice_type, slice_)
     rows, unranked = [], []
     for r in present:
         e, mkey = r.entries[key], model_key(r.spec)
@@ -77,7 +87,7 @@ def _ranking(board: Board, group, family: tuple[str, str], country: str) -> Rank
             unranked.append(who | {"why": f"{n} prompt{'s' * (n != 1)}: not ranked" if n < MIN_PROMPTS
                                    else "no confidence interval: not ranked"})
     rows.sort(key=lambda row: (row["rank"], row["model"]))
-    return Ranking(*family, group.prompt_set, group.name if group.several else "", card["title"], rows,
+    return Ranking(*family, group.prompt_set, slice_, group.name if group.several else "", card["title"], rows,
                    sorted(unranked, key=lambda row: row["model"]), why)
 
 

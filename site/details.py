@@ -218,22 +218,29 @@ def metric_pages(site: Site, board: Board) -> None:
 
 
 def _notes(board: Board, metric: str) -> list[dict]:
-    """The evaluator's facts about ``metric`` (e.g. its chance level), each with the submissions that recorded it."""
+    """The evaluator's facts about ``metric`` (e.g. its chance level), each fact once: {text, who}, ``who`` the
+    submissions that recorded it where only some of those with notes did ([] where all did)."""
+    from .gallery import explain
+
     seen: dict[str, list[str]] = {}
+    noted = 0
     for r in board.results.values():
         facts = r.summary["provenance"].get("notes", {}).get(metric)
         if facts:
-            seen.setdefault(_facts_text(facts), []).append(r.display)
-    return [{"text": text, "who": who} for text, who in sorted(seen.items())]
+            noted += 1
+            for item in explain(facts):
+                seen.setdefault(_fact_text(item), []).append(r.display)
+    return [{"text": text, "who": who if len(who) < noted else []} for text, who in seen.items()]
 
 
 def _facts_text(facts) -> str:
     from .gallery import explain
 
-    parts = []
-    for item in explain(facts):
-        parts.append(f"{item['label']}: " + (item["text"] if "text" in item else ", ".join(item["entries"])))
-    return "; ".join(parts)
+    return "; ".join(_fact_text(item) for item in explain(facts))
+
+
+def _fact_text(item: dict) -> str:
+    return f"{item['label']}: " + (item["text"] if "text" in item else ", ".join(item["entries"]))
 
 
 def family_pages(site: Site, board: Board) -> None:
@@ -274,10 +281,20 @@ def family_pages(site: Site, board: Board) -> None:
                         "headline": board.cards.get(family.primary(ps.name)) or family.card(family.primary(ps.name)).to_dict(),
                         "results": sum(len(g.everyone) for g in board.groups.get(ps.name, []))}
                        for ps in family.prompt_sets]
-        site.page(page, "family.html", family.title, family=family, cards=cards, reported=reported,
+        overview = site.table(page, "prompt-sets", [
+            Column("prompt_set", "Prompt set", "text"), Column("headline", "Ranked by", "link"),
+            Column("results", "Submissions", "num", better="higher"), Column("leaderboard", "Leaderboard", "link"),
+            Column("images", "Images", "link")], [
+            {"prompt_set": ps["name"], "results": ps["results"],
+             "headline": {"text": ps["headline"]["title"], "href": f"metric/{ps['headline']['name']}.html"}
+             if ps["headline"]["name"] in board.cards else None,
+             "leaderboard": {"text": "leaderboard", "href": ps["href"]} if ps["results"] else None,
+             "images": {"text": "images", "href": site.globals["galleries"][ps["name"]]}
+             if ps["name"] in site.globals.get("galleries", {}) else None} for ps in prompt_sets])
+        site.page(page, "family.html", family.title, family=family, cards=cards, reported=reported, overview=overview,
                   validity=validity_table, validity_note=next((v["note"] for v in mine if v.get("note")), ""),
                   validity_source=next(({"paper": v["paper"], "url": v["url"]} for v in mine), None),
-                  prompt_sets=prompt_sets, scored=set(board.cards))
+                  scored=set(board.cards))
 
 
 def trust_page(site: Site, board: Board) -> None:

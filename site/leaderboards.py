@@ -16,7 +16,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
 from cultureboard.evaluators.results.tiers import ranked_tier
 
-from . import country_answer, figures, gaming
+from . import country_answer, country_sources, figures, gaming
 from .board import Board, Group
 from .names import direction_text, slice_name, slice_path, sort_rule, type_label
 from .write import Column, Site, Table
@@ -149,24 +149,25 @@ def entangled_badge(found) -> list[dict]:
 
 
 def sections(site: Site, board: Board, page: str, slice_type: str, slice_: str, *, headline_only: bool = False,
-             limit: int | None = None) -> list[dict]:
+             limit: int | None = None, prefix: str = "") -> list[dict]:
     """One section per family, one part per prompt set with entries in the slice, one leaderboard per
-    comparability group: [{family, prompt_sets: [...]}] (family None for an unregistered prompt set)."""
+    comparability group: [{family, prompt_sets: [...]}] (family None for an unregistered prompt set). ``prefix``:
+    put before each table's name (its id and downloads), for a page that shows several slices' boards."""
     by_family: dict = {}
-    for part in _prompt_set_parts(site, board, page, slice_type, slice_, headline_only, limit):
+    for part in _prompt_set_parts(site, board, page, slice_type, slice_, headline_only, limit, prefix):
         key = part["family"].name if part["family"] else ""
         by_family.setdefault(key, {"family": part["family"], "prompt_sets": []})["prompt_sets"].append(part)
     return [by_family[k] for k in sorted(by_family)]
 
 
 def _prompt_set_parts(site: Site, board: Board, page: str, slice_type: str, slice_: str, headline_only: bool,
-                      limit: int | None) -> list[dict]:
+                      limit: int | None, prefix: str) -> list[dict]:
     out = []
     for prompt_set, groups in board.groups.items():
         tables = []
         for g in groups:
             table = leaderboard(site, board, page, g, slice_type, slice_, g.headline if headline_only else None,
-                                limit=limit)
+                                limit=limit, name=prefix + g.name)
             if table is not None:
                 tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows)})
         if tables:
@@ -199,9 +200,13 @@ def prompt_set_pages(site: Site, board: Board) -> None:
                   family=family, main=board.cards[groups[0].metrics[0]], several=len(groups) > 1)
 
 
-def slice_pages(site: Site, board: Board) -> None:
+def slice_pages(site: Site, board: Board, *, built_countries: list[str] | None = None,
+                topics: dict | None = None) -> None:
     """A page per country, region group, continent, era and category (headline only: the submission pages have
-    every metric per slice), and slices.html listing them."""
+    every metric per slice), and slices.html listing them. A country or category page opens with which model is
+    best there (:mod:`.country_answer`); a country page says which prompt sets hold its prompts
+    (``built_countries``: those the dataset was built for, :mod:`.country_sources`); a category page links its topic
+    (``topics``: category -> {title, href}, :mod:`.topics`)."""
     listing = []
     scored_on = Counter(s for r in board.results.values() for s in {k[1:] for k in r.entries})  # results per slice
     for slice_type, slice_ in board.slices():
@@ -210,9 +215,13 @@ def slice_pages(site: Site, board: Board) -> None:
             raise CultureboardError(f"slice {slice_!r}", f"has the same page name as another {slice_type} ({path})",
                                     "rename one of them in the dataset")
         title = f"{type_label(slice_type)}: {slice_name(slice_type, slice_)}"
+        answered = slice_type in ("country", "category")
         site.page(path, "slice.html", title, sections=sections(site, board, path, slice_type, slice_, headline_only=True),
                   slice_type=slice_type, slice=slice_,
-                  answer=country_answer.answer(board, slice_) if slice_type == "country" else None)
+                  answer=country_answer.slices_answer(board, [(slice_type, slice_)]) if answered else None,
+                  answer_heading=f"Which model for this {slice_type}?", answer_over=f"this {slice_type}'s prompts",
+                  sources=country_sources.sources(board, slice_, built_countries) if slice_type == "country" else None,
+                  topic=(topics or {}).get(slice_) if slice_type == "category" else None)
         listing.append({"type": type_label(slice_type), "slice": {"text": slice_name(slice_type, slice_), "href": path},
                         "results": scored_on[(slice_type, slice_)]})
     columns = [Column("type", "Type", "text"), Column("slice", "Slice", "link"),

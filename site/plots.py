@@ -314,7 +314,7 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
                         f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{_esc(tooltip)}</title></rect>')
             if printed:
                 body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, cell_digits), anchor="middle",
-                                  extra=f' fill="{_ink(fill)}" font-size="10" pointer-events="none"'))
+                                  extra=f' fill="{_ink(fill)}" pointer-events="none"'))
 
     ly, lx, steps, ramp_w = top + grid_h + 18, 8.0, 40, 200.0
     if noise is not None:  # a note in place of the legend
@@ -371,7 +371,7 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
     def x(v: float) -> float:
         return left + (v - ticks[0]) / (ticks[-1] - ticks[0]) * plot_w
 
-    notes = [_width(_ci_text(g, lo, hi, digits), 10) for _, g, lo, hi in data]
+    notes = [_width(_ci_text(g, lo, hi, digits)) for _, g, lo, hi in data]
     width = max(note_x + max(notes) + 8, x(0) + 14 + _width(f"{positive} \u2192"))
     height = top + row_h * len(data) + 42
 
@@ -392,7 +392,7 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
                         f"<title>{_esc(f'{model}: {summary}')}</title></rect>")
             if low is not None and high is not None:
                 body.append(_whisker(x(low), x(high), cy))
-        body.append(_text(note_x, cy + 4, summary, extra=' font-size="10" fill="#555"'))
+        body.append(_text(note_x, cy + 4, summary, extra=' fill="#555"'))
 
     if desc is None:
         shown = [d for d in data if d[1] is not None]
@@ -420,12 +420,12 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         data[key] = (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
     ticks = _domain(v for triple in data.values() for v in triple)
     digits = _ci_digits(data.values(), ticks)
-    bar_h, gap_h, plot_w = 11.0, 9.0, 320.0
+    bar_h, gap_h, plot_w = 14.0, 9.0, 320.0  # a bar per era, as tall as its 11 px note
     band = bar_h * len(eras) + gap_h
     left = 12 + max(_width(_short(m)) for m in models)
     top = 52.0
     note_x = left + plot_w + 12
-    notes = [_width(f"{_short(era, 12)}: {_ci_text(*data[(m, era)], digits)}", 9)
+    notes = [_width(f"{_short(era, 12)}: {_ci_text(*data[(m, era)], digits)}")
              for m in models for era in eras if (m, era) in data]
     width = max(note_x + max(notes + [0.0]) + 8, 8 + sum(_width(e) + 30 for e in eras))
     bottom = top + band * len(models)
@@ -450,7 +450,7 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
             value, low, high = data.get((model, era), (None, None, None))
             summary = _ci_text(value, low, high, digits)
             if value is None:
-                body.append(_text(x(0) + 4, cy + 3.5, f"{era}: no data", extra=' class="missing" font-size="9" fill="#777"'))
+                body.append(_text(x(0) + 4, cy + 3.5, f"{era}: no data", extra=' class="missing" fill="#777"'))
                 continue
             x0, x1 = sorted((x(0), x(value)))
             body.append(f'<rect class="bar" x="{_n(x0)}" y="{_n(cy - bar_h / 2 + 1)}" width="{_n(max(x1 - x0, 1))}" '
@@ -458,7 +458,7 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
                         f"<title>{_esc(f'{model}, {era}: {summary}')}</title></rect>")
             if low is not None and high is not None:
                 body.append(_whisker(x(low), x(high), cy, half=3))
-            body.append(_text(note_x, cy + 3.5, f"{_short(era, 12)}: {summary}", extra=' font-size="9" fill="#555"'))
+            body.append(_text(note_x, cy + 3.5, f"{_short(era, 12)}: {summary}", extra=' fill="#555"'))
 
     if desc is None:
         missing = sum(data.get((m, e), (None,))[0] is None for m in models for e in eras)
@@ -583,7 +583,7 @@ def frontier_svg(points: list[dict], title: str, *, x_label: str, y_label: str, 
     for model, xv, _, _, yv, _, _ in sorted(front, key=lambda d: -d[4]):  # top to bottom, at least 12 px apart
         label_y = max(y(yv) + 4, placed + 12)
         placed = label_y
-        body.append(_text(left + plot_w + 8, label_y, _short(model, 28), extra=f' fill="{POSITIVE}" font-size="10"'))
+        body.append(_text(left + plot_w + 8, label_y, _short(model, 28), extra=f' fill="{POSITIVE}"'))
         body.append(f'<path d="M{_n(x(xv) + 5)} {_n(y(yv))}L{_n(left + plot_w + 6)} {_n(label_y - 4)}" '
                     f'stroke="{POSITIVE}" stroke-width="0.6" stroke-dasharray="1 2" fill="none"/>')
     if desc is None:

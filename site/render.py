@@ -8,8 +8,10 @@ served; no page requests anything from another site)::
     family/<family>.html                what a family measures, its metric cards, the paper's own numbers (reported)
     slices.html, country/<ISO>.html,    one page per country, region group and continent, era and category
     region/<slug>.html, era/<slug>.html, category/<slug>.html
+    topics.html, topic/<slug>.html      one topic across families (food: CUBE's cuisine, ECB's food, ...), site/data/topics.yaml
     model/<id>.html                     model card, provenance, per-slice table, disparity
     models/<org>__<model>.html          one model: each prompt set's headline, a per-country table, its card
+    compare.html, models/<key>.data.js  two models side by side, drawn in the browser from each model's data script
     model/<id>/images-<n>.html          image browser: ``page_size`` images a page with scores and explanations
     gallery/<prompt set>.html           the prompts, filterable; prompt/<prompt set>/<prompt>.html: every
                                         submission's images of one prompt side by side
@@ -21,6 +23,7 @@ served; no page requests anything from another site)::
     agreement.html                      do the benchmarks agree: Kendall's tau between families' rankings of models
     cache/validation.json               what validate found of each submission folder, reused by the next build
     data/<page>-<table>.csv|.json       every table of every page
+    data/scores.csv|.parquet            every (submission, metric, slice) value with CI, flags and provenance
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
     thumbs/<id>/<sha256>.webp           thumbnails, longer side ``thumb_px``; images/<id>/<sha256>.<ext> full size
     static/style.css, static/app.js     sorting, filtering and the map's choice (vanilla JS, no network access)
@@ -47,8 +50,9 @@ from cultureboard.atomic import atomic_dir, check_replaceable
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.provenance import git_commit
 
-from . import agreement_page, details, figures, gallery, leaderboards, models
+from . import agreement_page, compare, details, figures, flat_file, gallery, leaderboards, models, topics
 from .board import Board
+from .country_sources import built_countries
 from .load import load_results as _load_results
 from .names import MIN_PROMPTS
 from .search_index import write_search_index
@@ -97,9 +101,13 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             # while the workers make the image files: every page that shows no image, the slowest first
             submissions_page(site, Path(submissions), results, Path(dataset), previous=out,
                              summaries={sid: r.summary for sid, r in board.results.items()})
+            topical = topics.topic_pages(site, board)
+            site.env.globals["topics"] = topical["topics"]  # the home page's "which model for ...?" links
+            site.env.globals["flat"] = flat_file.write_flat_file(site, board)  # linked from the home page
             leaderboards.overview(site, board)
             leaderboards.prompt_set_pages(site, board)
-            leaderboards.slice_pages(site, board)
+            leaderboards.slice_pages(site, board, built_countries=built_countries(Path(dataset)),
+                                     topics=topical["by_category"])
             details.metric_pages(site, board)
             details.family_pages(site, board)
             figures.map_pages(site, board)
@@ -115,6 +123,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             media, unverified = pending.result()
         gallery.gallery_pages(site, board, media, page_size)
         models.overview_pages(site, board, first_images)
+        compare.compare_pages(site, board)
         write_search_index(site, board)  # after the last page: it lists the pages written
         site.finish()  # records each page's key for the next build
         pages_at = time.perf_counter()

@@ -27,7 +27,7 @@ def search_entries(board: Board, pages) -> list[dict]:
     """``{label, kind, href}`` for each written page in ``pages`` (site-root paths) that a reader may look for."""
     entries = [{"label": display_name({**rs[0].spec, "tag": None}, key), "kind": "model", "href": model_page(key)}
                for key, rs in models_of(board).items()]
-    entries += [{"label": f"{r.display} ({r.prompt_set})", "kind": "submission", "href": f"model/{r.sid}.html"}
+    entries += [{"label": submission_label(r), "kind": "submission", "href": f"model/{r.sid}.html"}
                 for r in sorted(board.results.values(), key=lambda r: (r.prompt_set, r.sid))]
     entries += [{"label": slice_name(st, s), "kind": type_label(st).lower(), "href": slice_path(st, s)}
                 for st, s in board.slices()]
@@ -47,12 +47,22 @@ def search_entries(board: Board, pages) -> list[dict]:
     return [e for e in entries if e["href"] in pages]
 
 
+def submission_label(r) -> str:
+    """A submission's display name and its prompt set, the prompt set once: a tag that already names it ("tiny-a
+    (cube-awareness)") is not followed by it again."""
+    return r.display if r.display.endswith(f"({r.prompt_set})") else f"{r.display} ({r.prompt_set})"
+
+
+def safe_json(value) -> str:
+    """``value`` as JSON for a script: every non-ASCII character and ``< > &`` escaped, so no label can end a
+    script, open a tag or break a line."""
+    data = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def search_script(entries: list[dict]) -> str:
-    """The index as a script: ``window.<GLOBAL> = [...]``. JSON with every non-ASCII character and ``< > &`` escaped,
-    so no label can end a script, open a tag or break a line."""
-    data = json.dumps(entries, ensure_ascii=True, separators=(",", ":"))
-    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return f"window.{GLOBAL} = {data};\n"
+    """The index as a script: ``window.<GLOBAL> = [...]`` (:func:`safe_json`)."""
+    return f"window.{GLOBAL} = {safe_json(entries)};\n"
 
 
 def write_search_index(site, board: Board) -> None:

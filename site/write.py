@@ -191,6 +191,11 @@ class Site:
         returns the size in bytes."""
         return self._put(path, text.encode("utf-8"))
 
+    def write_bytes(self, path: str, data: bytes) -> int:
+        """Write ``data`` to ``path`` (site-relative), or link the previous site's file of these very bytes; returns
+        the size in bytes."""
+        return self._put(path, data)
+
     def _put(self, path: str, data: bytes) -> int:
         target = self._target(path)
         if not (self._previous(path, len(data)) == data and self._link(path, target)):

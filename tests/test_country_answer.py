@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from cultureboard.site.board import Board
-from cultureboard.site.country_answer import answer
+from cultureboard.site.country_answer import answer, slices_answer
 from cultureboard.site.leaderboards import slice_pages
 from cultureboard.site.load import Result
 from cultureboard.site.write import Site
@@ -146,3 +146,27 @@ def test_country_page_opens_with_the_answer(tmp_path, board):
     assert top.index("Overall order") < top.index("Submissions ranked on the prompts of this slice")
     assert 'href="../models/lab__alpha.html">lab / alpha</a>: median rank 1 over 3 families; 2 of 3 agree (their rank range includes 1)' in top
     assert "2 prompts: not ranked" in top and "<strong>CuRe: cultural gaps in the long tail</strong>" in top
+
+
+def on(r: Result, slice_type: str, slice_: str) -> Result:
+    """``r`` with its one entry moved to another slice (a category, as a topic gathers them)."""
+    r.entries = {(m, slice_type, slice_): {**e, "slice_type": slice_type, "slice": slice_} for (m, _, _), e in r.entries.items()}
+    return r
+
+
+def test_a_topic_ranks_each_category_and_a_family_on_two_counts_at_its_median():
+    """CUBE ranks alpha 1st on cuisine and 2nd on art (median 1.5), beta 2nd and 1st (1.5); CultDiff (lower is
+    better) ranks alpha 1st on food, beta 2nd. Overall medians: alpha 1.25, beta 1.75."""
+    alpha_art, beta_art = on(result("alpha", CUBE, 0.3), "category", "art"), on(result("beta", CUBE, 0.9), "category", "art")
+    results = [on(result("alpha", CUBE, 0.8), "category", "cuisine"), on(result("beta", CUBE, 0.6), "category", "cuisine"),
+               *(on(result(m, CULTDIFF, v, direction="lower"), "category", "food") for m, v in (("alpha", 0.2), ("beta", 0.6)))]
+    for r, art in zip(results[:2], (alpha_art, beta_art)):
+        r.entries |= art.entries
+    topic = board_of(*results)
+    got = slices_answer(topic, [("category", "cuisine"), ("category", "art"), ("category", "food")])
+    assert [(k.family, k.slice, [row["key"] for row in k.rows]) for k in got.rankings] == [
+        ("cube", "cuisine", ["lab__alpha", "lab__beta"]), ("cube", "art", ["lab__beta", "lab__alpha"]),
+        ("cultdiff", "food", ["lab__alpha", "lab__beta"])]
+    assert [(row["key"], row["ranks"], row["median"]) for row in got.overall] == [
+        ("lab__alpha", {"cube": 1.5, "cultdiff": 1}, 1.25), ("lab__beta", {"cube": 1.5, "cultdiff": 2}, 1.75)]
+    assert slices_answer(topic, [("country", "NG")]).rankings == []

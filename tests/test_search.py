@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cultureboard.site.gallery import prompt_page
 from cultureboard.site.render import build_site
-from cultureboard.site.search_index import GLOBAL, INDEX, search_script
+from cultureboard.site.search_index import GLOBAL, INDEX, search_script, submission_label
 from site_worlds import HOSTILE, five_families
 
 from cultureboard.dataset_folder import read_prompt_set
@@ -86,3 +87,12 @@ def test_every_page_has_the_search_box(built):
         depth = path.relative_to(site).as_posix().count("/")
         assert f'<div class="search" role="search" data-root="{"../" * depth}" hidden>' in source, path
         assert f'<script src="{"../" * depth}search-index.js" defer></script>' in source, path
+
+
+@pytest.mark.parametrize("display, prompt_set, label", [
+    ("demo / tiny-a (cube-awareness)", "cube-awareness", "demo / tiny-a (cube-awareness)"),  # the tag names it
+    ("lab / alpha", "cube-awareness", "lab / alpha (cube-awareness)"),
+    ("lab / alpha (v2)", "cultdiff", "lab / alpha (v2) (cultdiff)"),
+    ("lab / alpha (cultdiff)", "cultdiff-native", "lab / alpha (cultdiff) (cultdiff-native)")])
+def test_a_submission_label_names_its_prompt_set_once(display, prompt_set, label):
+    assert submission_label(SimpleNamespace(display=display, prompt_set=prompt_set)) == label

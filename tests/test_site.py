@@ -32,6 +32,7 @@ from cultureboard.evaluators.results.reported import load_reported
 from cultureboard.evaluators.results.stats import rank_ties
 from cultureboard.site import entangle, worldmap
 from cultureboard.site.render import CSP, build_site
+from cultureboard.site.topics import load_topics
 from cultureboard.site.write import Column, Site
 from PIL import Image
 from site_worlds import HOSTILE, REFUSED, five_families, variant
@@ -204,6 +205,8 @@ def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     assert families == {"cube", "cultdiff", "cultivate", "cure", "ecb"}
     expected |= {f"leaderboard/{ps}.html" for ps in prompt_sets} | {f"gallery/{ps}.html" for ps in prompt_sets}
     expected |= {f"family/{f}.html" for f in families}
+    categories = {e["slice"] for s in summaries(world).values() for e in s["metrics"] if e["slice_type"] == "category"}
+    expected |= {"topics.html"} | {f"topic/{t.slug}.html" for t in load_topics()[0] if categories & set(t.categories)}
     built = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
     assert expected <= built, sorted(expected - built)
     rest = {p for p in built - expected if not re.match(r"(model/[^/]+/images-\d+|prompt/[^/]+/[^/]+|map/[^/]+/[^/]+)\.html$", p)}
@@ -287,7 +290,7 @@ def test_display_names_stand_in_banner_and_footer(world, tmp_path):
     assert "lab / alpha (cube-awareness)" in names and ALPHA not in names
     assert "Other Lab / beta" in names  # the organisation as written, not its slug
     for page in pages(world["site"])[:40] + [index]:
-        banner = [a for t, a in page.tags if t == "p" and a.get("class") == "banner"]
+        banner = [a for t, a in page.tags if a.get("class") == "banner"]
         assert banner, f"{page.path} lacks the stand-in banner"
         assert f"Built on {BUILT} by cultureboard" in page.plain()
     assert "tiny random stand-in" in index.plain()
@@ -804,6 +807,43 @@ def test_gallery_per_prompt_shows_every_submission_side_by_side(world):
         meta = [json.loads(line) for line in (world["submissions"] / sid / "metadata.jsonl").read_text().splitlines()]
         source = next(m for m in meta if m.get("sha256") == target.stem)
         assert target.read_bytes() == (world["submissions"] / sid / source["file_name"]).read_bytes()
+
+
+def test_the_flat_file_holds_the_boards_values(world):
+    """data/scores.csv and .parquet (linked from the home page) hold the same rows, and every score cell of every
+    leaderboard and country board download is the flat file's row of that submission, group, metric and slice."""
+    site = world["site"]
+    links = [a["href"] for t, a in Page(site / "index.html").tags if t == "a"]
+    assert "data/scores.csv" in links and "data/scores.parquet" in links
+    flat = pd.read_parquet(site / "data" / "scores.parquet")
+    from_csv = pd.read_csv(site / "data" / "scores.csv", keep_default_na=False, dtype=str)
+    assert list(from_csv.columns) == list(flat.columns) and len(from_csv) == len(flat)
+    assert from_csv["value"].tolist() == ["" if pd.isna(v) else repr(float(v)) for v in flat["value"]]
+    rows = {(r.display_name, r.group, r.metric, r.slice_type, r.slice): r for r in flat.itertuples()}
+    assert len(rows) == len(flat), "two flat rows for one (submission, group, metric, slice)"
+    checked = 0
+    for path in sorted((site / "data").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        page = data["page"]
+        if page.startswith("leaderboard/"):
+            slice_type, slice_ = "overall", "all"
+        elif page.startswith("country/"):
+            slice_type, slice_ = "country", page.removeprefix("country/").removesuffix(".html")
+        else:
+            continue
+        if data["table"] not in set(flat["group"]):  # a disparity table: gaps, not scores
+            continue
+        metrics = [c.removesuffix("_ci_low") for c in data["columns"] if c.endswith("_ci_low")]
+        for row in data["rows"]:
+            for m in metrics:
+                if row.get(m) is None:
+                    continue
+                r = rows[(row["submission"], data["table"], m, slice_type, slice_)]
+                got = tuple(None if pd.isna(v) else v for v in (r.value, r.ci_low, r.ci_high, r.n_images, r.n_prompts))
+                assert got == (
+                    row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"], row[f"{m}_n_images"], row[f"{m}_n_prompts"]), (path.name, m)
+                checked += 1
+    assert checked > 50, checked
 
 
 def test_downloads_match_the_tables(world):

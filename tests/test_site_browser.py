@@ -616,3 +616,121 @@ def test_screens_at_desktop_and_phone_width(browser, site, path, width, tmp_path
         assert not watched.problems, watched.report()
     finally:
         watched.close()
+
+
+# --- phones first: every kind of page at a phone's and a laptop's size
+
+#: One page of each kind (the first by name where a folder holds many alike pages).
+PAGE_KINDS = ["index.html", "topics.html", "topic/*.html", "slices.html", "country/*.html", "category/*.html",
+              "era/*.html", "region/*.html", "leaderboard/*.html", "family/*.html", "metrics.html", "metric/*.html",
+              "trust.html", "agreement.html", "submissions.html", "models/*.html", "model/*.html",
+              "model/*/images-1.html", "gallery/*.html", "prompt/*/*.html", "map/*/*.html"]
+#: What a page is for: its first table, its answer ("which model for ...?"), a card, a figure, its images or prompts.
+CONTENT = ("main table, main section.answer, main dl.card, main figure, main ul.images, main ul.prompts, "
+           "main .empty")
+SIZES = [(PHONE, 844), (1366, 900)]
+MIN_TEXT_PX = 11
+
+_LAYOUT = """(content) => {
+    const first = document.querySelector(content);
+    const inline = Array.from(document.querySelectorAll("main svg text")).map(t => {
+        const m = t.getScreenCTM(); return [t.textContent, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b)]; });
+    const images = Array.from(document.querySelectorAll("main img")).filter(i => /\\.svg$/.test(i.getAttribute("src")))
+        .map(i => [i.getAttribute("src"), i.getBoundingClientRect().width]);
+    // a name in a sticky cell whose last character (")") sits alone on a line below the rest
+    const lone = Array.from(document.querySelectorAll("td.sticky a")).filter(a => {
+        const text = a.firstChild; if (!text || text.length < 2 || !text.textContent.endsWith(")")) return false;
+        const r = document.createRange(); r.setStart(text, text.length - 1); r.setEnd(text, text.length);
+        const last = r.getBoundingClientRect(); r.setStart(text, text.length - 2); r.setEnd(text, text.length - 1);
+        return last.top > r.getBoundingClientRect().top + 1; }).map(a => a.textContent);
+    return {top: first ? first.getBoundingClientRect().top + window.scrollY : null, what: first && first.tagName,
+            width: document.documentElement.scrollWidth, inline, images, lone};
+}"""
+
+
+def _svg_text_px(svg: Path) -> tuple[float, float]:
+    """The smallest font size an SVG file's text is drawn at, and its viewBox width."""
+    text = svg.read_text(encoding="utf-8")
+    return (min(float(s) for s in re.findall(r'font-size="([\d.]+)"', text)),
+            float(re.search(r'viewBox="[\d.-]+ [\d.-]+ ([\d.]+)', text).group(1)))
+
+
+def _sample_pages(site: Path) -> list[str]:
+    out = []
+    for kind in PAGE_KINDS:
+        found = sorted(p.relative_to(site).as_posix() for p in site.glob(kind) if p.is_file())
+        assert found, f"the site has no page like {kind}"
+        out.append(found[0])
+    return out
+
+
+@pytest.mark.parametrize("width, height", SIZES)
+def test_every_kind_of_page_fits_the_screen(browser, site, width, height):
+    """At a phone's 390x844 and a laptop's 1366x900, on one page of every kind: the page's content (its first table
+    or answer, :data:`CONTENT`) starts on the first screen, nothing scrolls the page sideways, every figure's text is
+    drawn at 11 px or more, and no name in a table's fixed column breaks before its closing ")"."""
+    watched = Watched(browser, site.as_uri() + "/", width=width, height=height)
+    try:
+        problems = []
+        for path in _sample_pages(site):
+            watched.goto(watched.root + path)
+            got = watched.page.evaluate(_LAYOUT, CONTENT)
+            if got["top"] is None or got["top"] > height:
+                problems.append(f"{path}: its content ({got['what']}) starts at {got['top']} px, below the first screen")
+            if got["width"] > width:
+                problems.append(f"{path}: the page is {got['width']} px wide")
+            small = [f"{t!r} at {px:.1f} px" for t, px in got["inline"] if px < MIN_TEXT_PX - 0.01]
+            for src, shown in got["images"]:
+                px, drawn = _svg_text_px((site / path).parent.joinpath(src).resolve())
+                if px * shown / drawn < MIN_TEXT_PX - 0.01:
+                    small.append(f"{src}: text at {px * shown / drawn:.1f} px")
+            if small:
+                problems.append(f"{path}: figure text below {MIN_TEXT_PX} px: {small[:3]}")
+            if got["lone"]:
+                problems.append(f"{path}: names break before their ')': {got['lone'][:3]}")
+        assert not problems, "\n".join(problems)
+        assert not watched.problems, watched.report()
+    finally:
+        watched.close()
+
+
+def test_which_model_for_food_is_one_click_from_home(watched, root):
+    """From the home page, the topic link "food and drink" opens the topic page, which opens with the answer: the
+    models of every family that has a food category (CUBE's cuisine, CultDiff's and ECB's food, CULTIVate's eating)."""
+    watched.goto(root + "index.html")
+    watched.page.locator("nav.answers a", has_text="food and drink").click()
+    watched.page.wait_for_load_state("load")
+    assert watched.page.url.endswith("topic/food.html"), watched.page.url
+    answer = watched.page.locator("section.answer")
+    assert answer.locator("h2").inner_text() == "Which model for food and drink?"
+    families = {li.split(":")[0] for li in answer.locator("li strong").all_inner_texts()}
+    assert {"CUBE", "CultDiff", "CULTIVate", "ECB"} <= {f.split(":")[0].split()[0] for f in families}, families
+    assert not watched.problems, watched.report()
+
+
+def test_two_models_compare_side_by_side_offline(watched, root):
+    """From a model page, "Compare it with another model" opens compare.html with that model as A; choosing B draws,
+    from the models' data scripts alone (no request leaves the site), one row per shared prompt set whose values are
+    those of each model's own page, with a verdict, and per-country and per-topic tables."""
+    headline = {}
+    for key in ("lab__v0", "lab__v1"):
+        watched.goto(root + f"models/{key}.html")
+        rows = watched.page.locator("#prompt-sets tbody tr")
+        headline[key] = {rows.nth(i).locator("td").nth(0).inner_text(): rows.nth(i).locator("td .v").first.inner_text()
+                         for i in range(rows.count())}
+    watched.page.locator("a", has_text="Compare it with another model").click()
+    watched.page.wait_for_load_state("load")
+    assert watched.page.input_value("#compare-a") == "lab__v1", "the model page's link does not preselect it"
+    watched.page.select_option("#compare-b", "lab__v0")
+    watched.page.wait_for_function("document.querySelectorAll('#compare-overall tbody tr').length > 0")
+    rows = watched.page.locator("#compare-overall tbody tr")
+    shared = sorted(set(headline["lab__v0"]) & set(headline["lab__v1"]))
+    assert rows.count() == len(shared) > 0
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        a, b = headline["lab__v1"], headline["lab__v0"]
+        assert cells[2].split()[0] == a[cells[0]] and cells[3].split()[0] == b[cells[0]], cells
+        assert cells[4].startswith(("differ: ", "CIs overlap", "descriptive")), cells
+    assert watched.page.locator("#compare-countries tbody tr").count() > 0
+    assert watched.page.locator("#compare-topics tbody tr").count() > 0
+    assert not watched.problems, watched.report()
