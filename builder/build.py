@@ -8,8 +8,10 @@ byte for byte: no timestamps are written and every table is sorted.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+from dataclasses import replace
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -26,6 +28,7 @@ from . import artifact_space
 from .curation import apply_curation, load_curation, stratified_sample
 from .dataset import Config, artifact_config, prompt_config, write_dataset
 from .descriptors import descriptor_stage
+from . import held_out as ho
 from .knowledge import DEFAULT_MAX_FALLBACK, embedder_info, knowledge_stage
 from .llm_backends import CachedLLM, backend_from_spec, run_deadlines
 from .llm_cache import ResponseCache
@@ -64,6 +67,8 @@ DEFAULTS = {
     "translation_threshold": DEFAULT_THRESHOLD,  # native variants: the least back-translation similarity kept
     "llm_deadline": None,  # seconds the whole build may wait for LLM servers' answers, every backend together (None:
     # llm_backends.RUN_SECONDS, 30 minutes)
+    "held_out": None,  # a fraction in (0, 0.5]: the held-out split's share of each stratum (builder/held_out.py)
+    "held_out_folder": None,  # the private dataset's folder (None: beside the public one, DIR-held-out)
 }
 
 DECISION_SCHEMA = pa.schema(
@@ -99,7 +104,8 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
         if value is not None:
             options[key] = value
             from_config.pop(key, None)
-    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation", "knowledge", "translations"):
+    for key in ("dump", "sparql", "concepts_file", "llm", "llm_cache", "curation", "knowledge", "translations",
+                "held_out_folder"):
         if options[key] is not None and not isinstance(options[key], (str, Path)):
             raise artifact_space.option_error(key, options[key], from_config.get(key), "is not a path or name",
                                               "give a string")
@@ -133,11 +139,18 @@ def resolve_options(config: str | Path | None, overrides: dict) -> dict:
     return options
 
 
-def build(out: str | Path, config: str | Path | None = None, **overrides) -> dict:
+def build(out: str | Path, config: str | Path | None = None, *, held_out_key: str | Path | None = None,
+          rotate: bool = False, **overrides) -> dict:
     """Build the dataset folder ``out``; returns its provenance record (also written as build.json), whose
-    ``warnings`` (when there are any) are lines for the user: inputs that were given and not used."""
+    ``warnings`` (when there are any) are lines for the user: inputs that were given and not used.
+
+    With ``held_out`` (a fraction), a held-out split keyed by ``held_out_key`` (a key file) or
+    ``$CULTUREBOARD_HELD_OUT_KEY`` is drawn before the public sample and written to the private dataset folder
+    (``held_out_folder``, default ``DIR-held-out``); ``rotate`` draws the next release's split and publishes the
+    retired one (builder/held_out.py)."""
     check_replaceable(Path(out), kind="dataset")  # before the work
     o = resolve_options(config, overrides)
+    split = _split_inputs(Path(out), o, held_out_key, rotate)  # before the work
     countries = load_countries()
     families = registry()
     if o["cure_images"] is not None:  # smaller ladders (the demo's): images per artifact prompt, per category prompt
@@ -177,13 +190,28 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         refined = refine(space, llm, countries)
         cache_bytes = cache_path.read_bytes() if cache_path.is_file() else b""
     space = sorted(refined.artifacts, key=lambda r: (r["concept"], r["country"], r["qid"]))
-    selected = stratified_sample(space, seed=o["seed"])
+    pool, held, public_sizes = (ho.split_pool(space, split["fraction"], split["key"], split["release"],
+                                              retired=ho.retired_artifacts(split["retired"]))
+                                if split else (space, [], None))
+    selected = stratified_sample(pool, seed=o["seed"], sizes=public_sizes)
     selected, curation_report = apply_curation(selected, space, curation, str(o["curation"]))
     selected.sort(key=lambda r: (r["concept"], r["country"], r["qid"]))
+    if split:  # an artifact curation forced into the public set is public; the file's excludes and renames apply
+        public_keys = {(r["qid"], r["country"]) for r in selected}
+        held, held_report = apply_curation([r for r in held if (r["qid"], r["country"]) not in public_keys], space,
+                                           curation | {"include": []}, str(o["curation"]))
+        held.sort(key=lambda r: (r["concept"], r["country"], r["qid"]))
+        used_on_held = {e["qid"] for kind in ("exclude", "rename") for e in curation[kind]} - set(held_report["unused"])
+        curation_report["unused"] = [q for q in curation_report["unused"] if q not in used_on_held]
 
     built = {name: families[name](selected, countries)
              for name in dict.fromkeys([*(n for n in chosen_sets if n in families), *(NATIVE_VARIANTS[n] for n in natives)])}
     prompt_sets = [built[name] for name in chosen_sets if name in families]
+    held_sets = [replace(ps, rows=rows) for name, ps in
+                 ((n, families[n](held, countries)) for n in chosen_sets if n in ho.SPLIT_SETS and n in families)
+                 if (rows := ho.held_out_rows(built[name].rows, ps.rows))]
+    held_texts = {r["text"] for ps in held_sets for r in ps.rows}  # a translation file's entry for one stays unnamed
+    translation_file = {k: t for k, t in translation_file.items() if k[1] not in held_texts}
     described, descriptor_decisions, descriptor_report, cache_bytes = descriptor_stage(
         prompt_sets, backend, o["descriptor_proposers"] or [], countries, cache_bytes, deadlines)
     refined.decisions.extend(descriptor_decisions)
@@ -209,17 +237,20 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         }
     configs: list[Config] = [
         artifact_config("artifacts", space, "The artifact space (CUBE-CSpace style): every artifact found in the knowledge "
-                        "base for the requested concepts and countries, after the LLM stage.", "CC0-1.0"),
+                        "base for the requested concepts and countries, after the LLM stage.", "CC0-1.0") if not split
+        else artifact_config("artifacts", selected, "The artifacts of the public prompt sets. With a held-out split the "
+                             "whole artifact space is not published: with a rebuild it would tell the held-out artifacts "
+                             "by difference.", "CC0-1.0"),
         artifact_config("artifacts-curated", selected, "The curated selection (CUBE-1K style): popularity-weighted stratified "
                         "sample per country x concept, then the curation file.", "CC0-1.0"),
         *(prompt_config(ps) for ps in prompt_sets),
         *described,
         *knowledge_configs,
     ]
-    if refined.decisions:  # with --llm none there are none, and build.json records that the stage was skipped
-        configs.append(Config("llm-decisions", pa.Table.from_pylist(refined.decisions, schema=DECISION_SCHEMA),
-                              "Every decision of the LLM stage: which backend and model kept, dropped or added which "
-                              "artifact.", "CC0-1.0"))
+    held_keys = {(r["qid"], r["country"]) for r in held}
+    decisions = [d for d in refined.decisions if (d["artifact_id"], d["country"]) not in held_keys]
+    if decisions:  # with --llm none there are none, and build.json records that the stage was skipped
+        configs.append(_decisions_config(decisions))
     source = ({"dump": {"file": Path(o["dump"]).name, "sha256": file_sha256(o["dump"]), "bytes": Path(o["dump"]).stat().st_size}}
               if o["dump"] else {"sparql": o["sparql"]})
     provenance = {
@@ -243,8 +274,65 @@ def build(out: str | Path, config: str | Path | None = None, **overrides) -> dic
         "rows": {c.name: c.table.num_rows for c in configs},
         **({"warnings": warnings} if warnings else {}),
     }
-    write_dataset(out, configs, provenance, {"llm/cache.jsonl": cache_bytes} if cache_bytes else None)
+    extra = {"llm/cache.jsonl": cache_bytes} if cache_bytes else {}
+    if split:
+        held_decisions = [d for d in refined.decisions if (d["artifact_id"], d["country"]) in held_keys]
+        provenance["held_out"] = _write_private(split, held, held_sets, held_decisions, provenance)
+        extra |= split["retired"]  # the retired splits, published (builder/held_out.py)
+    write_dataset(out, configs, provenance, extra or None)
     return provenance
+
+
+def _decisions_config(decisions: list[dict]) -> Config:
+    return Config("llm-decisions", pa.Table.from_pylist(decisions, schema=DECISION_SCHEMA),
+                  "Every decision of the LLM stage: which backend and model kept, dropped or added which artifact.",
+                  "CC0-1.0")
+
+
+def _split_inputs(out: Path, o: dict, key_file, rotate: bool) -> dict | None:
+    """The held-out split's inputs, checked before the work: fraction, key, private folder, release, retired
+    splits (None when the build has no split)."""
+    if o["held_out"] is None:
+        if rotate:
+            raise CultureboardError("--rotate", "draws a new held-out split, and this build has none",
+                                    "add --held-out FRACTION")
+        return None
+    fraction = ho.check_fraction(o["held_out"])
+    key = ho.load_key(key_file)
+    private = Path(o["held_out_folder"]) if o["held_out_folder"] else ho.private_folder(out)
+    if private.resolve() == out.resolve() or out.resolve() in private.resolve().parents:
+        raise CultureboardError(f"--held-out-folder {private}", "is the public dataset folder or inside it",
+                                "give a folder outside the public dataset, or leave it out (DIR-held-out)")
+    check_replaceable(private, kind="dataset")
+    release, retiring = ho.next_release(private, key, rotate)
+    return {"fraction": fraction, "key": key, "private": private, "release": release,
+            "retired": ho.retired_files(private, retiring)}
+
+
+def _write_private(split: dict, held: list[dict], held_sets: list, decisions: list[dict], public: dict) -> dict:
+    """Write the private dataset (held-out artifacts, prompt sets and LLM decisions, the split record and the
+    retired splits); returns what the public card says of the split."""
+    salt = ho.salt(split["key"], split["release"])
+    prompts = [(r["prompt_id"], r["text"]) for ps in held_sets for r in ps.rows]
+    if not prompts:
+        raise CultureboardError(f"--held-out {split['fraction']}", "holds out no prompt: every stratum is too small "
+                                "for that fraction", "give a larger fraction (at most 0.5), or build with more artifacts")
+    summary = {"release": split["release"], "fraction": split["fraction"],
+               "fingerprint": ho.fingerprint(salt, prompts),
+               "prompts": {ps.name: len(ps.rows) for ps in held_sets},
+               "retired": sorted(int(Path(p).stem.split("-")[1]) for p in split["retired"])}
+    configs = [artifact_config("artifacts", held, "The held-out artifacts (private).", "CC0-1.0"),
+               *(prompt_config(ps) for ps in held_sets)]
+    if decisions:
+        configs.append(_decisions_config(decisions))
+    record = summary | {"salt": salt, "key_check": ho.key_check(split["key"])}
+    provenance = {k: public[k] for k in ("code", "source", "options")} | {
+        "held_out": record, "prompt_sets": {ps.name: {"version": ps.version, "family": ps.family, "rows": len(ps.rows)}
+                                            for ps in held_sets},
+        "rows": {c.name: c.table.num_rows for c in configs}}
+    files = {ho.SPLIT_FILE: (json.dumps(record, indent=2, sort_keys=True) + "\n").encode(), **split["retired"]}
+    write_dataset(split["private"], configs, provenance, files)
+    return summary
 
 
 def _portable(dump_report: dict | None) -> dict | None:

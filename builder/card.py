@@ -99,6 +99,31 @@ def _languages(provenance: dict) -> list[str]:
     ]
 
 
+def _held_out(provenance: dict) -> list[str]:
+    """The held-out split: its size per prompt set and its fingerprint (builder/held_out.py); in the private
+    dataset's own card, a warning that it must stay private."""
+    h = provenance.get("held_out")
+    if not h:
+        return []
+    private = "salt" in h
+    lines = ["\n## Held-out split\n"]
+    if private:
+        lines.append("**This is the private held-out dataset.** Keep it in the private Hub repository its custodians "
+                     "hold; never publish it, its prompts or its artifacts until the split is rotated.\n")
+    lines += [
+        f"Release {h['release']} of the held-out split holds out {h['fraction']} of the artifacts of every "
+        "(country, concept) stratum from the artifact prompt sets, drawn with the custodians' secret key before the "
+        "public sample; its prompts are in a private dataset that only the maintainers score, so a model tuned to the "
+        "public prompts shows a gap between its public and held-out values. Fingerprint (sha256 over a secret salt "
+        f"and the sorted held-out prompt ids and texts): `{h['fingerprint']}`.\n",
+        _table(["prompt set", "held-out prompts"], [[f"`{name}`", n] for name, n in sorted(h["prompts"].items())]),
+    ]
+    if h["retired"]:
+        lines.append(f"\nRetired splits, published with their salt and prompts so anyone can check their fingerprint: "
+                     + ", ".join(f"`held-out/retired/release-{r}.json`" for r in h["retired"]) + ".")
+    return lines
+
+
 def render_card(configs: list["Config"], provenance: dict, yaml_header: str, absent: list["Config"] = ()) -> str:
     """The card of a dataset folder holding ``configs``; ``absent`` are the configs left out because they
     have no rows (the card says so, since ``datasets`` cannot load an empty config)."""
@@ -134,6 +159,7 @@ def render_card(configs: list["Config"], provenance: dict, yaml_header: str, abs
         for note in c.notes:
             parts.append(f"- **{c.name}**: {note}")
     parts += _languages(provenance)
+    parts += _held_out(provenance)
     from .references import card_section  # the reference images' licences and attribution, when present
     parts += card_section(configs)
     parts += [

@@ -175,16 +175,31 @@ def build() -> None:
 @click.option("--llm-deadline", type=float, metavar="SECONDS",
               help="How long the whole build may wait for the LLM servers' answers, every call together (default "
                    "1800: 30 minutes); a server still answering then ends the build in one line.")
+@click.option("--held-out", "held_out", metavar="FRACTION",
+              help="Hold out this share (0 to 0.5) of each stratum's artifacts in a private dataset, drawn with the "
+                   "custodians' key ($CULTUREBOARD_HELD_OUT_KEY or --held-out-key) before the public sample.")
+@click.option("--held-out-key", type=click.Path(dir_okay=False), help="A file holding the held-out split's secret key "
+              "(default: $CULTUREBOARD_HELD_OUT_KEY).")
+@click.option("--held-out-folder", type=click.Path(file_okay=False),
+              help="The private dataset's folder (default: beside --out, OUT-held-out).")
+@click.option("--rotate", is_flag=True, help="Draw the held-out split of the next release, and publish the retired "
+                                             "one's salt and prompts in the public dataset.")
 @json_option
 def build_dataset(out, config, dump, sparql, concepts, countries, hops, llm, llm_cache, curation, prompt_sets, seed,
-                  knowledge, translations, translation_threshold, llm_deadline, as_json):
+                  knowledge, translations, translation_threshold, llm_deadline, held_out, held_out_key, held_out_folder,
+                  rotate, as_json):
     """Build the benchmark dataset folder: artifact spaces and the prompt sets of the five families."""
     from cultureboard.builder import build as run
 
     provenance = run(out, config=config, dump=dump, sparql=sparql, concepts=_csv(concepts), countries=_csv(countries),
                      hops=hops, llm=llm, llm_cache=llm_cache, curation=curation, prompt_sets=_csv(prompt_sets), seed=seed,
                      knowledge=knowledge, translations=translations, translation_threshold=translation_threshold,
-                     llm_deadline=llm_deadline)
+                     llm_deadline=llm_deadline, held_out=held_out, held_out_folder=held_out_folder,
+                     held_out_key=held_out_key, rotate=rotate)
+    if "held_out" in provenance:
+        h = provenance["held_out"]
+        click.echo(f"held-out split, release {h['release']}: " + ", ".join(f"{n} {k}" for k, n in h["prompts"].items())
+                   + f" prompts in the private dataset; fingerprint {h['fingerprint']}", err=True)
     for line in provenance.get("warnings", []):
         click.echo(f"warning: {line}", err=True)
     _print_rows(out, provenance["rows"], as_json)
@@ -207,12 +222,15 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @click.option("--order", type=click.Choice(["value", "lcb"]), default="value", show_default=True,
               help="Order ranked submissions by the point value, or by the pessimistic end of the 95% CI (lcb: the "
                    "lower bound where higher is better, the upper where lower is). Rank ranges are the same.")
+@click.option("--held-out", "held_out", type=click.Path(file_okay=False),
+              help="Folder of held-out records (`cultureboard evaluate-held-out`, results-held-out/): a held-out column "
+                   "beside the headline, the gap on model pages and held-out.html.")
 @json_option
-def build_site(results, dataset, submissions, out, ratings, order, as_json):
+def build_site(results, dataset, submissions, out, ratings, order, held_out, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order)
+    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order, held_out=held_out)
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
@@ -314,7 +332,8 @@ def publish() -> None:
 @click.option("--create-pr", is_flag=True, help="Open a pull request on the Hub instead of committing to main.")
 @json_option
 def publish_dataset(folder, repo, revision, create_pr, as_json):
-    """Upload a dataset folder and print the commit that submissions pin."""
+    """Upload a dataset folder and print the commit that submissions pin; a private held-out dataset goes only to
+    a private repository."""
     from cultureboard.builder import publish_dataset as run
 
     result = run(folder, repo=repo, revision=revision, create_pr=create_pr)
@@ -326,6 +345,12 @@ def publish_dataset(folder, repo, revision, create_pr, as_json):
         click.echo(f"pull request: {result['pr_url']}")
     if result.get("tag"):
         click.echo(f"tagged {result['tag']}")
+    from cultureboard.builder.held_out import SPLIT_FILE
+
+    if (Path(folder) / SPLIT_FILE).is_file():
+        click.echo(f"private held-out dataset: the evaluate workflow's held-out job reads {repo} at {result['commit']} "
+                   "(set the repository variable CULTUREBOARD_HELD_OUT_REPO and its secret HELD_OUT_HF_TOKEN)")
+        return
     click.echo(f"submissions pin: dataset_revision: {result['commit']}")
 
 
@@ -546,6 +571,42 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
                     "shard": list(chosen) if chosen else None, "stand_in_scorers": scorers == "tiny"},
           f"results written to {target}" + (" (tiny stand-in scorers: these scores measure nothing)"
                                              if scorers == "tiny" else ""))
+
+
+@cli.command(name="evaluate-held-out")
+@click.argument("submission", type=click.Path(file_okay=False))
+@dataset_option()
+@click.option("--private", required=True, type=click.Path(file_okay=False),
+              help="The private held-out dataset of the dataset's release (the custodians' CULTUREBOARD_HELD_OUT_REPO).")
+@click.option("--results", required=True, type=click.Path(file_okay=False),
+              help="Results folder holding the submission's public results (RESULTS/<submission id>/).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder of held-out records: writes OUT/<submission id>.json (aggregates only).")
+@click.option("--pipeline", type=click.Path(file_okay=False),
+              help="For a submission of a local pipeline: that folder (its fingerprint must be the submission's revision).")
+@scorers_option("default")
+@device_option
+@click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: evaluate's).")
+@click.option("--work", type=click.Path(file_okay=False),
+              help="Where the temporary images and scores are made (default: the system's temporary folder); removed "
+                   "before the command ends.")
+@json_option
+def evaluate_held_out(submission, dataset, private, results, out, pipeline, scorers, device, cache, work, as_json):
+    """Generate and score the held-out prompts with a submission's open pipeline and declared settings; write only
+    aggregates (public value, held-out value and the gap with its CI, per metric). Closed APIs are not held-out
+    tested."""
+    from cultureboard.evaluators.results.held_out import evaluate_held_out as run
+    from cultureboard.standins import resolve_scorers
+
+    record = run(submission, dataset, private, results, out, pipeline=pipeline, scorers=resolve_scorers(scorers),
+                 device=device, cache=cache, work=work)
+    if record["status"] != "tested":
+        _emit(as_json, record, f"{record['submission']}: {record['status']} ({record['reason']})")
+        return
+    lines = [f"  {m['metric']:<28} public {m['public']['value']:.4g}  held-out {m['held_out']['value']:.4g}  "
+             f"gap {m['gap']['value']:+.4g}" + ("  tuned to public prompts" if m["tuned_to_public"] else "")
+             for m in record["metrics"]]
+    _emit(as_json, record, "\n".join(lines) + f"\nheld-out record written to {Path(out) / (record['submission'] + '.json')}")
 
 
 @cli.command(name="list-metrics")

@@ -1,9 +1,11 @@
 """``cultureboard demo``: the whole pipeline, offline, on the embedded defaults.
 
-build the dataset from the shipped sample dump -> generate one submission per prompt set of every family with
-tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, and the two cheats
-copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) -> validate them ->
-evaluate them with tiny stand-in scorers -> render the site.
+build the dataset from the shipped sample dump, with a held-out split (drawn with the demo's public key; its
+private dataset in ``dataset-held-out/`` beside the public one) -> generate one submission per prompt set of every
+family with tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, and the two
+cheats copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) -> validate them ->
+evaluate them with tiny stand-in scorers, and one stand-in on the held-out prompts (``results-held-out/``) ->
+render the site (with the held-out column, the gap and held-out.html).
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
@@ -16,7 +18,8 @@ also into a new folder, builds and generates nothing and loads no model, and giv
 same steps on a machine with network access and a GPU (real pipelines are not cached here; ``generate``
 resumes an interrupted run by itself).
 
-The output folder holds ``dataset/``, ``submissions/``, ``results/`` and ``site/``, so any single step
+The output folder holds ``dataset/``, ``dataset-held-out/``, ``submissions/``, ``results/``, ``results-held-out/``
+and ``site/``, so any single step
 can be rerun by hand on it. ``benchmarks/demo_speed.py`` times a first run and a rerun.
 """
 
@@ -78,6 +81,11 @@ BUILD_FILES = {"cultivate_activities": "data/cultivate_demo_activities.yaml", "k
 #: Generation settings of the stand-ins: 64 px images (the smallest the validator accepts, the stand-ins'
 #: size), 2 denoising steps (an edit step at strength 0.6 needs at least 2), large batches.
 STANDIN_GENERATION = {"steps": 2, "batch_size": 64}
+#: The demo's held-out split: its share of each stratum, and its key. The key is public (a demo hides nothing): a
+#: real split's key is the custodians' secret (builder/held_out.py).
+HELD_OUT = {"held_out": 0.2, "held_out_key": b"cultureboard-demo-held-out-key (public)"}
+#: The stand-in submission the demo scores on the held-out prompts.
+HELD_OUT_SUBMISSION = ("tiny-a", "cube-awareness")
 #: Family options with the stand-in scorers. Their judge's answers are random (always valid JSON: decoding is
 #: constrained to the schema): cube maps images by retrieval (faster, and no less meaningful here), and cultivate
 #: asks for short answers once (a real judge gets the defaults: 512 tokens, 2 retries).
@@ -113,7 +121,9 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = TINY, pipeline
 
 def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: list[str],
          echo: Callable[[str], None], bars: bool, started: float) -> dict:
+    from .builder.held_out import private_folder
     from .evaluators.engine.evaluate import evaluate
+    from .evaluators.results.held_out import evaluate_held_out
     from .evaluators.submission.validate import validate
     from .site.render import build_site
     from .standins import resolve_scorers
@@ -170,10 +180,19 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         prompt_set = folder.name.split("__")[-1]
         evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings",
                  options=STANDIN_OPTIONS.get(prompt_set) if scorers == TINY else None)
+    held_out = out / "results-held-out"
+    name, prompt_set = HELD_OUT_SUBMISSION if standin else (next(iter(pipelines)), HELD_OUT_SUBMISSION[1])
+    folder = submissions / f"demo__{name}__{prompt_set}"
+    if folder in written:
+        echo(f"      held-out: {folder.name} on the private prompts of {dataset.name}-held-out -> {held_out}")
+        local = Path(models[name]).is_dir()
+        evaluate_held_out(folder, dataset, private_folder(dataset), results, held_out,
+                          pipeline=models[name] if local else None, scorers=scorer_config,
+                          cache=cache_root() / "embeddings")
     lap("evaluate")
 
     echo(f"[5/{STEPS}] site: {site}")
-    build_site(results, dataset, submissions, site)
+    build_site(results, dataset, submissions, site, held_out=held_out)
     lap("site")
 
     total = round(time.perf_counter() - started, 2)
@@ -183,7 +202,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     echo(f"\nDone in {total:.0f} s (" + ", ".join(f"{step} {s:.0f} s" for step, s in seconds.items()) + ")."
          f"\nOpen the leaderboard: {(site / 'index.html').resolve()}\n{note}")
     return {"out": str(out), "dataset": str(dataset), "submissions": [str(f) for f in written],
-            "results": str(results), "site": str(site), "cached": cached, "seconds": {**seconds, "total": total}}
+            "results": str(results), "held_out": str(held_out), "site": str(site), "cached": cached, "seconds": {**seconds, "total": total}}
 
 
 def _quiet_libraries() -> None:
@@ -205,13 +224,14 @@ def _build(dataset: Path, countries: list[str]) -> bool:
     the same inputs (True), else built and stored there."""
     from .builder import build
     from .builder.build import sample_dump_path
+    from .builder.held_out import private_folder
     from .builder.references import synthetic_references
     from .provenance import code_provenance, folder_sha256
 
     packaged = resources.files("cultureboard.builder")
     files = {key: str(packaged.joinpath(path)) for key, path in BUILD_FILES.items()}
     key = fingerprint({
-        "countries": countries, "options": BUILD_OPTIONS,
+        "countries": countries, "options": BUILD_OPTIONS, "held_out": HELD_OUT,
         "files": {key: folder_sha256(path) for key, path in {**files, "dump": sample_dump_path()}.items()},
         "code": code_provenance(("pyarrow", "msgspec", "numpy", "pyyaml", "transformers", "sentence-transformers")),
         "builder": code_fingerprint(("cultureboard.builder", "cultureboard.countries", "cultureboard.records",
@@ -219,12 +239,20 @@ def _build(dataset: Path, countries: list[str]) -> bool:
         "countries_table": folder_sha256(str(resources.files("cultureboard").joinpath("data/countries.csv"))),
     })
     entry = cache_root() / "demo" / "datasets" / key
+    private = private_folder(dataset)
     if entry.is_dir():
         _copy_into(entry / "dataset", dataset)
+        _copy_into(entry / private.name, private)
         return True
-    build(dataset, countries=countries, **BUILD_OPTIONS, **files)
+    build(dataset, countries=countries, **BUILD_OPTIONS, **HELD_OUT, **files)
     synthetic_references(dataset)
-    make_once(entry, lambda tmp: shutil.copytree(dataset, tmp / "dataset"))
+    synthetic_references(private)
+
+    def store(tmp: Path) -> None:
+        shutil.copytree(dataset, tmp / "dataset")
+        shutil.copytree(private, tmp / private.name)
+
+    make_once(entry, store)
     return False
 
 

@@ -22,17 +22,27 @@ def check_repo_id(repo: str) -> None:
 
 
 def upload_folder(repo: str, folder: str | Path, message: str, *, api=None, create_pr: bool = False,
-                  ignore_patterns: list[str] | None = None):
+                  ignore_patterns: list[str] | None = None, private: bool = False):
     """Create the dataset repo if needed and upload ``folder`` as one commit; returns the CommitInfo.
-    Refusals and transport failures become one-line errors with the fix."""
+    ``private``: the repository is created private, and one that exists and is public is refused before any
+    upload. Refusals and transport failures become one-line errors with the fix."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
     api = api or HfApi()
     try:
-        api.create_repo(repo, repo_type="dataset", exist_ok=True)
+        if private:
+            api.create_repo(repo, repo_type="dataset", exist_ok=True, private=True)
+            if not api.repo_info(repo, repo_type="dataset").private:
+                raise CultureboardError(f"--repo {repo}", "is a public repository, and this is the private held-out "
+                                        "dataset", "create a private (or gated) dataset repository for it, or make "
+                                        "this one private on the Hub; nothing was uploaded")
+        else:
+            api.create_repo(repo, repo_type="dataset", exist_ok=True)
         return api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=str(folder), create_pr=create_pr,
                                  commit_message=message, ignore_patterns=ignore_patterns)
+    except CultureboardError:
+        raise
     except HfHubHTTPError as exc:
         raise CultureboardError(f"--repo {repo}", f"the Hub refused the upload ({exc})",
                                 "check that HF_TOKEN is set and has write access to the repository") from None

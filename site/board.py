@@ -77,6 +77,7 @@ class Board:
     prompts: dict[str, dict]
     trust_rows: list[dict] = field(default_factory=list)
     order_by: str = "value"  # a key of ORDERS
+    held_out: dict = field(default_factory=lambda: {"split": None, "records": {}})  # site/held_out.py's load()
 
     def __post_init__(self):
         if self.order_by not in ORDERS:

@@ -16,7 +16,7 @@ from cultureboard.evaluators.submission.format import FIELDS, get, model_key
 
 from cultureboard.errors import CultureboardError
 
-from . import gaming, plots
+from . import gaming, held_out, plots
 from .board import Board
 from .figures import map_page
 from .leaderboards import leaderboard, prompt_set_page
@@ -63,6 +63,7 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               per_slice=site.table(page, "slices", columns, rows), everything=everything,
               figures=_model_figures(site, board, page, r, group),
               gaps=site.table(page, "gaps", gap_columns, gap_rows) if gap_rows else None,
+              held_out=held_out.model_table(site, board, page, r.sid),
               notes=[(m, _facts_text(facts)) for m, facts in sorted(r.summary["provenance"].get("notes", {}).items())],
               refused=r.summary["provenance"].get("refused") or [], controls=_control_text(r),
               overview=None if r.control else model_page(model_key(r.spec)),

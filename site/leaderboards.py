@@ -16,7 +16,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
 from cultureboard.evaluators.results.tiers import ranked_tier
 
-from . import country_answer, country_sources, figures, gaming
+from . import country_answer, country_sources, figures, gaming, held_out
 from .board import Board, Group
 from .names import direction_text, slice_name, slice_path, sort_rule, type_label
 from .write import Column, Site, Table
@@ -74,6 +74,9 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                Column("submission", "Submission", "link", "Organisation / model (tag), from submission.yaml", sticky=True)]
     columns += [score_column(board, group, m, slice_type, slice_) for m in metrics]
     columns[2].sticky = True  # the headline beside the submission: on screen on a phone, and while scrolling
+    held_column = held_out.column(board, members, metrics[0], slice_type)
+    if held_column is not None:  # beside the headline (site/held_out.py)
+        columns.insert(3, held_column)
     variants = board.variants(metrics[0], group.metrics)
     if len(variants) > 1 and slice_type == "overall":
         columns.append(Column("spread", f"Rank spread over {len(variants)} scorers", "range",
@@ -91,6 +94,12 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
                **{m: r.entries.get((m, slice_type, slice_)) for m in metrics},
                "_marks": marks(board, r, metrics, slice_type, slice_)}
+        if held_column is not None and not r.control:
+            row["held_out"], badges = held_out.cell(board, r.sid, metrics[0])
+            if badges:
+                row["_marks"]["held_out"] = badges
+        elif held_column is not None:
+            row["held_out"] = None
         if any(c.key == "spread" for c in columns):
             row["spread"] = board.spread(group, r, metrics[0])
             if badge := entangled_badge(e for v in variants for e in board.entangled(r, v)):

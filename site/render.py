@@ -51,6 +51,7 @@ from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.provenance import git_commit
 
 from . import agreement_page, compare, details, figures, flat_file, gallery, leaderboards, models, topics
+from . import held_out as held_out_site
 from .board import Board
 from .country_sources import built_countries
 from .load import load_results as _load_results
@@ -66,7 +67,7 @@ __all__ = ["CSP", "build_site"]
 
 def build_site(results: str | Path, dataset: str | Path, submissions: str | Path, out: str | Path, *,
                ratings=None, page_size: int = 48, thumb_px: int = 256, built: str | dt.date | None = None,
-               workers: int | None = None, order: str = "value") -> dict:
+               workers: int | None = None, order: str = "value", held_out: str | Path | None = None) -> dict:
     """Render the site from ``results`` (``<id>/summary.json`` and ``scores.parquet``), ``submissions``
     (``<id>/submission.yaml``, ``metadata.jsonl`` and images) and ``dataset`` (prompt texts) into ``out``.
 
@@ -75,7 +76,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     diagnostic on a slice is greyed there and never ranks it. ``built``: the build date shown in every footer
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
     the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
-    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. The image files of an
+    pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. ``held_out``: a folder
+    of held-out records (``cultureboard evaluate-held-out``): a held-out column, the gap on model pages and
+    held-out.html (site/held_out.py). The image files of an
     earlier build in ``out`` are reused where they are proven unchanged (:mod:`.thumbs`: the site is then what a fresh
     build would make); ``out`` is replaced atomically. A result that cannot be shown is left out, named in
     every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
@@ -90,10 +93,12 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     loaded, skipped = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     given = [] if ratings is None else list(ratings) if isinstance(ratings, (list, tuple)) else [ratings]
-    board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order)
+    board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order,
+                  held_out=held_out_site.load(held_out, dataset))
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
-                          "galleries": gallery.gallery_links(board)}, previous=out)
+                          "galleries": gallery.gallery_links(board),
+                          "held_out_page": board.held_out["split"] is not None}, previous=out)
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
         with start_media(board.results.values(), out, tmp, thumb_px, workers=workers) as pending:
@@ -114,6 +119,8 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             details.trust_page(site, board)
             details.evidence_page(site, board)
             agreement_page.agreement_page(site, board)
+            if board.held_out["split"] is not None:
+                held_out_site.page(site, board)
             # then each submission's pages as soon as its images are done (the workers take them in this order)
             first_images = {}
             for r in board.results.values():

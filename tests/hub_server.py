@@ -106,10 +106,15 @@ class HubServer:
             key = f"{payload.get('type', 'model')}s/{payload['organization']}/{payload['name']}"
             if key in self.repos:
                 return self._json(h, 409, {"error": "You already created this repo", "url": f"{self.url}/{key}"})
-            self.repos[key] = {"commits": {}, "refs": {}}
+            self.repos[key] = {"commits": {}, "refs": {}, "private": payload.get("visibility", "public") != "public" or bool(payload.get("private"))}
             return self._json(h, 200, {"url": f"{self.url}/{key}"})
         if method == "POST" and parts == ["validate-yaml"]:
             return self._json(h, 200, {"errors": [], "warnings": []})
+        if method == "GET" and len(parts) == 3:  # repo_info without a revision: the repository's visibility
+            key = "/".join(parts)
+            if key not in self.repos:
+                return self._json(h, 404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"})
+            return self._json(h, 200, {"id": f"{parts[1]}/{parts[2]}", "private": self.repos[key].get("private", False)})
         kind, org, name, action, *rest = parts
         key = f"{kind}/{org}/{name}"
         if method == "GET" and action == "revision":
@@ -117,7 +122,7 @@ class HubServer:
             if found is None:
                 return self._json(h, 404, {"error": "Revision Not Found"}, {"X-Error-Code": "RevisionNotFound"})
             sha, tree = found
-            return self._json(h, 200, {"id": f"{org}/{name}", "sha": sha, "private": False,
+            return self._json(h, 200, {"id": f"{org}/{name}", "sha": sha, "private": self.repos[key].get("private", False),
                                        "siblings": [{"rfilename": p} for p in sorted(tree)]})
         if method == "GET" and action == "tree":
             found = self._tree(key, rest[0])

@@ -316,6 +316,25 @@ def test_demo_site_has_a_model_page_per_model_and_a_kendall_tau(demo_runs):
     assert "Too few shared models" not in (site / "agreement.html").read_text()
 
 
+def test_demo_scores_a_held_out_split_and_no_public_file_names_it(demo_runs):
+    """The private dataset beside the public one, one stand-in scored on it, the column, the gap and the page; no
+    file of the demo but the private dataset names a held-out prompt or artifact."""
+    from cultureboard.builder.held_out import find_leaks
+    from cultureboard.demo import HELD_OUT_SUBMISSION
+
+    demo = demo_runs["demo"]
+    sid = "demo__{}__{}".format(*HELD_OUT_SUBMISSION)
+    record = json.loads((demo / "results-held-out" / f"{sid}.json").read_text())
+    split = json.loads((demo / "dataset" / "build.json").read_text())["held_out"]
+    assert record["status"] == "tested" and record["split"]["fingerprint"] == split["fingerprint"]
+    assert split["prompts"]["cube-awareness"] == record["metrics"][0]["held_out"]["n_prompts"]
+    assert 'data-key="held_out"' in (demo / "site" / "leaderboard" / "cube-awareness.html").read_text()
+    assert "Held-out prompts" in (demo / "site" / "model" / f"{sid}.html").read_text()
+    assert split["fingerprint"] in (demo / "site" / "held-out.html").read_text()
+    public = [p for p in demo.iterdir() if p.name != "dataset-held-out"]
+    assert find_leaks(public, demo / "dataset-held-out") == []
+
+
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     first, second = demo_runs["demo"], demo_runs["root"] / "second"
     summary = json.loads(demo_runs["second"].stdout)

@@ -8,7 +8,8 @@
 * only ``evaluate.yml`` uses ``pull_request_target``; every one of its jobs is gated on the
   ``evaluate`` label or a dispatch; a checkout of pull-request data has no credentials, takes only
   ``submissions/``, goes to its own folder and nothing runs from it; only the job that commits results
-  may write contents, and jobs with secrets see no pull-request data;
+  may write contents, and no secret reaches pull-request data (a job with secrets reads them only in steps
+  before it downloads the submission: the held-out job's token is in its private dataset's download alone);
 * no ``run:`` script or github-script ``script:`` holds a ``${{ }}`` expression (values reach them
   through ``env:``), so no attacker-controlled field (title, body, branch name, comment) is ever
   interpolated into code;
@@ -282,17 +283,41 @@ def test_pull_request_data_is_checked_out_without_credentials_and_never_run():
             assert not executes.search(runs), f"{where}: a script runs code from it"
             assert re.search(rf"rm -rf {re.escape(folder)}\b", runs), f"{where}: it is not removed after its data is copied"
     assert untrusted_jobs == {"prepare"}
-    # the jobs that use secrets never see pull-request data
+    # no secret reaches pull-request data: a job with secrets has none in its own env or its checkouts, and every
+    # step that reads one comes before the job downloads the submission (the held-out job: its token is in the
+    # download of the private dataset only), and runs a script that reads nothing of it
     for job_id, job in wf["jobs"].items():
         if uses_secrets(yaml.safe_dump(job, width=10**6)):
             assert job_id not in untrusted_jobs
-            downloads = [(s.get("with") or {}).get("name") for s in steps(job) if "download-artifact" in str(s.get("uses"))]
-            assert "submission" not in downloads, f"evaluate.yml: job {job_id} has secrets and the submission's data"
+            assert not uses_secrets(yaml.safe_dump(job.get("env") or {}, width=10**6)), f"evaluate.yml: job {job_id}"
+            job_steps = steps(job)
+            downloads = [i for i, s in enumerate(job_steps) if "download-artifact" in str(s.get("uses"))
+                         and (s.get("with") or {}).get("name") == "submission"]
+            for i, step in enumerate(job_steps):
+                if uses_secrets(yaml.safe_dump(step, width=10**6)):
+                    where = f"evaluate.yml: job {job_id}: step {step.get('name')!r} has a secret"
+                    assert all(i < d for d in downloads), f"{where} after the submission's data is downloaded"
+                    assert "work/submissions" not in called(str(step.get("run", ""))), f"{where} and reads the submission"
     # every job but the one that pushes results keeps no credentials
     for job_id, job in wf["jobs"].items():
         for step in filter(is_checkout, steps(job)):
             if job_id != "commit":
                 assert (step.get("with") or {}).get("persist-credentials") is False, f"evaluate.yml: job {job_id}"
+
+
+def test_the_held_out_token_is_in_one_step_and_only_aggregates_leave_that_job():
+    """HELD_OUT_HF_TOKEN is read by one step of one job (the private dataset's download); that job uploads only
+    held-out/ (the aggregates), and its scoring script prints none of the command's messages."""
+    holders = [(name, job_id, step.get("name")) for name in NAMES for job_id, job in load(name)["jobs"].items()
+               for step in steps(job) if "HELD_OUT_HF_TOKEN" in yaml.safe_dump(step, width=10**6)]
+    assert holders == [("evaluate", "held-out", "Download the private held-out dataset (the only step with its token)")]
+    assert text("evaluate").count("HELD_OUT_HF_TOKEN }}") == 1
+    job = load("evaluate")["jobs"]["held-out"]
+    uploads = [s["with"]["path"] for s in steps(job) if "upload-artifact" in str(s.get("uses"))]
+    assert uploads == ["held-out/"]
+    script = (SCRIPTS / "held-out.sh").read_text()
+    assert "held-out.err" in script and "cat \"$RUNNER_TEMP/held-out.err\"" not in script
+    assert gated(job["if"])
 
 
 def test_validate_reads_the_pull_request_as_data():

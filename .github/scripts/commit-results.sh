@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# evaluate.yml, commit: commit results/$ID/ (downloaded into $RUNNER_TEMP/results) to the default branch,
+# evaluate.yml, commit: commit results/$ID/ (downloaded into $RUNNER_TEMP/results), and the held-out job's
+# results-held-out/$ID.json (in $RUNNER_TEMP/held-out) when it ran, to the default branch,
 # retrying on top of newer commits, and start site.yml (a push made with the workflow token starts no workflow by
 # itself); with RESULTS_TARGET=branch, push the branch results/$ID instead, for a maintainer's pull request.
 # Environment: ID, PR, HEAD_SHA, MAIN_SHA, DEFAULT_BRANCH, RESULTS_TARGET, GH_TOKEN (and GitHub's).
@@ -23,6 +24,11 @@ for attempt in 1 2 3 4 5; do
   mkdir -p results
   cp -a "$RUNNER_TEMP/results/$ID" "results/$ID"
   git add -f -A "results/$ID"  # -f: .gitignore lists *.parquet
+  if [ -f "$RUNNER_TEMP/held-out/$ID.json" ]; then  # the held-out job's aggregates, when it ran
+    mkdir -p results-held-out
+    cp "$RUNNER_TEMP/held-out/$ID.json" "results-held-out/$ID.json"
+    git add -f "results-held-out/$ID.json"
+  fi
   if git diff --cached --quiet; then
     echo "The results are already on $DEFAULT_BRANCH."
   else
