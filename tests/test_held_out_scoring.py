@@ -39,7 +39,7 @@ def test_the_gap_ci_combines_both_intervals_by_mover():
 
 def _summary(metric, direction, pub, held=None, smallest=None):
     info = {"name": metric, "version": 3, "direction": direction, "primary": True,
-            **({"smallest_meaningful_difference": smallest} if smallest is not None else {})}
+            **({"smallest_difference": smallest} if smallest is not None else {})}
     entry = {"metric": metric, "slice_type": "overall", "slice": "all", "n_prompts": 10, "n_images": 10}
     return {"metrics_info": [info], "metrics": [entry | pub]}
 
