@@ -639,7 +639,7 @@ def list_metrics(as_json):
             cluster += f", Wilson intervals on [{m['bounded'][0]:g}, {m['bounded'][1]:g}]" if m["bounded"] else ""
             smd = f", smallest difference {m['smallest_difference']:g}" if m["smallest_difference"] else ""
             click.echo(f"    {m['name']:<28} v{m['version']}  {direction_text(m):<32}  unit {m['unit']:<6} {m['title']}"
-                       f"{cluster}  [{m['tier']}{smd}]")
+                       f" [{m['tier']}{smd}]{cluster}")
 
 
 @cli.command(name="merge-shards")

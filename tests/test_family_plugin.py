@@ -22,6 +22,7 @@ from cultureboard.evaluators.engine.context import Context, score_row
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, register, unregister
 from cultureboard.evaluators.engine.scorers import load_scorer
 from cultureboard.evaluators.results.stats import bootstrap_ci, cluster_bootstrap_ci
+from cultureboard.evaluators.results.tiers import RULE_VERSION
 from cultureboard.site.render import build_site
 from results_factory import make_submission
 
@@ -51,10 +52,17 @@ def score_toy(ctx: Context) -> list[dict]:
     return rows
 
 
-def card(name, unit="image", primary=False, direction="higher", scorers=("qwen2.5-vl-7b",), cluster=None):
+#: A plug-in's own evidence record (a family outside the repository cannot edit evidence.yaml).
+EVIDENCE = {"evidence": "correlation", "statistic": "spearman", "value": "0.45", "ceiling": "0.6", "human": "raters",
+            "domain": "the toy prompts", "source": "a toy study", "quotes": ["0.45"],
+            "smallest_difference": {"value": 0.03, "reason": "the tests say so"}}
+
+
+def card(name, unit="image", primary=False, direction="higher", scorers=("qwen2.5-vl-7b",), cluster=None,
+         evidence=None):
     return MetricCard(name, "toy", name, "by hand", direction, "[0, 1]", scorers, SOURCE, version=1, unit=unit,
                       primary=primary, direction_evidence="the tests say so" if direction != "none" else "",
-                      cluster=cluster)
+                      cluster=cluster, evidence=evidence)
 
 
 TOY = Family(
@@ -62,7 +70,7 @@ TOY = Family(
     prompt_sets=(PromptSetSpec("toy-set", score_toy, ("toy.yes", "toy.cosine", "toy.lpips"),
                                shard_unit=lambda p: p["prompt_id"], units={"pair": lambda p: p["prompt_id"]},
                                slice_fields=("template",), cross_slices=(("country", "template"),)),),
-    metrics=(card("toy.yes", primary=True), card("toy.cosine", scorers=("dinov2-base",), cluster="template"),
+    metrics=(card("toy.yes", primary=True, evidence=EVIDENCE), card("toy.cosine", scorers=("dinov2-base",), cluster="template"),
              card("toy.lpips", unit="pair", direction="lower", scorers=("lpips-alex",))),
     options=ToyOptions,
 )
@@ -130,10 +138,22 @@ def test_values_are_the_scorers_own(world, tmp_path):
     yes = entries[("toy.yes", "overall", "all")]  # no cluster: the bootstrap over prompts
     assert yes["ci_note"] is None and prov["settings"]["ci_method"] == 3
     assert prov["settings"]["forward_passes"] == "one input per forward pass"  # batched runs are never ranked with it
+    assert prov["settings"]["validity_rule"] == RULE_VERSION  # results of another tier rule are never ranked with it
+    yes_card, cosine_card = family_card(summary, "toy.yes"), family_card(summary, "toy.cosine")
+    assert (yes_card["tier"], yes_card["smallest_difference"]) == ("validated", 0.03)  # 0.45 >= 0.4 and 0.6 x 0.6
+    assert (cosine_card["tier"], cosine_card["evidence"]) == ("diagnostic", None)  # no record: never ranked
     assert family_card(summary, "toy.cosine")["cluster"] == "template"
     assert prov["family"] == "toy" and prov["options"] == {"question": "Is this a photograph?", "shift": 0.0}
     assert {s["kind"] for s in prov["scorers"]} == {"embedding", "pairwise", "judge"}
     assert prov["notes"] == {"toy.yes": {"question": "Is this a photograph?"}}
+
+
+def test_a_plug_in_evidence_record_is_checked_when_registered():
+    bad = Family("toy5", "Toy 5", "", {}, (PromptSetSpec("toy5-set", score_toy, ("toy5.a",), shard_unit=lambda p: ""),),
+                 (MetricCard("toy5.a", "toy5", "a", "f", "higher", "r", (), SOURCE, 1, primary=True,
+                             direction_evidence="x", evidence={**EVIDENCE, "evidence": "strong"}),), ToyOptions)
+    with pytest.raises(ValueError, match="toy5.a: its evidence record evidence is 'strong'"):
+        register(bad)
 
 
 def family_card(summary, name):
