@@ -635,3 +635,30 @@ def test_a_prompt_set_is_read_once_while_its_files_stay_the_same(sub, dataset, t
     pq.write_table(table.slice(0, table.num_rows - 1), shard)  # its last prompt is gone
     report = validate(sub, copy)
     assert reads == [dataset, copy, copy] and "coverage.unknown_prompt" in {p.code for p in report.problems}
+
+
+# ------------------------------------------------------------------------------------------ copies (perceptual hashes)
+
+def test_copy_threshold_finds_the_promised_edits_and_not_distinct_photos_of_one_subject():
+    """The measured pairs of README "Copies and near-copies" (benchmarks/copy_thresholds.py, smaller): every promised
+    edit of a photograph is within THRESHOLD of it; none of the 1225 pairs of 50 distinct photographs of one house
+    is, compared both ways as two images of a submission are; a flat image is featureless (never compared)."""
+    import numpy as np
+    from PIL import Image
+
+    from cultureboard.evaluators.submission.perceptual import THRESHOLD, distances, image_hash, image_hashes, views
+    from photo_factory import copy_edits, house_photo
+
+    photos = [house_photo(i) for i in range(50)]
+    promised, beyond = copy_edits()
+    for name, edit in promised.items():
+        for photo in photos[:6]:
+            copy = edit(photo)
+            d = distances(image_hash(copy)[None], [views(photo, copy.width / copy.height)])[0, 0]
+            assert d <= THRESHOLD, (name, d)
+    crop5 = beyond["cropped 5% off the right"](photos[0])  # beyond the promise: not found (README says so)
+    assert distances(image_hash(crop5)[None], [views(photos[0], crop5.width / crop5.height)])[0, 0] > THRESHOLD
+    both = [image_hashes(p) for p in photos]
+    d = distances(np.array([h[0] for h in both]), both)
+    assert np.diag(d).max() == 0 and d[~np.eye(50, dtype=bool)].min() > THRESHOLD
+    assert image_hash(Image.new("RGB", (64, 64), (10, 200, 30))) is None
