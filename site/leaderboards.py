@@ -106,6 +106,8 @@ CONTROLS = {
                        "category prompt P(c) (the generic dish, not the named one); a metric it tops is gameable.",
     "unedited": "A cheat, never ranked: every ECB edit step returns the chain's base image unchanged (an editor "
                 "that does nothing); a metric it tops is gameable.",
+    "copied-references": "A cheat, never scored: the reference photographs resized and re-encoded, handed in as a "
+                         "model's images; validation refuses every one as a copy of a reference photograph.",
 }
 
 

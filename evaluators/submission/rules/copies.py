@@ -1,6 +1,7 @@
 """Rules on copies, by perceptual hash (:mod:`..perceptual`): no image is a copy of a reference photograph of its
 prompt's artifact (resized, re-encoded, cropped by 10%, mirrored, tinted), and no two prompts with different texts
-share an image that is a near-copy (resized, re-encoded, mirrored, tinted; identical bytes are ``file.duplicate_image``).
+share an image that is a near-copy (resized, re-encoded, mirrored, tinted; identical bytes are ``file.duplicate_image``)
+unless both were generated from one seed.
 
 An image is compared with the photographs of its own prompt's artifact (the dataset's ``references`` config), the
 ones every similarity-to-reference metric compares it with: a copy of them would top those metrics. The
@@ -93,7 +94,9 @@ def _check_references(run: Run, images: list[tuple[int, dict, np.ndarray]]) -> N
 
 def _check_near_copies(run: Run, images: list[tuple[int, dict, np.ndarray]]) -> None:
     """Pairs of distinct images (different sha256) of prompts with different texts (no dataset: different ids)
-    within THRESHOLD, the second compared as it is and mirrored; one problem per image, naming the first it copies."""
+    and different seeds within THRESHOLD, the second compared as it is and mirrored; one problem per image, naming
+    the first it copies. Images of one seed are not compared: a pipeline starts every prompt of a seed from the
+    same noise, which fixes the layout the hash sees (a model that barely reads the prompt gives near-copies)."""
     if len(images) < 2:
         return
     prompts = run.prompts
@@ -102,8 +105,8 @@ def _check_near_copies(run: Run, images: list[tuple[int, dict, np.ndarray]]) -> 
         for j in np.flatnonzero(d[i, :i] <= THRESHOLD):
             m, other, _ = images[j]
             a, b = other.get("prompt_id"), row.get("prompt_id")
-            if other.get("sha256") == row.get("sha256") or a == b:
-                continue  # identical bytes: file.duplicate_image; one prompt's samples may look alike
+            if other.get("sha256") == row.get("sha256") or a == b or other.get("seed") == row.get("seed"):
+                continue  # identical bytes: file.duplicate_image; one prompt's samples, and one seed's, may look alike
             if prompts is None:
                 run.warn("image.near_duplicate", f"{METADATA}:{n}", f"{show(row['file_name'])} (prompt {show(b)}) is a "
                          f"near-copy of {show(other['file_name'])} (line {m}, prompt {show(a)}): perceptual-hash "
