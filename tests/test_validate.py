@@ -579,9 +579,43 @@ def mismatches(sub: Path, dataset: Path) -> list[tuple[str, str, str]]:
 
 def test_siblings_of_one_model_that_agree_are_valid(sub, dataset):
     """The same model's submission for another prompt set (a tag), with a different prompt set and date: valid."""
-    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: s.update(tag="cure-ladder", date="2025-01-02"))
+    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: (s.update(tag="cure-ladder", date="2025-01-02"),
+                                                             s["prompt_set"].update(name="cure-ladder")))
     report = validate(sub, dataset)
     assert report.valid, report.to_text()
+
+
+# ------------------------------------------------------------------------------------------ one row per model version
+
+def rows_problems(sub: Path, dataset: Path) -> list[tuple[str, str, str]]:
+    return sorted((p.code, p.file, p.message) for p in validate(sub, dataset).errors
+                  if p.code in ("schema.duplicate_row", "schema.bad_supersedes"))
+
+
+def test_a_second_submission_of_one_model_version_and_prompt_set_needs_supersedes(sub, dataset):
+    """Another folder of the same model version for the same prompt set (a tagged re-run): one error naming it and
+    the two fixes; with supersedes naming it and a reason, valid, and the old one too (it is replaced)."""
+    old = sibling(sub, f"{SUBMISSION_ID}__first-run")
+    [(code, where, message)] = rows_problems(sub, dataset)
+    assert code == "schema.duplicate_row" and where == yaml_line(sub, "  name: tiny")
+    assert message.startswith(f"{old.name} is already a submission of the same model version")
+    spec_edit(lambda s: s.update(supersedes={"submission": old.name, "reason": "regenerated with the fixed VAE"}))(sub)
+    assert rows_problems(sub, dataset) == []
+    assert rows_problems(old, dataset) == []  # the old row, replaced, is no duplicate either
+    # a chain: a third replaces the second, and the first stays replaced
+    third = sibling(sub, f"{SUBMISSION_ID}__third-run",
+                    lambda s: s.update(supersedes={"submission": SUBMISSION_ID, "reason": "a third run"}))
+    assert rows_problems(third, dataset) == [] and rows_problems(sub, dataset) == []
+
+
+def test_supersedes_naming_nothing_or_without_a_reason_is_an_error(sub, dataset):
+    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: s["prompt_set"].update(name="cure-ladder"))
+    spec_edit(lambda s: s.update(supersedes={"submission": f"{SUBMISSION_ID}__cure-ladder"}))(sub)
+    found = rows_problems(sub, dataset)
+    assert [(c, m.split(",")[0]) for c, _, m in found] == [
+        ("schema.bad_supersedes", "supersedes gives no reason"),
+        ("schema.bad_supersedes", f"supersedes.submission is '{SUBMISSION_ID}__cure-ladder'")]
+    assert "not a submission of test-lab__tiny-diffusion for prompt set tiny" in found[1][2]
 
 
 def test_sibling_disagreeing_on_identity_is_one_error_per_field(sub, dataset):

@@ -127,6 +127,9 @@ FIELDS: tuple[Field, ...] = (
           "name (validate warns)"),
     Field("prompt_set.revision", str, True, "the dataset revision generated from: Hub commit or sha256: fingerprint"),
     Field("images.location", str, True, "'images' (a folder in the submission) or hf://datasets/ORG/REPO@REVISION"),
+    Field("supersedes.submission", str, False, "the submission folder this one replaces: the same model version and "
+          "prompt set (its row stays on the site, marked superseded, never ranked)"),
+    Field("supersedes.reason", str, False, "why it is replaced (e.g. 'regenerated with the corrected scheduler')"),
 )
 
 
