@@ -55,6 +55,10 @@ class Result:
     display: str = ""  # "Organisation / Model name (tag)"
     label: str = ""  # the display name, made unique among the site's results (plots); set by the board
     control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
+    generated_by: str = ""  # who generated the images (:func:`made_by`)
+    scored_by: str = ""  # who scored them (:func:`made_by`)
+    superseded_by: str | None = None  # the submission that replaces this one (its supersedes:): shown, never ranked
+    superseded_why: str = ""
     _metric_rows: dict | None = field(default=None, repr=False, compare=False)
     _columns: dict = field(default_factory=dict, repr=False, compare=False)
     _image_values: dict | None = field(default=None, repr=False, compare=False)
@@ -121,11 +125,35 @@ def load_results(results: Path, submissions: Path) -> tuple[list[Result], list[d
             source = _shown(exc.source)
             skipped.append({"submission": _shown(folder.name), "file": Path(source).name, "source": source,
                             "problem": _shown(exc.problem), "fix": exc.fix})
+    by_sid = {r.sid: r for r in loaded}
+    for r in loaded:  # supersedes: (validated: the same model version and prompt set) marks the old row
+        old, why = get(r.spec, "supersedes.submission"), get(r.spec, "supersedes.reason")
+        if isinstance(old, str) and old in by_sid and old != r.sid and r.control is None:
+            by_sid[old].superseded_by, by_sid[old].superseded_why = r.sid, why if isinstance(why, str) else ""
     if not loaded:
         first = skipped[0]
         raise CultureboardError(results, f"holds no usable result: all {len(skipped)} were left out (first: "
                                 f"{first['source']}: {first['problem']})", first["fix"])
     return loaded, skipped
+
+
+#: Who generated a control's images, and a team's; who scored a result the evaluate workflow scored, and another.
+LEADERBOARD_RUNNER, TEAM = "the leaderboard (a control it makes)", "the team"
+LEADERBOARD_CI, NOT_CI = "the leaderboard's CI (evaluate workflow)", "not the leaderboard's CI (scored elsewhere, imported)"
+
+
+def made_by(spec: dict, folder: Path) -> tuple[str, str]:
+    """(who generated the images, who scored them) of the result in ``folder``: a control's images are the
+    leaderboard's, others the submitting team's (``organization``); a result the evaluate workflow scored has its
+    ``review.json`` saying so (``scored_by``), any other was scored elsewhere and imported."""
+    team = get(spec, "organization")
+    generated = LEADERBOARD_RUNNER if get(spec, "control") is not None else f"{TEAM} ({team})"
+    try:
+        review = json.loads((folder / "review.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        review = None
+    scored = LEADERBOARD_CI if isinstance(review, dict) and review.get("scored_by") == "the evaluate workflow" else NOT_CI
+    return generated, scored
 
 
 def _shown(text: str) -> str:
@@ -189,6 +217,7 @@ def _load_one(folder: Path, sub: Path) -> Result:
     control = get(spec, "control")
     result = Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
                     control=control if isinstance(control, str) else None)
+    result.generated_by, result.scored_by = made_by(spec, folder)
     versions = {c["name"]: c["version"] for c in summary["metrics_info"]} | summary["provenance"]["metrics"]
     standin = result.standin
     for e in summary["metrics"]:  # what the downloads carry with each score
