@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 from cultureboard.evaluators.engine.registry import DIRECTIONS as _DIRECTIONS
+from cultureboard.evaluators.results.made import generated_by, scored_by
 from cultureboard.evaluators.submission.format import (
     MAX_SUBMISSION_ID,
     METADATA,
@@ -137,23 +138,9 @@ def load_results(results: Path, submissions: Path) -> tuple[list[Result], list[d
     return loaded, skipped
 
 
-#: Who generated a control's images, and a team's; who scored a result the evaluate workflow scored, and another.
-LEADERBOARD_RUNNER, TEAM = "the leaderboard (a control it makes)", "the team"
-LEADERBOARD_CI, NOT_CI = "the leaderboard's CI (evaluate workflow)", "not the leaderboard's CI (scored elsewhere, imported)"
-
-
 def made_by(spec: dict, folder: Path) -> tuple[str, str]:
-    """(who generated the images, who scored them) of the result in ``folder``: a control's images are the
-    leaderboard's, others the submitting team's (``organization``); a result the evaluate workflow scored has its
-    ``review.json`` saying so (``scored_by``), any other was scored elsewhere and imported."""
-    team = get(spec, "organization")
-    generated = LEADERBOARD_RUNNER if get(spec, "control") is not None else f"{TEAM} ({team})"
-    try:
-        review = json.loads((folder / "review.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        review = None
-    scored = LEADERBOARD_CI if isinstance(review, dict) and review.get("scored_by") == "the evaluate workflow" else NOT_CI
-    return generated, scored
+    """(who generated the images, who scored them) of the result in ``folder`` (:mod:`~cultureboard.evaluators.results.made`)."""
+    return generated_by(get(spec, "control") is not None, get(spec, "organization")), scored_by(folder)
 
 
 def _shown(text: str) -> str:

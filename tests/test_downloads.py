@@ -84,7 +84,7 @@ def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path)
     ranked results; every row's download says who generated and who scored it, and what replaced it."""
     from cultureboard.site.board import Board
     from cultureboard.site.leaderboards import leaderboard
-    from cultureboard.site.load import LEADERBOARD_CI, NOT_CI
+    from cultureboard.evaluators.results.made import LEADERBOARD_CI, NOT_CI
 
     dataset = make_dataset(tmp_path / "dataset")
     old = make_submission(tmp_path / "submissions", dataset, "cube-awareness")
