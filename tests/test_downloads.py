@@ -98,7 +98,7 @@ def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path)
     assert (by[old.name].superseded_by, by[old.name].superseded_why) == (new.name, "the fixed VAE")
     assert by[new.name].superseded_by is None and by[other.name].superseded_by is None
     assert [by[s].scored_by for s in (old.name, new.name)] == [NOT_CI, LEADERBOARD_CI]
-    assert by[old.name].generated_by == "the team (lab)"
+    assert by[old.name].generated_by == "the team"
     board = Board(by, {})
     [group] = board.groups["cube-awareness"]
     assert sorted(r.sid for r in group.results) == sorted([new.name, other.name])
@@ -110,5 +110,5 @@ def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path)
     assert list(rows)[-1] == f"model/{old.name}.html"  # after every ranked row
     data = json.loads((tmp_path / "site" / table.json).read_text(encoding="utf-8"))
     made = {r["submission"]: (r["generated_by"], r["scored_by"], r["superseded_by"]) for r in data["rows"]}
-    assert made[by[old.name].display] == ("the team (lab)", NOT_CI, new.name)
-    assert made[by[new.name].display] == ("the team (lab)", LEADERBOARD_CI, "")
+    assert made[by[old.name].display] == ("the team", NOT_CI, new.name)
+    assert made[by[new.name].display] == ("the team", LEADERBOARD_CI, "")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -51,23 +52,27 @@ def check(run: Run) -> None:
 
 
 def _hash_images(run: Run) -> list[tuple[int, dict, np.ndarray]]:
-    """(line, row, hashes: the image's and its mirror's) of each listed image that opens and is not featureless,
-    in metadata order."""
+    """(line, row, hashes: the image's and its mirror's) of each listed image (a regular file: links are never
+    read) that opens and is not featureless, in metadata order; hashed in a thread pool (the image library releases the GIL while decoding and resizing)."""
     broken = {p.file for p in run.problems if p.severity == "error" and p.code.startswith("file.")}
-    out, seen = [], set()
+    todo, seen = [], set()
     for n, row in run.rows:
         name = row.get("file_name")
-        if is_refusal(row) or name not in run.listed or name in broken or name in seen:
+        if is_refusal(row) or name not in run.listed or name not in run.files or name in broken or name in seen:
             continue
         seen.add(name)
-        try:
-            with Image.open(os.path.join(run.root, name)) as image:
-                both = image_hashes(image)
-        except (OSError, ValueError, Image.DecompressionBombError):
-            continue  # reported by the image rules
-        if both is not None:
-            out.append((n, row, both))
-    return out
+        todo.append((n, row))
+    with ThreadPoolExecutor(run.workers or min(8, os.cpu_count() or 1)) as pool:
+        hashed = pool.map(lambda item: _hashes(os.path.join(run.root, item[1]["file_name"])), todo)
+        return [(n, row, both) for (n, row), both in zip(todo, hashed) if both is not None]
+
+
+def _hashes(path: str) -> np.ndarray | None:
+    try:
+        with Image.open(path) as image:
+            return image_hashes(image)
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return None  # reported by the image rules
 
 
 def _check_references(run: Run, images: list[tuple[int, dict, np.ndarray]]) -> None:
