@@ -53,7 +53,8 @@ def check(run: Run) -> None:
 
 def _hash_images(run: Run) -> list[tuple[int, dict, np.ndarray]]:
     """(line, row, hashes: the image's and its mirror's) of each listed image (a regular file: links are never
-    read) that opens and is not featureless, in metadata order; hashed in a thread pool (the image library releases the GIL while decoding and resizing)."""
+    read) that opens and is not featureless, in metadata order; hashed in a thread pool (the image library
+    releases the GIL while decoding and resizing)."""
     broken = {p.file for p in run.problems if p.severity == "error" and p.code.startswith("file.")}
     todo, seen = [], set()
     for n, row in run.rows:
