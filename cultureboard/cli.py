@@ -485,13 +485,14 @@ def export_prompts(prompt_set, dataset, revision, fmt, out, as_json):
 @dataset_option()
 @prompt_set_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND[__TAG] (a tag such as the prompt set tells several apart).")
-@click.option("--size", type=int, help="Side of the square images, in pixels (reference-photos, text-only; default 512).")
+@click.option("--size", type=int, help="Side of the square images, in pixels (reference-photos, copied-references, text-only; default 512).")
 @click.option("--from", "source", type=click.Path(file_okay=False), help="category-images, unedited: the submission whose images the control copies (its P(c) images, or its chains' base images).")
 @json_option
 def make_control(kind, dataset, prompt_set, out, size, source, as_json):
     """Make a control submission, never ranked: the reference photographs, the prompt's words as an image, the
-    category prompt's images for a whole CuRe ladder (category-images), or an editor that returns its input
-    unchanged (unedited)."""
+    category prompt's images for a whole CuRe ladder (category-images), an editor that returns its input
+    unchanged (unedited), or the photographs re-encoded and handed in as generations (copied-references, which
+    validation refuses)."""
     from cultureboard.evaluators.submission.controls import make_control as run
 
     result = run(kind, dataset, prompt_set, out, size=size, source=source)

@@ -2,10 +2,11 @@
 
 build the dataset from the shipped sample dump, with a held-out split (drawn with the demo's public key; its
 private dataset in ``dataset-held-out/`` beside the public one) -> generate one submission per prompt set of every
-family with tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, and the two
-cheats copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) -> validate them ->
-evaluate them with tiny stand-in scorers, and one stand-in on the held-out prompts (``results-held-out/``) ->
-render the site (with the held-out column, the gap and held-out.html).
+family with tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, the text-only
+controls and the two cheats copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) ->
+validate them, and show validation refusing the copied-references control (cultdiff's photographs handed in as
+generations) -> evaluate them with tiny stand-in scorers, and one stand-in on the held-out prompts
+(``results-held-out/``) -> render the site (with the held-out column, the gap and held-out.html).
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
@@ -60,6 +61,10 @@ CHEAT_SETS = {"cure-ladder": "category-images", "ecb": "unedited"}
 #: each gets the text-only control (the prompt's words drawn as the image), a cheat that a metric rewarding text
 #: in the image would rank; a metric it tops is not ranked on that board.
 TEXT_ONLY_SETS = ("cube-awareness", "cure-ladder", "cultivate")
+#: The prompt set whose reference photographs the demo hands in as generations (copied-references): validation
+#: must refuse every image as a copy of a reference photograph; the folder stays in submissions/, shown refused on
+#: the site's submissions page, and is never scored.
+COPIED_SET = "cultdiff"
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -171,6 +176,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         if not report.valid:
             raise CultureboardError(folder, "was generated but does not validate", report.to_text().splitlines()[0])
     echo(f"[3/{STEPS}] validate: {len(written)} submissions valid")
+    _refused_copies(dataset, submissions, echo)
     lap("validate")
 
     echo(f"[4/{STEPS}] evaluate: {'tiny stand-in scorers' if scorers == TINY else scorers} -> {results}")
@@ -282,6 +288,25 @@ def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Cal
         echo(f"      control {folder.name}: {what}, {result['refused']} declared refusals")
         folders.append(folder)
     return folders
+
+
+def _refused_copies(dataset: Path, submissions: Path, echo: Callable[[str], None]) -> Path:
+    """Make ``control__copied-references__<COPIED_SET>`` (replacing an earlier run's) and check that validation
+    refuses each of its images as a copy of a reference photograph (else the demo stops: the copy check is broken)."""
+    from .evaluators.submission.controls import COPIED_REFERENCES, make_control
+    from .evaluators.submission.validate import validate
+
+    folder = submissions / f"control__{COPIED_REFERENCES}__{COPIED_SET}"
+    shutil.rmtree(folder, ignore_errors=True)
+    made = make_control(COPIED_REFERENCES, dataset, COPIED_SET, folder, size=64)
+    report = validate(folder, dataset)
+    copies = sum(p.code == "image.copies_reference" for p in report.errors)
+    if copies != made["images"] or not copies:
+        raise CultureboardError(folder, f"holds {made['images']} copies of reference photographs, but validation "
+                                f"found {copies}", "the copy check (evaluators/submission/rules/copies.py) is broken")
+    echo(f"      {folder.name}: refused, as it must be: {copies} of {made['images']} images are copies of reference "
+         "photographs (image.copies_reference); not scored")
+    return folder
 
 
 def _copy_into(source: Path, target: Path) -> None:

@@ -19,7 +19,7 @@ from cultureboard.builder.build import sample_dump_path
 from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS, TEXT_ONLY_SETS
+from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, COPIED_SET, DEMO_COUNTRIES, STANDIN_MODELS, TEXT_ONLY_SETS
 
 #: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
 DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
@@ -178,11 +178,13 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    assert subs == sorted(models + DEMO_CONTROLS)
+    refused = f"control__copied-references__{COPIED_SET}"  # made, refused by validate, never scored
+    assert subs == sorted(models + DEMO_CONTROLS + [refused])
+    assert f"{refused}: refused, as it must be: " in out
     assert {"control__category-images__cure-ladder", "control__unedited__ecb"} <= set(subs)  # the two cheats
     assert out.count("generated") == len(models) and "reused" not in out
     results = _results(demo)
-    assert sorted(results) == subs
+    assert sorted(results) == [s for s in subs if s != refused]
     scored = {family_of(s.split("__")[-1])[0].name for s in subs}
     assert scored == set(load_families())  # every registered family is in the demo
     for sid, summary in results.items():  # ... and has at least one metric with a value

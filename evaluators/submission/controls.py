@@ -14,6 +14,10 @@
 * ``unedited`` (ECB's ``ecb``): every edit step of an I2I chain returns its input unchanged, so each step's image
   is the chain's base image, copied from a real submission (``source``) that also gives the bases: an editor that
   does nothing. A metric on which it beats the real models rewards not editing.
+* ``copied-references``: the ``reference-photos`` images handed in as a model's would be, each re-encoded as JPEG
+  (quality :data:`COPY_QUALITY`) and saved again as PNG: the copy a team could submit to top every
+  similarity-to-reference metric. It exists to be refused: validation finds each image a copy of a reference
+  photograph (``image.copies_reference``, :mod:`.rules.copies`), and the demo shows it refused, never scored.
 
 The two copying controls keep the source's pixels and size (``size`` does not apply); each copy is a PNG whose text
 chunks say which prompt it stands for and which file of the source it is (one picture serves several prompts, and
@@ -49,7 +53,7 @@ from cultureboard.provenance import file_sha256
 from .format import (CONTROL_KINDS, FORMAT_VERSION, IMAGES, METADATA, SUBMISSION_YAML, get, is_refusal, parse_location,
                      parse_submission_id, read_metadata, read_spec, write_submission)
 
-REFERENCE_PHOTOS, TEXT_ONLY, CATEGORY_IMAGES, UNEDITED = CONTROL_KINDS
+REFERENCE_PHOTOS, TEXT_ONLY, CATEGORY_IMAGES, UNEDITED, COPIED_REFERENCES = CONTROL_KINDS
 #: The controls that copy a source submission's images (``--from``).
 COPYING = (CATEGORY_IMAGES, UNEDITED)
 
@@ -89,8 +93,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         make = origin.maker(STAND_INS[kind](prompts, prompt_set))
         spec = _spec(kind, dataset, prompt_set, origin.size, named["tag"], origin)
     else:
-        make = (_photographs(dataset, size, prompts, prompt_set) if kind == REFERENCE_PHOTOS
-                else lambda p, k: _text_image(p["text"], size))
+        make = (_photographs(dataset, size, prompts, prompt_set, copied=kind == COPIED_REFERENCES)
+                if kind in (REFERENCE_PHOTOS, COPIED_REFERENCES) else lambda p, k: _text_image(p["text"], size))
         spec = _spec(kind, dataset, prompt_set, (size, size), named["tag"])
     rows, written = [], 0
     with atomic_dir(out, kind="submission") as tmp:
@@ -117,9 +121,15 @@ def _file(prompt_id: str, k: int) -> str:
     return f"{IMAGES}/{prompt_id}/{k}.png"
 
 
-def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str) -> Maker:
-    """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``. A prompt
-    set none of whose artifacts has a photograph is refused (a control of nothing but refusals measures nothing)."""
+#: The JPEG quality a copied-references image is re-encoded at (the issue's "re-encoded" copy).
+COPY_QUALITY = 60
+
+
+def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str, copied: bool = False) -> Maker:
+    """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``; with
+    ``copied`` (copied-references) re-encoded as JPEG at :data:`COPY_QUALITY` first, and its text chunks saying
+    nothing of where it comes from. A prompt set none of whose artifacts has a photograph is refused (a control of
+    nothing but refusals measures nothing)."""
     photos, missing = read_references(dataset)
     if not photos:
         raise CultureboardError(dataset, "has no reference photographs",
@@ -134,6 +144,8 @@ def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str)
         available = photos.get(p.get("artifact_id") or "", [])
         if k >= len(available):
             return _why_none(p, available, missing)
+        if copied:
+            return _square(available[k]["data"], size, {"prompt_id": p["prompt_id"]}, jpeg=COPY_QUALITY)
         return _square(available[k]["data"], size, {
             "prompt_id": p["prompt_id"],
             "reference": f"{p['artifact_id']} rank {available[k]['rank']} (the dataset's references config)"})
@@ -228,8 +240,8 @@ def _spec(kind: str, dataset: Path, prompt_set: str, size: tuple[int, int], tag:
         **({"tag": tag} if tag else {}),
         "date": date.today().isoformat(),
         "model": {"name": kind, "id": f"cultureboard/control-{kind}", "revision": __version__,
-                  "license": model.get("license") or ("see the dataset's references config" if kind == REFERENCE_PHOTOS
-                                                      else "CC0-1.0"),
+                  "license": model.get("license") or ("see the dataset's references config"
+                                                      if kind in (REFERENCE_PHOTOS, COPIED_REFERENCES) else "CC0-1.0"),
                   "weights": model.get("weights") or "open",
                   # the copied images are the source model's: its training data is theirs (entanglement badges)
                   "training_data": model.get("training_data") or "none (a control, not a model)"},
@@ -251,14 +263,19 @@ def _why_none(prompt: dict, available: list, missing: dict) -> str:
     return f"no reference photograph of {artifact}" + (f": {missing[artifact]}" if artifact in missing else "")
 
 
-def _square(data: bytes, size: int, text: dict[str, str]) -> bytes:
-    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), as PNG with
-    ``text`` in its text chunks (:func:`_png`)."""
+def _square(data: bytes, size: int, text: dict[str, str], jpeg: int | None = None) -> bytes:
+    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), re-encoded as
+    JPEG of quality ``jpeg`` when given, as PNG with ``text`` in its text chunks (:func:`_png`)."""
     from PIL import Image, ImageOps
 
     from cultureboard.images import open_rgb
 
-    return _png(ImageOps.fit(open_rgb(io.BytesIO(data)), (size, size), method=Image.Resampling.BICUBIC), text)
+    square = ImageOps.fit(open_rgb(io.BytesIO(data)), (size, size), method=Image.Resampling.BICUBIC)
+    if jpeg is not None:
+        buffer = io.BytesIO()
+        square.save(buffer, format="JPEG", quality=jpeg)
+        square = open_rgb(io.BytesIO(buffer.getvalue()))
+    return _png(square, text)
 
 
 def _png(image, text: dict[str, str]) -> bytes:

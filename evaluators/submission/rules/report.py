@@ -198,7 +198,8 @@ class Run:
 
     ``files`` and ``flagged`` (paths), ``spec`` (the typed :class:`~.spec.Spec`) and ``lines`` (spec), ``parsed``
     and ``rows`` (metadata: every distinct line, and the lines that came first of each slot and file),
-    ``prompts`` and ``prompt_set`` (coverage), ``listed`` and ``checked_images`` (images)."""
+    ``prompts`` and ``prompt_set`` (coverage), ``listed`` and ``checked_images`` (images), ``hashed_images``
+    (copies: the images compared by perceptual hash)."""
 
     def __init__(self, root: Path, limits: Limits, dataset: Path | None = None, name: str | None = None,
                  full_decode: bool = False, workers: int | None = None):
@@ -219,6 +220,7 @@ class Run:
         self.other_sets: list[str] = []  # the dataset's other prompt sets (images from another set are named so)
         self.listed: set[str] | None = None
         self.checked_images = 0
+        self.hashed_images = 0
 
     def add(self, p: Problem) -> None:
         """Keep the problem, or count it once :attr:`Limits.max_problems` are kept."""
@@ -270,6 +272,8 @@ class Run:
             checked["refused"] = refused  # declared refusals: counted in coverage as refused, not missing
         if self.prompts is not None:
             checked["prompts"] = len(self.prompts)
+        if self.hashed_images:
+            checked["hashed_images"] = self.hashed_images
         return Report(submission, self.problems, checked, self.omitted, self.unchecked)
 
 
