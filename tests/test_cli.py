@@ -19,7 +19,8 @@ from cultureboard.builder.build import sample_dump_path
 from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, COPIED_SET, DEMO_COUNTRIES, STANDIN_MODELS, TEXT_ONLY_SETS
+from cultureboard.demo import (CHEAT_SETS, CONTROL_SETS, COPIED_SET, DEMO_COUNTRIES, STANDIN_MODELS,
+                              TEXT_ONLY_SETS)
 
 #: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
 DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
