@@ -1,4 +1,5 @@
-"""What embedding each image alone costs, and why the engine does it (evaluators/engine/cache.py: each_alone).
+"""What embedding each image alone costs, why the engine avoids batch-mates, and what its fixed batches cost
+(evaluators/engine/batching.py).
 
 Real-size image towers with random weights (SigLIP 2 So400m/14 at 384 px as transformers SiglipVisionModel,
 open_clip ViT-H-14 as HPS v2.1 uses, DINOv2-large at 224 px) on random pixels; ``--size base`` uses base-size
@@ -7,7 +8,9 @@ towers (SigLIP base/16, ViT-B-16, DINOv2-base, all at 224 px) for a CPU run:
 * bits: how many of N images get other bits when embedded in a batch of 32 beside other images (a different
   subset, or the same images in another order) than in the first batch: the defect of batched caching; and
   whether an image embedded alone gives the same bits every time (it must);
-* time: forward passes per image, in batches of 32 and one at a time (synchronised, after a warm-up), and
+* time: forward passes per image, in plain batches of 32 (the last short), one at a time, and in the engine's fixed
+  batches of 32 (the last padded), with the engine's throughput against the other two (synchronised, after a
+  warm-up; use an --images count that is no multiple of 32 to see the padding's cost), and
   the time to decode and preprocess one 1024 px PNG on one CPU core (the other cost per image of a run,
   spread over the DataLoader's workers).
 
@@ -22,6 +25,8 @@ import json
 import time
 
 import numpy as np
+
+from cultureboard.evaluators.engine.batching import fixed_batches
 
 
 def towers(size: str, device: str, dtype):
@@ -88,15 +93,27 @@ def main() -> None:
                  "images differing, alone vs batch of 32": int((alone != first).any(1).sum()),
                  "images differing, alone twice": int((alone != again).any(1).sum()),
                  "max abs difference, batched vs alone": float(np.abs(alone - first).max())}
-        for label, size in (("ms per image, batches of 32", 32), ("ms per image, alone", 1)):
-            embed(pixels[:size])
-            sync()
-            t = time.perf_counter()
+        def plain(size):  # batches of `size`, the last one short
             for start in range(0, n, size):
                 with torch.inference_mode():
                     run(model, pixels[start:start + size])
+
+        def engine():  # the engine's path: fixed batches of 32, the last one padded
+            with torch.inference_mode():
+                fixed_batches(lambda x: run(model, x), pixels)
+
+        for label, call in (("ms per image, batches of 32", lambda: plain(32)), ("ms per image, alone", lambda: plain(1)),
+                            ("ms per image, fixed batches of 32 (engine)", engine)):
+            embed(pixels[:32])
+            sync()
+            t = time.perf_counter()
+            call()
             sync()
             entry[label] = round(1000 * (time.perf_counter() - t) / n, 2)
+        fixed = entry["ms per image, fixed batches of 32 (engine)"]
+        entry["engine throughput / plain batches of 32 (target >= 0.9)"] = round(
+            entry["ms per image, batches of 32"] / fixed, 2)
+        entry["engine throughput / one input per pass"] = round(entry["ms per image, alone"] / fixed, 2)
         report[name] = entry
         print(json.dumps({name: entry}), flush=True)
     from PIL import Image

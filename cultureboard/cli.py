@@ -534,11 +534,17 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 # ------------------------------------------------------------------------------------ results
 
 @cli.command()
-@click.argument("submission", type=click.Path(file_okay=False))
+@click.argument("submissions", nargs=-1, required=True, type=click.Path(file_okay=False), metavar="SUBMISSION...")
 @dataset_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Results folder (results/): writes OUT/<submission id>/.")
 @scorers_option("default")
 @click.option("--shard", help="Score only part i of n (i/n); join the parts with `cultureboard merge-shards`.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Run the units (submission x shard) in this process, or on a Ray cluster (pip install "
+                   "'cultureboard[ray]'); either way merged to the same bytes.")
+@click.option("--address", help="With --executor ray: HOST:PORT of a running Ray cluster's head (default: a local "
+                                "Ray instance started and stopped with the command).")
+@click.option("--shards", type=int, help="Split each submission into this many units (default 1).")
 @device_option
 @dtype_option
 @click.option("--cache", type=click.Path(file_okay=False), help="Embedding cache folder (default: $CULTUREBOARD_CACHE/embeddings or ~/.cache/cultureboard/embeddings).")
@@ -547,14 +553,37 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard list-metrics`).")
 @json_option
-def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, options, as_json):
+def evaluate(submissions, dataset, out, scorers, shard, executor, address, shards, device, dtype, cache, seed, options,
+             as_json):
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance.
 
     `--scorers tiny` runs every step on your own submission in seconds with random stand-in scorers (the scores
     mean nothing): a check that the submission and your set-up work before a real scoring run. Progress goes to
-    stderr: a live line per stage on a terminal, one line per stage otherwise."""
+    stderr: a live line per stage on a terminal, one line per stage otherwise.
+
+    Several submissions, `--shards N` or `--executor ray` score units of work (submission x shard i/N), skip the
+    units already done with the same inputs, then merge each submission's units as `merge-shards` does."""
     from cultureboard import progress
 
+    if len(submissions) > 1 or shards is not None or executor != "local" or address is not None:
+        if shard:
+            raise CultureboardError(f"--shard {shard}", "scores one part of one submission on the local executor",
+                                    "use --shards N to split each submission into units", exit_code=2)
+        if address is not None and executor != "ray":
+            raise CultureboardError(f"--address {address}", "names a Ray cluster", "add --executor ray", exit_code=2)
+        with progress.enabled():
+            progress.say(f"evaluate {len(submissions)} submissions with the {executor} executor: loading the evaluator")
+            from cultureboard.evaluators.engine.executor import evaluate_all
+            from cultureboard.standins import resolve_scorers
+
+            targets = evaluate_all(list(submissions), dataset, out, executor=executor, address=address,
+                                   shards=shards or 1, scorers=resolve_scorers(scorers), device=device, dtype=dtype,
+                                   cache=cache, seed=seed, option_overrides=options)
+        _emit(as_json, {"results": [str(t) for t in targets], "executor": executor, "shards": shards or 1,
+                        "stand_in_scorers": scorers == "tiny"},
+              "\n".join(f"results written to {t}" for t in targets))
+        return
+    submission = submissions[0]
     with progress.enabled():
         progress.say(f"evaluate {submission}: loading the evaluator")
         from cultureboard.evaluators.engine.evaluate import evaluate as run

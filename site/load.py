@@ -102,7 +102,8 @@ class Result:
                ("reference images revision", str(p["dataset"].get("references_revision"))), ("dtype", p["dtype"])]
         for s in p["scorers"]:
             key += [(f"scorer {s['name']}", f"{s['model_id']} @ {s['revision']}"),
-                    (f"scorer {s['name']} preprocessing", str(s.get("preprocessing")))]
+                    (f"scorer {s['name']} preprocessing", str(s.get("preprocessing"))),
+                    (f"scorer {s['name']} forward passes", json.dumps(s.get("forward_passes"), sort_keys=True))]
         key += [(f"metric {m} version", str(v)) for m, v in sorted(p.get("metrics", {}).items())]
         key += [(f"option {k}", json.dumps(v)) for k, v in sorted(p.get("options", {}).items())]
         key += [(f"setting {k}", json.dumps(v)) for k, v in sorted(p["settings"].items()) if k not in ("seed", "n_boot")]

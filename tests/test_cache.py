@@ -22,6 +22,7 @@ from PIL import Image
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.engine import cache as cache_module
 from cultureboard.evaluators.engine.cache import Cache, cache_key
+from cultureboard.evaluators.engine.batching import BATCH_SIZE, FIXED, in_batches
 from cultureboard.evaluators.engine.embedding import embed_images, embed_texts, image_key
 from cultureboard.evaluators.engine.images import ImageSource
 from cultureboard.evaluators.engine.scorers import Scorers, identity_of, load_scorer
@@ -70,22 +71,29 @@ def test_rerun_computes_nothing_and_returns_identical_vectors(siglip, images, tm
         first = Cache(tmp_path)
         vectors = embed(first, siglip, images + images[:3], batch_size=8, num_workers=1)
         texts = embed_texts(first, identity_of(siglip), lambda: siglip, TEXTS + TEXTS)
-        assert image_calls == [1] * 40 and text_calls == [1] * 3, "each input alone, never in a batch"
+        modes = identity_of(siglip)["forward_passes"]
+        # every pass has one shape: 5 decoded batches of 8, each padded to 32; or each input alone
+        expected = ([BATCH_SIZE] * 5 if modes["image"] == FIXED else [1] * 40,
+                    [BATCH_SIZE] if modes["text"] == FIXED else [1] * 3)
+        assert (image_calls, text_calls) == expected, "fixed batches or each input alone, never free batches"
         assert first.stats == Counter({"image-embedding_misses": 40, "text-embedding_misses": 3,
                                        "image-embedding_hits": 0, "text-embedding_hits": 0})
         rerun = Cache(tmp_path)
         assert all(np.array_equal(vectors[s], v) for s, v in embed(rerun, siglip, images).items())
         again = embed_texts(rerun, identity_of(siglip), lambda: siglip, TEXTS)
         assert all(np.array_equal(texts[t], v) for t, v in again.items())
-        assert image_calls == [1] * 40 and text_calls == [1] * 3, "a rerun must read everything from the cache"
+        assert (image_calls, text_calls) == expected, "a rerun must read everything from the cache"
         assert rerun.stats["image-embedding_hits"] == 40 and rerun.stats["text-embedding_hits"] == 3
     finally:
         del siglip.encode_pixels, siglip.embed_texts
-    pil = [item.open() for item in images[:8]]
-    assert all(np.array_equal(siglip.embed_images([image])[0], vectors[item.sha256]) for image, item in zip(pil, images))
+    import torch
+
+    pixels = torch.stack([siglip.image_transform(item.open()) for item in images[:8]])
+    recomputed = in_batches(modes["image"], siglip.encode_pixels, pixels)
+    assert all(np.array_equal(v, vectors[item.sha256]) for v, item in zip(recomputed, images))
     key = json.loads((tmp_path / cache_key(image_key(identity_of(siglip))) / "key.json").read_text())
     assert key == {"kind": "image-embedding", "model_id": siglip.model_id, "revision": siglip.revision,
-                   "dtype": "float32", "preprocessing": siglip.preprocessing, "computed": "one input per forward pass",
+                   "dtype": "float32", "preprocessing": siglip.preprocessing, "computed": modes["image"],
                    "value_shape": [len(vectors[images[0].sha256])]}
 
 
@@ -310,7 +318,10 @@ def test_sigkill_then_rerun_continues_from_the_cache(tiny_scorers, images, tmp_p
     calls = count_calls(scorer, "encode_pixels")
     resumed = Cache(tmp_path / "cache")
     vectors = embed(resumed, scorer, images, batch_size=4, num_workers=1)
-    assert sum(calls) == len(images) - done, "the rerun must compute only the images the killed run did not finish"
+    missing = len(images) - done  # decoded 4 at a time, each batch padded to one fixed shape (or each image alone)
+    fixed = identity_of(scorer)["forward_passes"]["image"] == FIXED
+    assert calls == ([BATCH_SIZE] * -(-missing // 4) if fixed else [1] * missing), \
+        "the rerun must compute only the images the killed run did not finish"
     assert resumed.stats["image-embedding_hits"] == done
     fresh = embed(Cache(tmp_path / "fresh"), scorer, images, batch_size=4, num_workers=0)
     assert fresh.keys() == vectors.keys()

@@ -3,11 +3,18 @@
 For each family: a run on an empty cache, and a run on a cache warmed by a partial earlier run (one shard of the
 submission, so some images, reference photographs and texts are cached and the rest are computed in batches of
 another composition). ``scores.parquet`` and ``summary.json`` must be the same bytes, whole: the two runs have the
-same code, inputs, options and seed, so no provenance field differs (nothing in them is a timestamp).
+same code, inputs, options and seed, so no provenance field differs (nothing in them is a timestamp). Model outputs
+are computed in fixed-shape batches wherever the scorers' probes allow it (the default).
+
+A third run, in a fresh process on the filled cache, must write the same bytes without importing torch (nor
+transformers, open_clip, torchvision): a fully cached rerun of every family needs only numpy, pandas and pyarrow.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +25,7 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompts_cure import build_ladder
 from cultureboard.countries import load_countries
 from cultureboard.evaluators import evaluate
+from cultureboard.evaluators.engine.batching import FIXED
 
 
 def _cube(root: Path, tiny_scorers: Path, prompt_set: str) -> dict:
@@ -55,7 +63,8 @@ def _cultivate(root: Path, tiny_scorers: Path) -> dict:
 
     world = make_world(root)  # tau calibrated on the photographs' descriptors: MiniLM's text embeddings decide it
     return {**world, "options": {"extractor": "scripted", "vqa": "scripted",
-                                 "tau_min_similarities": CALIBRATION_MINIMUM}}
+                                 "tau_min_similarities": CALIBRATION_MINIMUM},
+            "imports": ["test_cultivate_family"]}  # registers the scripted judge's backend
 
 
 def _ecb(root: Path, tiny_scorers: Path) -> dict:
@@ -90,4 +99,33 @@ def test_results_do_not_depend_on_what_the_cache_held(family, tiny_scorers, tmp_
     assert any((tmp_path / "warm-cache").rglob("shard-*.npz")), "the partial run cached nothing"
     for name in ("scores.parquet", "summary.json"):
         assert (fresh / name).read_bytes() == (warm / name).read_bytes(), f"{name} depends on the cache's contents"
+    modes = {m for s in _summary(fresh)["provenance"]["scorers"] for m in (s["forward_passes"] or {}).values()}
+    # cultivate's one embedder is a text model that pads to the longest batch-mate: its probe chose one text a pass
+    assert (FIXED in modes) == (family != "cultivate"), modes
+    rerun = _cached_rerun(world, tmp_path / "empty-cache", tmp_path / "rerun")
+    for name in ("scores.parquet", "summary.json"):
+        assert (fresh / name).read_bytes() == (rerun / name).read_bytes(), f"the cached rerun changed {name}"
+
+
+def _summary(folder: Path) -> dict:
+    import json
+
+    return json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+
+
+def _cached_rerun(world: dict, cache: Path, out: Path) -> Path:
+    """``evaluate`` in a fresh process on a cache that holds every output it needs; asserts it imports no torch."""
+    script = (f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+              + "".join(f"import {module}\n" for module in world.get("imports", []))
+              + "from cultureboard.evaluators import evaluate\n"
+              f"print(evaluate({str(world['submission'])!r}, {str(world['dataset'])!r}, {str(out)!r}, "
+              f"scorers={world['scorers'] if isinstance(world['scorers'], dict) else str(world['scorers'])!r}, "
+              f"device='cpu', cache={str(cache)!r}, n_boot=50, options={world['options']!r}))\n"
+              "print('HEAVY', sorted(m for m in ('torch', 'transformers', 'open_clip', 'torchvision') "
+              "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HEAVY []" in done.stdout, f"a fully cached rerun imported {done.stdout.splitlines()[-1]}"
+    return Path(done.stdout.splitlines()[-2])
 

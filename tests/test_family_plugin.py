@@ -18,6 +18,7 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.cli import main
 from cultureboard.evaluators import evaluate, merge_shards
+from cultureboard.evaluators.engine.batching import FORWARD_PASSES
 from cultureboard.evaluators.engine.context import Context, score_row
 from cultureboard.evaluators.engine.registry import Family, MetricCard, PromptSetSpec, register, unregister
 from cultureboard.evaluators.engine.scorers import load_scorer
@@ -137,7 +138,7 @@ def test_values_are_the_scorers_own(world, tmp_path):
     assert (shown["ci_low"], shown["ci_high"]) != pytest.approx((one.low, one.high))
     yes = entries[("toy.yes", "overall", "all")]  # no cluster: the bootstrap over prompts
     assert yes["ci_note"] is None and prov["settings"]["ci_method"] == 3
-    assert prov["settings"]["forward_passes"] == "one input per forward pass"  # batched runs are never ranked with it
+    assert prov["settings"]["forward_passes"] == FORWARD_PASSES  # one-input-a-pass runs are never ranked with it
     assert prov["settings"]["validity_rule"] == RULE_VERSION  # results of another tier rule are never ranked with it
     yes_card, cosine_card = family_card(summary, "toy.yes"), family_card(summary, "toy.cosine")
     assert (yes_card["tier"], yes_card["smallest_difference"]) == ("validated", 0.03)  # 0.45 >= 0.4 and 0.6 x 0.6

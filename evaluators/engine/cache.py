@@ -8,12 +8,13 @@ batch: float32 rows (embeddings, distances, probabilities) or text (a judge's an
 checksum of its keys and values. Shards are written to a temporary name and renamed once complete, so a
 killed run (even SIGKILL) loses at most the batch in flight and a rerun continues from what is on disk.
 
-Every cached value is computed from its input ALONE, one input per forward pass (:func:`each_alone`): a value
-computed in a batch depends on its batch-mates (matrix products round differently for another batch size or row
-position, and padding follows the longest batch-mate), so what a run computes would depend on what the cache
-already held. With :func:`each_alone` a run gives the same bits whether its inputs were cached (by another
-submission, a shard, a killed run) or not. Every kind's key records this rule (:data:`ONE_PASS_EACH`), so values
-cached in batches by an older version are never mixed in.
+No cached value depends on its batch-mates: a value computed in a batch can (matrix products round differently
+for another batch size or row position, and padding follows the longest batch-mate), so what a run computes would
+depend on what the cache already held. Values are computed in fixed-shape batches where a probe of the loaded
+scorer found a row's bits independent of its batch-mates, else one input per forward pass (:func:`each_alone`;
+:mod:`.batching`). Either way a run gives the same bits whether its inputs were cached (by another submission, a
+shard, a killed run) or not. Every kind's key records which way its values were computed (``computed``), so values
+of the other way, or cached in free batches by an older version, are never mixed in.
 
 ``key.json`` also records the shape of one value (``"value_shape": [768]`` for an embedding, ``[]`` for a
 number, ``"text"`` for answers), written with the folder's first batch. Reading verifies each shard (checksum,
@@ -42,10 +43,6 @@ from cultureboard.atomic import atomic_write_bytes, atomic_write_text
 #: A folder with more shards than this is compacted into one when it is opened.
 COMPACT_ABOVE = 64
 _UNKNOWN = "unknown"  # the value shape of a folder that has recorded none yet
-
-
-#: How cached values are computed (see the module doc); part of every kind's key.
-ONE_PASS_EACH = {"computed": "one input per forward pass"}
 
 
 def each_alone(compute: Callable, *columns: Sequence) -> list:

@@ -12,9 +12,10 @@ Backends (registered in :mod:`.scorers`):
 Every embedding is float32 and L2-normalised. ``logit_scale`` (exponentiated) and ``logit_bias`` turn
 cosines into zero-shot logits (softmax over ``logit_scale * cos`` for CLIP, bias 0; ``sigmoid(logit_scale *
 cos + logit_bias)`` for SigLIP); image-only encoders have neither. :func:`embed_images` and
-:func:`embed_texts` go through the on-disk cache (:mod:`.cache`): one forward pass per (model, input), each input
-alone (so a vector never depends on its batch-mates or on what the cache held), images decoded and preprocessed in
-batches in DataLoader worker processes.
+:func:`embed_texts` go through the on-disk cache (:mod:`.cache`): one forward pass per (model, input), in fixed-shape
+batches where the scorer's probe allows it, else each input alone (:mod:`.batching`: either way a vector never
+depends on its batch-mates or on what the cache held), images decoded and preprocessed in batches in DataLoader
+worker processes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import numpy as np
 from cultureboard import progress
 from cultureboard.errors import CultureboardError
 
-from .cache import ONE_PASS_EACH, Cache, each_alone, text_sha256
+from .batching import in_batches, mode_of
+from .cache import Cache, text_sha256
 from .images import ImageSource, Opened, decode_batches
 from .scorers import LOAD_FIX, Backend, hub_files, local_files, register_backend
 from .weights import checkpoint_files, filled_from_checkpoint
@@ -268,18 +270,19 @@ register_backend("open_clip", Backend(
 def image_key(identity: Mapping) -> dict:
     """What an image embedding depends on besides the image: the cache key of a scorer's image vectors."""
     return {"kind": "image-embedding", **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")},
-            **ONE_PASS_EACH}
+            "computed": mode_of(identity, "image")}
 
 
 def text_key(identity: Mapping) -> dict:
     return {"kind": "text-embedding", "model_id": identity["model_id"], "revision": identity["revision"],
-            "dtype": identity["dtype"], "preprocessing": identity["text_preprocessing"], **ONE_PASS_EACH}
+            "dtype": identity["dtype"], "preprocessing": identity["text_preprocessing"],
+            "computed": mode_of(identity, "text")}
 
 
 def embed_images(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingScorer], items: list[ImageSource],
                  batch_size: int = 32, num_workers: int | None = None) -> dict[str, np.ndarray]:
     """{sha256: embedding} of ``items``: cached vectors, plus one pass over the rest (``model()`` is called
-    only then), each image embedded alone. Each finished batch is stored at once, so a killed run loses at most the
+    only then), in fixed batches or each image alone as the scorer's probe found (:mod:`.batching`). Each finished batch is stored at once, so a killed run loses at most the
     batch in flight."""
     store = cache.store(image_key(identity))
     wanted = {item.sha256: item for item in items}
@@ -290,7 +293,8 @@ def embed_images(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingS
         scorer = model()
         with progress.stage(f"embedding images with {identity['name']}", len(missing)) as shown:
             for batch, pixels in decode_batches(missing, scorer.image_transform, batch_size, num_workers, opened):
-                vectors = store.put([item.sha256 for item in batch], each_alone(scorer.encode_pixels, pixels))
+                vectors = store.put([item.sha256 for item in batch],
+                                    in_batches(mode_of(identity, "image"), scorer.encode_pixels, pixels))
                 found.update(zip((item.sha256 for item in batch), vectors))
                 shown.advance(len(batch))
     return {sha: found[sha] for sha in wanted}
@@ -298,8 +302,8 @@ def embed_images(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingS
 
 def embed_texts(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingScorer], texts: list[str],
                 batch_size: int = 256) -> dict[str, np.ndarray]:
-    """{text: embedding} for ``texts``: cached vectors (keyed by the text's sha256), plus the missing ones (each
-    embedded alone, so no padding follows a longer batch-mate)."""
+    """{text: embedding} for ``texts``: cached vectors (keyed by the text's sha256), plus the missing ones (in fixed
+    batches where the scorer's probe found that padding to a longer batch-mate changes no bits, else each alone)."""
     if identity.get("text_preprocessing") is None:
         raise CultureboardError(f"scorer {identity['name']}", "is an image encoder and has no text tower",
                                 "use a dual-encoder scorer for text-image metrics")
@@ -312,7 +316,8 @@ def embed_texts(cache: Cache, identity: Mapping, model: Callable[[], EmbeddingSc
         with progress.stage(f"embedding texts with {identity['name']}", len(missing), "texts") as shown:
             for start in range(0, len(missing), batch_size):
                 keys = missing[start:start + batch_size]
-                vectors = store.put(keys, each_alone(scorer.embed_texts, [wanted[sha] for sha in keys]))
+                vectors = store.put(keys, in_batches(mode_of(identity, "text"), scorer.embed_texts,
+                                                     [wanted[sha] for sha in keys]))
                 found.update(zip(keys, vectors))
                 shown.advance(len(keys))
     return {text: found[sha] for sha, text in wanted.items()}

@@ -43,7 +43,8 @@ from ..results.tiers import RULE_VERSION as VALIDITY_RULE
 from ..submission.format import (METADATA, SUBMISSION_YAML, fetch_hub_images, get, parse_location, read_metadata, read_spec,
                                  submission_id)
 from ..submission.validate import validate
-from .cache import ONE_PASS_EACH, Cache
+from .batching import FORWARD_PASSES
+from .cache import Cache
 from .context import SLICE_FIELDS, Context, Image
 from .parity import is_parity
 from .registry import Family, PromptSetSpec, family_of, options_dict, parse_options
@@ -77,17 +78,20 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, scorers: str | Path | dict | None = None,
              shard: tuple[int, int] | None = None, device: str | None = None, dtype: str | None = None,
              cache: str | Path | None = None, seed: int = 0, n_boot: int = 1000,
-             options: Mapping[str, Any] | None = None, option_overrides: tuple[str, ...] | list[str] = ()) -> Path:
+             options: Mapping[str, Any] | None = None, option_overrides: tuple[str, ...] | list[str] = (),
+             models: dict | None = None) -> Path:
     """Score ``submission`` against ``dataset``; returns the results (or shard) folder written.
 
     ``options`` (Python values) and ``option_overrides`` (``key=value`` strings, ``--option``) set the
-    family's typed options; both are validated before any work and recorded in provenance.
+    family's typed options; both are validated before any work and recorded in provenance. ``models``, a dict
+    kept by the caller, holds the models loaded by this run for the next ones (an executor's worker, which scores
+    unit after unit, loads each model once); it changes no value.
     """
     submission, dataset, out = Path(submission), Path(dataset), Path(out)
     device = choose_device(device, defer=True)  # checked with torch when a model loads (scorers._build)
     dtype = choose_dtype(device, dtype)
     cache_dir = Path(cache) if cache is not None else default_cache_dir()
-    pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state")
+    pool = Scorers(scorers, device, dtype, state=cache_dir / "scorer-state", models=models)
     _preflight(submission, pool, options, tuple(option_overrides))
     progress.say(f"validating {submission}")
     report = validate(submission, dataset)
@@ -106,9 +110,37 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
     check_replaceable(target, kind="shard" if shard else "results")
     check_writable(cache_dir, f"--cache {cache_dir}")
     target.parent.mkdir(parents=True, exist_ok=True)
+    inputs = inputs_sha256(submission, dataset, pool.registry, device, dtype, seed, n_boot, options,
+                           option_overrides, shard)
     with output_lock(target):
         return _score(submission, dataset, spec, family, pspec, chosen, target, shard, device, dtype,
-                      pool, Cache(cache_dir), seed, n_boot)
+                      pool, Cache(cache_dir), seed, n_boot, inputs)
+
+
+def inputs_sha256(submission: Path, dataset: Path, registry: Mapping, device: str, dtype: str, seed: int, n_boot: int,
+                  options: Mapping | None, overrides, shard: tuple[int, int] | None) -> str:
+    """The digest of what a run's output is a function of: the submission (:func:`_submission_hash`), the dataset
+    revision, the scorer registry as configured, device kind, dtype, seed, bootstrap size, options, the shard and the
+    code's version. A shard records it (``inputs_sha256``), so an executor skips a unit already done with the same
+    inputs (:func:`finished_shard`)."""
+    record = {"submission": _submission_hash(submission), "dataset": local_revision(dataset),
+              "scorers": registry, "device": device.split(":")[0], "dtype": dtype, "seed": seed, "n_boot": n_boot,
+              "options": dict(options or {}), "overrides": list(overrides), "shard": list(shard or ()),
+              "code": code_provenance(PACKAGES)}
+    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def finished_shard(folder: Path, inputs: str) -> bool:
+    """Whether ``folder`` holds a complete shard (:func:`_read_shard`: its rows match their digest) computed from
+    inputs of digest ``inputs``."""
+    try:
+        record = json.loads((folder / "shard.json").read_text(encoding="utf-8"))
+        if record.get("inputs_sha256") != inputs:
+            return False
+        _read_shard(folder)
+    except (OSError, ValueError, AttributeError, CultureboardError):
+        return False
+    return True
 
 
 def _preflight(submission: Path, pool: Scorers, options: Mapping | None, overrides: tuple[str, ...]) -> None:
@@ -134,7 +166,7 @@ def scorers_in_use(family: Family, pspec: PromptSetSpec, chosen: Any, registry: 
 
 def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: PromptSetSpec, chosen: Any,
            target: Path, shard: tuple[int, int] | None, device: str, dtype: str, pool: Scorers, cache: Cache,
-           seed: int, n_boot: int) -> Path:
+           seed: int, n_boot: int, inputs: str) -> Path:
     name = pspec.name
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
     everything, refused = _images(submission, spec, prompts)
@@ -160,10 +192,11 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
                     "references_revision": references_revision(dataset) if ctx.used_references else None},
         "submission": {"id": submission_id(spec), "sha256": _submission_hash(submission),
                        "model": get(spec, "model.id"), "model_revision": get(spec, "model.revision")},
-        # forward_passes: model outputs computed one input a pass (values differ in the last bits from the batched
-        # runs of earlier versions, so those are never ranked with these: the site compares every setting)
+        # forward_passes: the rule (each scorer's entry records which way its outputs were computed); values differ
+        # in the last bits from the one-input-a-pass runs of earlier versions, so those are never ranked with these:
+        # the site compares every setting
         "settings": {"seed": seed, "n_boot": n_boot, "ci_level": 0.95, "ci_method": CI_METHOD,
-                     "forward_passes": ONE_PASS_EACH["computed"], "validity_rule": VALIDITY_RULE},
+                     "forward_passes": FORWARD_PASSES, "validity_rule": VALIDITY_RULE},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
     }
@@ -171,7 +204,8 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
         with atomic_dir(target, kind="shard") as tmp:
             pq.write_table(table, tmp / "scores.parquet")
             digest = hashlib.sha256((tmp / "scores.parquet").read_bytes()).hexdigest()
-            record = {"provenance": provenance, "shard": list(shard), "rows": table.num_rows, "rows_sha256": digest}
+            record = {"provenance": provenance, "shard": list(shard), "rows": table.num_rows, "rows_sha256": digest,
+                      "inputs_sha256": inputs}
             (tmp / "shard.json").write_text(json.dumps(record, indent=2, sort_keys=True))
         return target
     return _write_results(target, table, provenance, family, pspec, prompts)

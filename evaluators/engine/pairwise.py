@@ -25,7 +25,8 @@ from cultureboard import progress
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import file_sha256
 
-from .cache import ONE_PASS_EACH, Cache, each_alone, item_sha256
+from .batching import in_batches, mode_of
+from .cache import Cache, item_sha256
 from .images import ImageSource, decode_batches
 from .scorers import LOAD_FIX, Backend, local_files, register_backend
 
@@ -43,15 +44,20 @@ class SquareResize:
 
     def __call__(self, image):
         import torch
-        from PIL import Image
 
-        w, h = image.size
-        scale = self.size / min(w, h)
-        image = image.resize((max(self.size, round(w * scale)), max(self.size, round(h * scale))), Image.BICUBIC)
-        left, top = (image.width - self.size) // 2, (image.height - self.size) // 2
-        image = image.crop((left, top, left + self.size, top + self.size))
-        pixels = torch.from_numpy(np.asarray(image, dtype=np.float32).copy()).permute(2, 0, 1)
-        return pixels / 127.5 - 1.0
+        return torch.from_numpy(square_pixels(image, self.size)).permute(2, 0, 1)
+
+
+def square_pixels(image, size: int) -> np.ndarray:
+    """:class:`SquareResize` without torch: (size, size, 3) float32 in [-1, 1] (x / 127.5 - 1 in float32)."""
+    from PIL import Image
+
+    w, h = image.size
+    scale = size / min(w, h)
+    image = image.resize((max(size, round(w * scale)), max(size, round(h * scale))), Image.BICUBIC)
+    left, top = (image.width - size) // 2, (image.height - size) // 2
+    image = image.crop((left, top, left + size, top + size))
+    return np.asarray(image, dtype=np.float32) / np.float32(127.5) - np.float32(1.0)
 
 
 class LPIPSScorer:
@@ -141,15 +147,16 @@ register_backend("lpips", Backend(
 
 def pair_key(identity: Mapping) -> dict:
     return {"kind": "pairwise", **{k: identity[k] for k in ("model_id", "revision", "dtype", "preprocessing")},
-            **ONE_PASS_EACH}
+            "computed": mode_of(identity, "pair")}
 
 
 def compare_pairs(cache: Cache, identity: Mapping, model: Callable, pairs: list[tuple[ImageSource, ImageSource]],
                   batch_size: int = 32, chunk: int = 256) -> np.ndarray:
     """The scorer's value for each (a, b) in ``pairs`` (in that order), cached by the two images' sha256.
 
-    Missing pairs are computed ``chunk`` at a time: the chunk's distinct images are decoded once, then compared
-    one pair per pass (:func:`.cache.each_alone`: a value never depends on the pairs beside it), stored
+    Missing pairs are computed ``chunk`` at a time: the chunk's distinct images are decoded once, then compared in
+    fixed batches or one pair per pass as the scorer's probe found (:mod:`.batching`: either way a value never
+    depends on the pairs beside it), stored
     ``batch_size`` pairs at a time.
     """
     store = cache.store(pair_key(identity))
@@ -169,8 +176,8 @@ def compare_pairs(cache: Cache, identity: Mapping, model: Callable, pairs: list[
                     pixels.update(zip((s.sha256 for s in batch), stacked))
                 for b in range(0, len(part), batch_size):
                     sub = part[b:b + batch_size]
-                    values = store.put([k for k, _ in sub], each_alone(
-                        scorer.compare, torch.stack([pixels[a.sha256] for _, (a, _b) in sub]),
+                    values = store.put([k for k, _ in sub], in_batches(
+                        mode_of(identity, "pair"), scorer.compare, torch.stack([pixels[a.sha256] for _, (a, _b) in sub]),
                         torch.stack([pixels[b_.sha256] for _, (_a, b_) in sub])))
                     found.update(zip((k for k, _ in sub), values))
                     shown.advance(len(sub))

@@ -39,6 +39,8 @@ from cultureboard.device import choose_device, choose_dtype, require_device
 from cultureboard.errors import CultureboardError
 from cultureboard.provenance import FingerprintMemo, folder_sha256
 
+from .batching import BATCH_SIZE, probe
+
 REGISTRY_PATH = Path(__file__).parent / "data" / "scorers.yaml"
 LOAD_FIX = "download it on a machine with network, or point it at a local folder in --scorers FILE"
 #: What to do when a scorer's weights are not on this machine before a run.
@@ -51,7 +53,7 @@ KINDS = ("embedding", "pairwise", "judge")
 LIBRARIES = ("torch", "transformers", "open_clip_torch", "lpips", "timm", "dreamsim", "peft")
 #: Fields of a scorer's provenance (and identity).
 IDENTITY_FIELDS = ("name", "kind", "backend", "model_id", "revision", "preprocessing", "text_preprocessing",
-                   "logit_scale", "logit_bias", "device", "dtype", "standin")
+                   "logit_scale", "logit_bias", "device", "dtype", "standin", "forward_passes")
 #: The file that marks a tiny random stand-in's folder (written by tiny_scorers.save_tiny_scorers).
 STANDIN_MARKER = "CULTUREBOARD-STANDIN"
 
@@ -243,6 +245,7 @@ def _build(name: str, entry: Mapping, device: str, dtype: str, memo: Fingerprint
         raise CultureboardError(f"scorer {name}", f"cannot load {model_id}: {_first_line(exc)}", LOAD_FIX) from None
     scorer.kind, scorer.backend = backend.kind, entry["backend"]
     scorer.standin = "path" in entry and (Path(entry["path"]) / STANDIN_MARKER).is_file()
+    scorer.forward_passes = probe(scorer, backend.kind)  # fixed batches where a row never depends on its batch-mates
     return scorer
 
 
@@ -280,8 +283,9 @@ class Scorers:
     """
 
     def __init__(self, config: str | os.PathLike | Mapping | None, device: str, dtype: str,
-                 state: str | os.PathLike | None = None):
+                 state: str | os.PathLike | None = None, models: dict | None = None):
         self.registry = load_registry(config)
+        self.shared = models  # models kept across runs by the caller, by (name, entry, device, dtype)
         self.device, self.dtype = device, dtype
         self.state = Path(state) if state is not None else None
         self.memo = FingerprintMemo(self.state / "fingerprints.json") if self.state is not None else None
@@ -331,8 +335,14 @@ class Scorers:
         """The loaded scorer ``name`` (loaded on first use)."""
         if name not in self._models:
             entry = _entry(self.registry, name)
-            progress.say(f"loading scorer {name} ({entry.get('model') or entry.get('path') or entry['backend']})")
-            self._models[name] = _build(name, entry, self.device, self.dtype, self.memo)
+            shared = (name, json.dumps(entry, sort_keys=True, default=str), self.device, self.dtype)
+            if self.shared is not None and shared in self.shared:
+                self._models[name] = self.shared[shared]
+            else:
+                progress.say(f"loading scorer {name} ({entry.get('model') or entry.get('path') or entry['backend']})")
+                self._models[name] = _build(name, entry, self.device, self.dtype, self.memo)
+            if self.shared is not None:
+                self.shared[shared] = self._models[name]
             self._identities[name] = identity_of(self._models[name])
             if self.memo is not None:
                 self.memo.save()
@@ -355,7 +365,8 @@ class Scorers:
             except metadata.PackageNotFoundError:
                 versions[package] = None
         key = {"name": name, "entry": {k: v for k, v in entry.items() if k not in ("notes", "role", "training_data")},
-               "revision": revision, "device": self.device.split(":")[0], "dtype": self.dtype, "versions": versions}
+               "revision": revision, "device": self.device.split(":")[0], "dtype": self.dtype, "versions": versions,
+               "batch_size": BATCH_SIZE}  # the forward-pass probe's verdict holds for this batch size
         return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
     def _read_identity(self, key: str) -> dict | None:

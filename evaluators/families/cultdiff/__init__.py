@@ -46,7 +46,7 @@ import numpy as np
 
 from ...engine.context import IN_TRAINING, Context, Image, score_row
 from ...engine.images import ImageSource
-from ...engine.pairwise import SquareResize
+from ...engine.pairwise import square_pixels
 from ...engine.parity import native_variant
 from ...engine.registry import Family, MetricCard, PromptSetSpec, register
 from . import core
@@ -205,8 +205,8 @@ def _learned_rows(ctx: Context, plan) -> list[dict]:
 
 
 def _grey(source: ImageSource, size: int) -> np.ndarray:
-    pixels = SquareResize(size)(source.open())  # (3, S, S) in [-1, 1]: LPIPS's resize and crop
-    return core.luma((pixels.permute(1, 2, 0).numpy().astype(np.float64) + 1.0) * 127.5)
+    pixels = square_pixels(source.open(), size)  # (S, S, 3) in [-1, 1]: LPIPS's resize and crop, without torch
+    return core.luma((pixels.astype(np.float64) + 1.0) * 127.5)
 
 
 def score_cultdiff(ctx: Context) -> list[dict]:
