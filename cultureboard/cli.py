@@ -520,8 +520,10 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
               help="Seed of the bootstrap and of any random groups a family draws (0 to 2**63 - 1).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard list-metrics`).")
+@click.option("--read-text/--no-read-text", default=True, show_default=True,
+              help="Read every image's text with the OCR (the extra cultureboard[ocr]) to find images that spell their prompt.")
 @json_option
-def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, options, as_json):
+def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, seed, options, read_text, as_json):
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance.
 
     `--scorers tiny` runs every step on your own submission in seconds with random stand-in scorers (the scores
@@ -537,7 +539,7 @@ def evaluate(submission, dataset, out, scorers, shard, device, dtype, cache, see
 
         chosen = parse_shard(shard)
         target = run(submission, dataset, out, scorers=resolve_scorers(scorers), shard=chosen, device=device,
-                     dtype=dtype, cache=cache, seed=seed, option_overrides=options)
+                     dtype=dtype, cache=cache, seed=seed, option_overrides=options, read_text=read_text)
     record = json.loads((target / ("shard.json" if chosen else "summary.json")).read_text(encoding="utf-8"))
     provenance = record["provenance"]
     _emit(as_json, {"results": str(target), "submission": provenance["submission"]["id"],
