@@ -106,6 +106,8 @@ CONTROLS = {
                        "category prompt P(c) (the generic dish, not the named one); a metric it tops is gameable.",
     "unedited": "A cheat, never ranked: every ECB edit step returns the chain's base image unchanged (an editor "
                 "that does nothing); a metric it tops is gameable.",
+    "written-prompt": "A cheat, never ranked: one image per prompt, the artifact's name in large type on a plain "
+                      "background (the typographic attack); a metric it tops reads the answer, not the picture.",
 }
 
 
