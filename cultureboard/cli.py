@@ -479,7 +479,8 @@ def make_control(kind, dataset, prompt_set, out, size, source, as_json):
 @click.option("--changed-files", type=click.Path(dir_okay=False), help="A pull request's changed paths (git diff --name-only), to check its scope.")
 @json_option
 @click.option("--full-decode", is_flag=True, help="Also decode every pixel (slow; by default the file structure and sha256 are checked).")
-def validate(submission, dataset, changed_files, as_json, full_decode):
+@click.option("--read-text", is_flag=True, help="Also read every image's text with the OCR (cultureboard[ocr]) and report the share that spells its prompt (needs --dataset).")
+def validate(submission, dataset, changed_files, as_json, full_decode, read_text):
     """Report every problem of a submission, grouped by code, one a line with its fix; exit 0 when valid, 1 when
     not, 2 on usage errors.
 
@@ -501,6 +502,15 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
     if submission:
         reports.append(run(submission, dataset, full_decode=full_decode))
     report = Report.combined(reports)
+    if read_text:
+        if not (submission and dataset):
+            raise CultureboardError("--read-text", "needs a SUBMISSION folder and --dataset",
+                                    "pass both, e.g. cultureboard validate submissions/ORG__MODEL --dataset DIR --read-text",
+                                    exit_code=2)
+        if report.valid:  # the OCR reads only files the rules accepted
+            from cultureboard.evaluators.engine.written import check_submission
+
+            report.written = check_submission(Path(submission), Path(dataset))
     click.echo(report.to_json() if as_json else report.to_text())
     raise click.exceptions.Exit(0 if report.accepted else 1)
 

@@ -1,9 +1,10 @@
 """``cultureboard demo``: the whole pipeline, offline, on the embedded defaults.
 
 build the dataset from the shipped sample dump -> generate one submission per prompt set of every family with
-tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, and the two cheats
-copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) -> validate them ->
-evaluate them with tiny stand-in scorers -> render the site.
+tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, the two cheats
+copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) and the written-prompt cheat
+of cube-awareness -> validate them -> evaluate them with tiny stand-in scorers, and read every image's text with the
+OCR's real weights (when the ``ocr`` extra is installed) -> render the site.
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
@@ -53,6 +54,10 @@ CONTROL_SETS = ("cure-ladder", "cultdiff", "cultivate")
 #: with their category's images, ECB's edits returning their input. Scored and shown like the reference-photos
 #: controls; the site says where each lands among the models, and badges a metric a cheat tops "gameable".
 CHEAT_SETS = {"cure-ladder": "category-images", "ecb": "unedited"}
+#: The prompt sets that get a written-prompt control (the artifact's name in large type, at :data:`WRITTEN_SIZE` px
+#: so the OCR can read it): read by the real OCR (RapidOCR's PP-OCRv4 weights), scored and shown like the cheats.
+WRITTEN_SETS = ("cube-awareness",)
+WRITTEN_SIZE = 256
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -139,7 +144,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
          + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
             else ", ".join(pipelines)) + f", and controls: {len(CONTROL_SETS)} reference-photos and the cheats "
-         + ", ".join(CHEAT_SETS.values()))
+         + ", ".join([*CHEAT_SETS.values(), "written-prompt"]))
     models = _standin_pipelines() if standin else pipelines
     written = []
     for k, (name, prompt_set) in enumerate(jobs, start=1):
@@ -166,6 +171,8 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         prompt_set = folder.name.split("__")[-1]
         evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings",
                  options=STANDIN_OPTIONS.get(prompt_set) if scorers == TINY else None)
+    for line in _written_lines(results, written):
+        echo(line)
     lap("evaluate")
 
     echo(f"[5/{STEPS}] site: {site}")
@@ -229,17 +236,21 @@ def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Cal
     of :data:`CHEAT_SETS` for each prompt set a ``generated`` submission (its source) answers, in
     ``submissions/control__<kind>__<prompt set>``, replacing an earlier run's (a finished submission folder has no
     output marker, so :func:`make_control` would refuse to overwrite it)."""
-    from .evaluators.submission.controls import REFERENCE_PHOTOS, make_control
+    from .evaluators.submission.controls import REFERENCE_PHOTOS, WRITTEN_PROMPT, make_control
 
     sources = {folder.name.split("__")[-1]: folder for folder in reversed(generated)}  # the first of a prompt set
     made = [(REFERENCE_PHOTOS, prompt_set, None) for prompt_set in CONTROL_SETS]
     made += [(kind, prompt_set, sources[prompt_set]) for prompt_set, kind in CHEAT_SETS.items()
              if prompt_set in sources]
+    made += [(WRITTEN_PROMPT, prompt_set, None) for prompt_set in WRITTEN_SETS]
     folders = []
     for kind, prompt_set, source in made:
         folder = submissions / f"control__{kind}__{prompt_set}"
         shutil.rmtree(folder, ignore_errors=True)
-        if source is None:
+        if kind == WRITTEN_PROMPT:
+            result = make_control(kind, dataset, prompt_set, folder, size=WRITTEN_SIZE)
+            what = f"{result['images']} written names"
+        elif source is None:
             result = make_control(kind, dataset, prompt_set, folder, size=64)
             what = f"{result['images']} photographs"
         else:
@@ -248,6 +259,24 @@ def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Cal
         echo(f"      control {folder.name}: {what}, {result['refused']} declared refusals")
         folders.append(folder)
     return folders
+
+
+def _written_lines(results: Path, folders: list[Path]) -> list[str]:
+    """What the OCR (real weights, unlike the stand-ins) found: per submission, the images that spell their prompt
+    among those it could check; the first number of the demo that measures something."""
+    import json
+
+    lines = []
+    for folder in folders:
+        block = json.loads((results / folder.name / "summary.json").read_text(encoding="utf-8"))["written"]
+        if block["ocr"] is None:
+            return ["      written answers not checked: OCR is not installed (pip install 'cultureboard[ocr]')"]
+        if block["checked"]:
+            lines.append(f"      {folder.name}: {block['counts']['spells']} of {block['checked']} images spell "
+                         "their prompt")
+    ocr = block["ocr"]
+    return [f"      OCR ({ocr['package']} {ocr['version']}, PP-OCRv4 with its real weights: the first number in this "
+            "demo that measures something):", *lines]
 
 
 def _copy_into(source: Path, target: Path) -> None:

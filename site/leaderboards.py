@@ -15,7 +15,7 @@ from collections import Counter
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT
 
-from . import country_answer, figures, gaming
+from . import country_answer, figures, gaming, written_share
 from .board import Board, Group
 from .names import direction_text, slice_name, slice_path, sort_rule, type_label
 from .write import Column, Site, Table
@@ -75,6 +75,10 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
     columns += [Column("weights", "Weights", "text", "open: public weights; closed: an API"),
                 Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}",
                        better="higher")]
+    if slice_type == "overall":
+        columns.append(Column("spells", "Spells prompt", "pct", "Share of the submission's images (of those the OCR "
+                              "could check) that spell their prompt's artifact or country in drawn text",
+                              better="lower"))
     rows = []
     for r in members:
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
@@ -82,6 +86,8 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
                **{m: r.entries.get((m, slice_type, slice_)) for m in metrics},
                "_marks": marks(board, r, metrics, slice_type, slice_)}
+        if slice_type == "overall":
+            row["spells"] = written_share.share(r.summary)
         if any(c.key == "spread" for c in columns):
             row["spread"] = board.spread(group, r, metrics[0])
             if badge := entangled_badge(e for v in variants for e in board.entangled(r, v)):

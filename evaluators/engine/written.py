@@ -180,3 +180,22 @@ def record(images: Mapping[str, Mapping], ocr: dict | None) -> dict:
     per-image records in file-name order."""
     return {"ocr": ocr, **({} if ocr else {"why": NOT_INSTALLED}), **tally(images),
             "images": {k: dict(images[k]) for k in sorted(images)}}
+
+
+def check_submission(submission: Path, dataset: Path) -> dict:
+    """The tally (:func:`tally`, with the OCR's identity) of a local submission's images against ``dataset``, for
+    the validation report: its metadata's images with a file, read with the OCR (no cache: nothing is written)."""
+    from types import SimpleNamespace
+
+    from cultureboard.dataset_folder import read_prompt_set
+
+    from ..submission.format import METADATA, SUBMISSION_YAML, get, read_metadata, read_spec
+
+    reader = Reader()
+    prompts = read_prompt_set(dataset, get(read_spec(submission / SUBMISSION_YAML), "prompt_set.name"))
+    images = [SimpleNamespace(file_name=m["file_name"], path=submission / m["file_name"], sha256=m["sha256"],
+                              prompt_id=m["prompt_id"]) for m in read_metadata(submission / METADATA)
+              if m.get("refused") is not True]
+    found = check_images(images, dataset_names(dataset, prompts), reader)
+    return {"ocr": reader.identity, **tally(found),
+            "spelling": sorted(k for k, v in found.items() if v["result"] == SPELLS)}

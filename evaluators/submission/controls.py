@@ -292,16 +292,18 @@ def _written_name(size: int) -> Maker:
 
 
 def _text_image(text: str, size: int, largest: int | None = None) -> bytes:
-    """``text`` in black on white with the image library's own font (deterministic), the largest size (from
-    ``largest``, default a twelfth of the side) at which the wrapped text fits the square (so two prompts never
-    give the same picture)."""
+    """``text`` in black on white with the image library's own font (deterministic), the largest size at which
+    the wrapped text fits the square (so two prompts never give the same picture). With ``largest`` (the
+    written-prompt control's name) the search starts at that size, words are never split and each line's drawn
+    width must fit too, so an OCR reads whole words."""
     from PIL import Image, ImageDraw, ImageFont
 
+    room = size - size // 8
     for points in range(max(12, largest or size // 12), 5, -1):
-        lines = textwrap.wrap(text, width=max(8, int((size - size // 8) / (0.6 * points))))
-        if len(lines) * points * 1.3 <= size - size // 8:
+        lines = textwrap.wrap(text, width=max(8, int(room / (0.6 * points))), break_long_words=largest is None)
+        font = ImageFont.load_default(size=points)
+        if len(lines) * points * 1.3 <= room and (largest is None or max(font.getlength(x) for x in lines) <= room):
             break
-    font = ImageFont.load_default(size=points)
     image = Image.new("RGB", (size, size), "white")
     draw = ImageDraw.Draw(image)
     y = (size - int(len(lines) * points * 1.3)) // 2
