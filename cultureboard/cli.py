@@ -515,6 +515,33 @@ def validate(submission, dataset, changed_files, as_json, full_decode, read_text
     raise click.exceptions.Exit(0 if report.accepted else 1)
 
 
+@cli.command("audit-generation")
+@click.argument("submission", type=click.Path(file_okay=False))
+@dataset_option()
+@click.option("--pr", "pr", required=True, type=click.IntRange(0), help="The pull request's number: seeds the sample of images regenerated.")
+@click.option("--pipeline", help="A local copy of the declared pipeline (its files must hash to model.revision when that is local:); default: model.id@model.revision from the Hub.")
+@scorers_option("default")
+@device_option
+@click.option("--tolerance", type=float, default=None, help="Largest LPIPS distance accepted (default: the recorded one, see README).")
+@json_option
+def audit_generation(submission, dataset, pr, pipeline, scorers, device, tolerance, as_json):
+    """Regenerate a sample of an open pipeline's images with the declared seeds and settings and compare them
+    with the submitted ones: exit 0 when verified (or self-reported: a closed model), 1 naming the images beyond
+    the tolerance."""
+    from cultureboard.evaluators.submission.audit import NOT_VERIFIED, TOLERANCE
+    from cultureboard.evaluators.submission.audit import audit_generation as run
+    from cultureboard.standins import resolve_scorers
+
+    result = run(submission, dataset, pr, pipeline=pipeline, scorers=resolve_scorers(scorers), device=device,
+                 tolerance=TOLERANCE if tolerance is None else tolerance)
+    text = f"{submission}: {result['verdict']} ({result['checked']} images regenerated, tolerance {result['tolerance']})"
+    if result["verdict"] == NOT_VERIFIED:
+        text += "\n" + "\n".join(f"beyond tolerance: {name} (LPIPS {result['distances'][name]:.4f}): not made by the "
+                                  "declared seed and settings" for name in result["beyond"])
+    _emit(as_json, result, text)
+    raise click.exceptions.Exit(1 if result["verdict"] == NOT_VERIFIED else 0)
+
+
 # ------------------------------------------------------------------------------------ results
 
 @cli.command()
