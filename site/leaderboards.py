@@ -16,7 +16,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
 from cultureboard.evaluators.results.tiers import ranked_tier
 
-from . import country_answer, country_sources, figures, gaming, held_out
+from . import country_answer, country_sources, figures, gaming, held_out, written_share
 from .board import Board, Group
 from .names import direction_text, slice_name, slice_path, sort_rule, type_label
 from .write import Column, Site, Table
@@ -89,6 +89,10 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                        "control) and who scored them (the leaderboard's CI, or elsewhere and imported)"),
                 Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}",
                        better="higher")]
+    if slice_type == "overall":
+        columns.append(Column("spells", "Spells prompt", "pct", "Share of the submission's images (of those the OCR "
+                              "could check) that spell their prompt's artifact or country in drawn text",
+                              better="lower"))
     rows = []
     for r in members:
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
@@ -103,6 +107,8 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                 row["_marks"]["held_out"] = badges
         elif held_column is not None:
             row["held_out"] = None
+        if slice_type == "overall":
+            row["spells"] = written_share.share(r.summary)
         if any(c.key == "spread" for c in columns):
             row["spread"] = board.spread(group, r, metrics[0])
             if badge := entangled_badge(e for v in variants for e in board.entangled(r, v)):
@@ -135,6 +141,8 @@ CONTROLS = {
                 "that does nothing); a metric it tops is gameable.",
     "copied-references": "A cheat, never scored: the reference photographs resized and re-encoded, handed in as a "
                          "model's images; validation refuses every one as a copy of a reference photograph.",
+    "written-prompt": "A cheat, never ranked: one image per prompt, the artifact's name in large type on a plain "
+                      "background (the typographic attack); a metric it tops reads the answer, not the picture.",
 }
 
 

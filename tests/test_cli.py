@@ -257,6 +257,10 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
         [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
         assert f"control: {kind}" in row and "would rank " in row
         assert "Where each control lands on" in page and f"{sid} ({kind}) scores " in page
+    # the written-prompt cheat is read by the OCR's real weights: nearly every image spells its prompt
+    written = results["control__written-prompt__cube-awareness"]["written"]
+    assert written["share"] >= 0.9 and written["ocr"]["package"] == "rapidocr-onnxruntime"
+    assert "the first number in this demo that measures something" in demo_runs["first"].stdout
     values = {}  # metric -> {sid: overall value}
     for sid, summary in results.items():
         for e in summary["metrics"]:

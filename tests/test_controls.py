@@ -16,6 +16,7 @@ from cultureboard.dataset_folder import read_prompt_set, read_references
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators import evaluate, validate
 from cultureboard.evaluators.submission.controls import make_control
+from cultureboard.evaluators.engine import written
 from cultureboard.evaluators.submission.format import read_metadata
 
 
@@ -63,6 +64,35 @@ def test_text_only_control_is_scored_like_a_submission(dataset, tmp_path, tiny_s
     summary = json.loads((result / "summary.json").read_text())
     assert summary["provenance"]["submission"]["id"] == "control__text-only"
     assert any(e["metric"] == "cube.cultural_relevance" for e in summary["metrics"])
+
+
+@pytest.mark.skipif(not written.available(), reason="the ocr extra is not installed")
+def test_written_prompt_control_is_read_by_the_real_ocr(dataset, tmp_path, tiny_scorers, capsys):
+    out = tmp_path / "control__written-prompt"
+    result = make_control("written-prompt", dataset, "cube-awareness", out, size=256)
+    prompts = read_prompt_set(dataset, "cube-awareness")
+    lines = read_metadata(out / "metadata.jsonl")
+    images = [m for m in lines if not m.get("refused")]
+    assert result["images"] == len(prompts) and {m["sample_idx"] for m in images} == {0}
+    assert {m["reason"] for m in lines if m.get("refused")} == {"written-prompt draws one image per prompt"}
+    assert validate(out, dataset).valid
+    assert main(["validate", str(out), "--read-text"]) == 2  # the names come from the dataset
+    evaluated = evaluate(out, dataset, tmp_path / "results", scorers=tiny_scorers, device="cpu", n_boot=50,
+                         cache=tmp_path / "cache")
+    summary = json.loads((evaluated / "summary.json").read_text())
+    seen = summary["provenance"]["written"]["images"]
+    names = {p["prompt_id"]: p["artifact_name"] for p in prompts}
+    spelling = [m["file_name"] for m in images if seen[m["file_name"]]["matched"] == names[m["prompt_id"]]]
+    assert len(spelling) >= 0.9 * len(images), {k: v["text"] for k, v in seen.items()}
+    block = summary["written"]
+    assert block["spelling"] == sorted(spelling) and block["share"] == len(spelling) / block["checked"]
+    without = block["without"]["cube.faithfulness"]
+    assert without is None or without["n_images"] == len(images) - len(spelling)
+    # the validation report says the same (read again, with the same OCR)
+    capsys.readouterr()
+    assert main(["validate", str(out), "--dataset", str(dataset), "--read-text", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"]["spelling"] == block["spelling"] and report["written"]["share"] == block["share"]
 
 
 def test_controls_refuse_what_they_cannot_make(tmp_path):

@@ -5,6 +5,9 @@
   metric, and a check of its sense;
 * ``text-only``: the prompt rendered as an image of its own words (black text on white), every sample alike: a
   metric that rates it as high as real generations rewards reading text, not seeing culture;
+* ``written-prompt``: one image per prompt (sample 0; the others are declared refusals), the artifact's name in
+  large black type on a plain white background (the typographic attack): a metric on which it beats the real
+  models reads the answer written in the image. A prompt that names no artifact is a declared refusal;
 * ``category-images`` (CuRe's ``cure-ladder``): every prompt of an artifact's ladder, P(n), P(n,c), P(n,r) and
   P(n,c,r), answered with the images of its category prompt P(c) (the generic dish instead of the named one):
   sample k of a ladder prompt is sample k of P(c). The images are those of a real submission (``source``,
@@ -53,7 +56,7 @@ from cultureboard.provenance import file_sha256
 from .format import (CONTROL_KINDS, FORMAT_VERSION, IMAGES, METADATA, SUBMISSION_YAML, get, is_refusal, parse_location,
                      parse_submission_id, read_metadata, read_spec, write_submission)
 
-REFERENCE_PHOTOS, TEXT_ONLY, CATEGORY_IMAGES, UNEDITED, COPIED_REFERENCES = CONTROL_KINDS
+REFERENCE_PHOTOS, TEXT_ONLY, CATEGORY_IMAGES, UNEDITED, COPIED_REFERENCES, WRITTEN_PROMPT = CONTROL_KINDS
 #: The controls that copy a source submission's images (``--from``).
 COPYING = (CATEGORY_IMAGES, UNEDITED)
 
@@ -94,7 +97,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         spec = _spec(kind, dataset, prompt_set, origin.size, named["tag"], origin)
     else:
         make = (_photographs(dataset, size, prompts, prompt_set, copied=kind == COPIED_REFERENCES)
-                if kind in (REFERENCE_PHOTOS, COPIED_REFERENCES) else lambda p, k: _text_image(p["text"], size))
+                if kind in (REFERENCE_PHOTOS, COPIED_REFERENCES) else _written_name(size) if kind == WRITTEN_PROMPT
+                else lambda p, k: _text_image(p["text"], size))
         spec = _spec(kind, dataset, prompt_set, (size, size), named["tag"])
     rows, written = [], 0
     with atomic_dir(out, kind="submission") as tmp:
@@ -291,16 +295,31 @@ def _png(image, text: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-def _text_image(text: str, size: int) -> bytes:
+def _written_name(size: int) -> Maker:
+    """written-prompt: sample 0 of a prompt is its artifact's name drawn large (:func:`_text_image`, starting at a
+    quarter of the side); later samples, and prompts without an artifact, are declared refusals."""
+    def make(p: dict, k: int) -> bytes | str:
+        if not p.get("artifact_name"):
+            return "the prompt names no artifact, so there is no name to write"
+        if k:
+            return "written-prompt draws one image per prompt"
+        return _text_image(p["artifact_name"], size, largest=size // 4)
+    return make
+
+
+def _text_image(text: str, size: int, largest: int | None = None) -> bytes:
     """``text`` in black on white with the image library's own font (deterministic), the largest size at which
-    the wrapped text fits the square (so two prompts never give the same picture)."""
+    the wrapped text fits the square (so two prompts never give the same picture). With ``largest`` (the
+    written-prompt control's name) the search starts at that size, words are never split and each line's drawn
+    width must fit too, so an OCR reads whole words."""
     from PIL import Image, ImageDraw, ImageFont
 
-    for points in range(max(12, size // 12), 5, -1):
-        lines = textwrap.wrap(text, width=max(8, int((size - size // 8) / (0.6 * points))))
-        if len(lines) * points * 1.3 <= size - size // 8:
+    room = size - size // 8
+    for points in range(max(12, largest or size // 12), 5, -1):
+        lines = textwrap.wrap(text, width=max(8, int(room / (0.6 * points))), break_long_words=largest is None)
+        font = ImageFont.load_default(size=points)
+        if len(lines) * points * 1.3 <= room and (largest is None or max(font.getlength(x) for x in lines) <= room):
             break
-    font = ImageFont.load_default(size=points)
     image = Image.new("RGB", (size, size), "white")
     draw = ImageDraw.Draw(image)
     y = (size - int(len(lines) * points * 1.3)) // 2

@@ -48,7 +48,8 @@ MAX_SUBMISSION_ID = 128
 MAX_LINE_BYTES = 16 * 2**10
 _INT64 = 2**63
 #: The control submissions `cultureboard make-control` makes (:mod:`.controls`): shown marked, never ranked.
-CONTROL_KINDS = ("reference-photos", "text-only", "category-images", "unedited", "copied-references")
+CONTROL_KINDS = ("reference-photos", "text-only", "category-images", "unedited", "copied-references",
+                 "written-prompt")
 
 
 #: The licence ids ``model.license`` takes (any case): the Hugging Face Hub's licence identifiers (mostly SPDX ids),
