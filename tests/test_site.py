@@ -206,7 +206,7 @@ def test_pages_for_every_slice_family_prompt_set_metric_and_submission(world):
     expected |= {f"leaderboard/{ps}.html" for ps in prompt_sets} | {f"gallery/{ps}.html" for ps in prompt_sets}
     expected |= {f"family/{f}.html" for f in families}
     categories = {e["slice"] for s in summaries(world).values() for e in s["metrics"] if e["slice_type"] == "category"}
-    expected |= {"topics.html"} | {f"topic/{t.slug}.html" for t in load_topics()[0] if categories & set(t.categories)}
+    expected |= {"topics.html", "compare.html"} | {f"topic/{t.slug}.html" for t in load_topics()[0] if categories & set(t.categories)}
     built = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
     assert expected <= built, sorted(expected - built)
     rest = {p for p in built - expected if not re.match(r"(model/[^/]+/images-\d+|prompt/[^/]+/[^/]+|map/[^/]+/[^/]+)\.html$", p)}
