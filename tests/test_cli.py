@@ -20,12 +20,13 @@ from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
 from cultureboard.demo import (CHEAT_SETS, CONTROL_SETS, COPIED_SET, DEMO_COUNTRIES, STANDIN_MODELS,
-                              TEXT_ONLY_SETS)
+                              TEXT_ONLY_SETS, WRITTEN_SETS)
 
-#: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
+#: The demo's control submissions: reference photographs, text-only images, the two cheats and the written prompts.
 DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
                  + [f"control__text-only__{ps}" for ps in TEXT_ONLY_SETS]
-                 + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()])
+                 + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()]
+                 + [f"control__written-prompt__{ps}" for ps in WRITTEN_SETS])
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
