@@ -485,13 +485,14 @@ def export_prompts(prompt_set, dataset, revision, fmt, out, as_json):
 @dataset_option()
 @prompt_set_option()
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Submission folder: submissions/control__KIND[__TAG] (a tag such as the prompt set tells several apart).")
-@click.option("--size", type=int, help="Side of the square images, in pixels (reference-photos, text-only; default 512).")
+@click.option("--size", type=int, help="Side of the square images, in pixels (reference-photos, copied-references, text-only; default 512).")
 @click.option("--from", "source", type=click.Path(file_okay=False), help="category-images, unedited: the submission whose images the control copies (its P(c) images, or its chains' base images).")
 @json_option
 def make_control(kind, dataset, prompt_set, out, size, source, as_json):
     """Make a control submission, never ranked: the reference photographs, the prompt's words as an image, the
-    category prompt's images for a whole CuRe ladder (category-images), or an editor that returns its input
-    unchanged (unedited)."""
+    category prompt's images for a whole CuRe ladder (category-images), an editor that returns its input
+    unchanged (unedited), or the photographs re-encoded and handed in as generations (copied-references, which
+    validation refuses)."""
     from cultureboard.evaluators.submission.controls import make_control as run
 
     result = run(kind, dataset, prompt_set, out, size=size, source=source)
@@ -504,7 +505,8 @@ def make_control(kind, dataset, prompt_set, out, size, source, as_json):
 @click.option("--changed-files", type=click.Path(dir_okay=False), help="A pull request's changed paths (git diff --name-only), to check its scope.")
 @json_option
 @click.option("--full-decode", is_flag=True, help="Also decode every pixel (slow; by default the file structure and sha256 are checked).")
-def validate(submission, dataset, changed_files, as_json, full_decode):
+@click.option("--read-text", is_flag=True, help="Also read every image's text with the OCR (cultureboard[ocr]) and report the share that spells its prompt (needs --dataset).")
+def validate(submission, dataset, changed_files, as_json, full_decode, read_text):
     """Report every problem of a submission, grouped by code, one a line with its fix; exit 0 when valid, 1 when
     not, 2 on usage errors.
 
@@ -526,8 +528,44 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
     if submission:
         reports.append(run(submission, dataset, full_decode=full_decode))
     report = Report.combined(reports)
+    if read_text:
+        if not (submission and dataset):
+            raise CultureboardError("--read-text", "needs a SUBMISSION folder and --dataset",
+                                    "pass both, e.g. cultureboard validate submissions/ORG__MODEL --dataset DIR --read-text",
+                                    exit_code=2)
+        if report.valid:  # the OCR reads only files the rules accepted
+            from cultureboard.evaluators.engine.written import check_submission
+
+            report.written = check_submission(Path(submission), Path(dataset))
     click.echo(report.to_json() if as_json else report.to_text())
     raise click.exceptions.Exit(0 if report.accepted else 1)
+
+
+@cli.command("audit-generation")
+@click.argument("submission", type=click.Path(file_okay=False))
+@dataset_option()
+@click.option("--pr", "pr", required=True, type=click.IntRange(0), help="The pull request's number: seeds the sample of images regenerated.")
+@click.option("--pipeline", help="A local copy of the declared pipeline (its files must hash to model.revision when that is local:); default: model.id@model.revision from the Hub.")
+@scorers_option("default")
+@device_option
+@click.option("--tolerance", type=float, default=None, help="Largest LPIPS distance accepted (default: the recorded one, see README).")
+@json_option
+def audit_generation(submission, dataset, pr, pipeline, scorers, device, tolerance, as_json):
+    """Regenerate a sample of an open pipeline's images with the declared seeds and settings and compare them
+    with the submitted ones: exit 0 when verified (or self-reported: a closed model), 1 naming the images beyond
+    the tolerance."""
+    from cultureboard.evaluators.submission.audit import NOT_VERIFIED, TOLERANCE
+    from cultureboard.evaluators.submission.audit import audit_generation as run
+    from cultureboard.standins import resolve_scorers
+
+    result = run(submission, dataset, pr, pipeline=pipeline, scorers=resolve_scorers(scorers), device=device,
+                 tolerance=TOLERANCE if tolerance is None else tolerance)
+    text = f"{submission}: {result['verdict']} ({result['checked']} images regenerated, tolerance {result['tolerance']})"
+    if result["verdict"] == NOT_VERIFIED:
+        text += "\n" + "\n".join(f"beyond tolerance: {name} (LPIPS {result['distances'][name]:.4f}): not made by the "
+                                  "declared seed and settings" for name in result["beyond"])
+    _emit(as_json, result, text)
+    raise click.exceptions.Exit(1 if result["verdict"] == NOT_VERIFIED else 0)
 
 
 # ------------------------------------------------------------------------------------ results
@@ -551,9 +589,11 @@ def validate(submission, dataset, changed_files, as_json, full_decode):
               help="Seed of the bootstrap and of any random groups a family draws (0 to 2**63 - 1).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="A typed option of the submission's family, e.g. --option repetitions=20 (see `cultureboard list-metrics`).")
+@click.option("--read-text/--no-read-text", default=True, show_default=True,
+              help="Read every image's text with the OCR (the extra cultureboard[ocr]) to find images that spell their prompt.")
 @json_option
 def evaluate(submissions, dataset, out, scorers, shard, executor, address, shards, device, dtype, cache, seed, options,
-             as_json):
+             read_text, as_json):
     """Score a submission: per-image scores and per-slice summaries with bootstrap CIs and provenance.
 
     `--scorers tiny` runs every step on your own submission in seconds with random stand-in scorers (the scores
@@ -577,7 +617,7 @@ def evaluate(submissions, dataset, out, scorers, shard, executor, address, shard
 
             targets = evaluate_all(list(submissions), dataset, out, executor=executor, address=address,
                                    shards=shards or 1, scorers=resolve_scorers(scorers), device=device, dtype=dtype,
-                                   cache=cache, seed=seed, option_overrides=options)
+                                   cache=cache, seed=seed, option_overrides=options, read_text=read_text)
         _emit(as_json, {"results": [str(t) for t in targets], "executor": executor, "shards": shards or 1,
                         "stand_in_scorers": scorers == "tiny"},
               "\n".join(f"results written to {t}" for t in targets))
@@ -591,7 +631,7 @@ def evaluate(submissions, dataset, out, scorers, shard, executor, address, shard
 
         chosen = parse_shard(shard)
         target = run(submission, dataset, out, scorers=resolve_scorers(scorers), shard=chosen, device=device,
-                     dtype=dtype, cache=cache, seed=seed, option_overrides=options)
+                     dtype=dtype, cache=cache, seed=seed, option_overrides=options, read_text=read_text)
     record = json.loads((target / ("shard.json" if chosen else "summary.json")).read_text(encoding="utf-8"))
     provenance = record["provenance"]
     _emit(as_json, {"results": str(target), "submission": provenance["submission"]["id"],

@@ -2,10 +2,12 @@
 
 build the dataset from the shipped sample dump, with a held-out split (drawn with the demo's public key; its
 private dataset in ``dataset-held-out/`` beside the public one) -> generate one submission per prompt set of every
-family with tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, and the two
-cheats copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) -> validate them ->
-evaluate them with tiny stand-in scorers, and one stand-in on the held-out prompts (``results-held-out/``) ->
-render the site (with the held-out column, the gap and held-out.html).
+family with tiny local stand-in generators, the reference-photos controls of cure-ladder and cultdiff, the text-only
+controls, the two cheats copied from the stand-ins' images (category-images of cure-ladder, unedited of ecb) and the
+written-prompt cheat of cube-awareness -> validate them, and show validation refusing the copied-references control
+(cultdiff's photographs handed in as generations) -> evaluate them with tiny stand-in scorers, read every image's
+text with the OCR's real weights (when the ``ocr`` extra is installed), and score one stand-in on the held-out
+prompts (``results-held-out/``) -> render the site (with the held-out column, the gap and held-out.html).
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
@@ -60,6 +62,14 @@ CHEAT_SETS = {"cure-ladder": "category-images", "ecb": "unedited"}
 #: each gets the text-only control (the prompt's words drawn as the image), a cheat that a metric rewarding text
 #: in the image would rank; a metric it tops is not ranked on that board.
 TEXT_ONLY_SETS = ("cube-awareness", "cure-ladder", "cultivate")
+#: The prompt set whose reference photographs the demo hands in as generations (copied-references): validation
+#: must refuse every image as a copy of a reference photograph; the folder stays in submissions/, shown refused on
+#: the site's submissions page, and is never scored.
+COPIED_SET = "cultdiff"
+#: The prompt sets that get a written-prompt control (the artifact's name in large type, at :data:`WRITTEN_SIZE` px
+#: so the OCR can read it): read by the real OCR (RapidOCR's PP-OCRv4 weights), scored and shown like the cheats.
+WRITTEN_SETS = ("cube-awareness",)
+WRITTEN_SIZE = 256
 #: The prompt sets a real pipeline given with ``--pipeline`` generates.
 PIPELINE_SETS = ("cube-awareness", "cube-diversity")
 #: Build options that keep every prompt set small (the full sets hold thousands of images).
@@ -153,7 +163,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     echo(f"[2/{STEPS}] generate: {len(jobs)} submissions with "
          + (f"{len(STANDIN_MODELS)} stand-in models (made once in {standins_root()})" if standin
             else ", ".join(pipelines)) + f", and controls: {len(CONTROL_SETS)} reference-photos, {len(TEXT_ONLY_SETS)} text-only and the cheats "
-         + ", ".join(CHEAT_SETS.values()))
+         + ", ".join([*CHEAT_SETS.values(), "written-prompt"]))
     models = _standin_pipelines() if standin else pipelines
     written = []
     for k, (name, prompt_set) in enumerate(jobs, start=1):
@@ -171,6 +181,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         if not report.valid:
             raise CultureboardError(folder, "was generated but does not validate", report.to_text().splitlines()[0])
     echo(f"[3/{STEPS}] validate: {len(written)} submissions valid")
+    _refused_copies(dataset, submissions, echo)
     lap("validate")
 
     echo(f"[4/{STEPS}] evaluate: {'tiny stand-in scorers' if scorers == TINY else scorers} -> {results}")
@@ -180,6 +191,8 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
         prompt_set = folder.name.split("__")[-1]
         evaluate(folder, dataset, results, scorers=scorer_config, cache=cache_root() / "embeddings",
                  options=STANDIN_OPTIONS.get(prompt_set) if scorers == TINY else None)
+    for line in _written_lines(results, written):
+        echo(line)
     held_out = out / "results-held-out"
     name, prompt_set = HELD_OUT_SUBMISSION if standin else (next(iter(pipelines)), HELD_OUT_SUBMISSION[1])
     folder = submissions / f"demo__{name}__{prompt_set}"
@@ -262,26 +275,67 @@ def _controls(dataset: Path, submissions: Path, generated: list[Path], echo: Cal
     of :data:`CHEAT_SETS` for each prompt set a ``generated`` submission (its source) answers, in
     ``submissions/control__<kind>__<prompt set>``, replacing an earlier run's (a finished submission folder has no
     output marker, so :func:`make_control` would refuse to overwrite it)."""
-    from .evaluators.submission.controls import REFERENCE_PHOTOS, TEXT_ONLY, make_control
+    from .evaluators.submission.controls import REFERENCE_PHOTOS, TEXT_ONLY, WRITTEN_PROMPT, make_control
 
     sources = {folder.name.split("__")[-1]: folder for folder in reversed(generated)}  # the first of a prompt set
     made = [(REFERENCE_PHOTOS, prompt_set, None) for prompt_set in CONTROL_SETS]
     made += [(TEXT_ONLY, prompt_set, None) for prompt_set in TEXT_ONLY_SETS]
     made += [(kind, prompt_set, sources[prompt_set]) for prompt_set, kind in CHEAT_SETS.items()
              if prompt_set in sources]
+    made += [(WRITTEN_PROMPT, prompt_set, None) for prompt_set in WRITTEN_SETS]
     folders = []
     for kind, prompt_set, source in made:
         folder = submissions / f"control__{kind}__{prompt_set}"
         shutil.rmtree(folder, ignore_errors=True)
-        if source is None:
+        if kind == WRITTEN_PROMPT:
+            result = make_control(kind, dataset, prompt_set, folder, size=WRITTEN_SIZE)
+            what = f"{result['images']} written names"
+        elif source is None:
             result = make_control(kind, dataset, prompt_set, folder, size=64)
-            what = f"{result['images']} photographs"
+            what = f"{result['images']} " + ("photographs" if kind == REFERENCE_PHOTOS else "images of the prompt's text")
         else:
             result = make_control(kind, dataset, prompt_set, folder, source=source)
             what = f"{result['images']} images copied from {source.name}"
         echo(f"      control {folder.name}: {what}, {result['refused']} declared refusals")
         folders.append(folder)
     return folders
+
+
+def _refused_copies(dataset: Path, submissions: Path, echo: Callable[[str], None]) -> Path:
+    """Make ``control__copied-references__<COPIED_SET>`` (replacing an earlier run's) and check that validation
+    refuses each of its images as a copy of a reference photograph (else the demo stops: the copy check is broken)."""
+    from .evaluators.submission.controls import COPIED_REFERENCES, make_control
+    from .evaluators.submission.validate import validate
+
+    folder = submissions / f"control__{COPIED_REFERENCES}__{COPIED_SET}"
+    shutil.rmtree(folder, ignore_errors=True)
+    made = make_control(COPIED_REFERENCES, dataset, COPIED_SET, folder, size=64)
+    report = validate(folder, dataset)
+    copies = sum(p.code == "image.copies_reference" for p in report.errors)
+    if copies != made["images"] or not copies:
+        raise CultureboardError(folder, f"holds {made['images']} copies of reference photographs, but validation "
+                                f"found {copies}", "the copy check (evaluators/submission/rules/copies.py) is broken")
+    echo(f"      {folder.name}: refused, as it must be: {copies} of {made['images']} images are copies of reference "
+         "photographs (image.copies_reference); not scored")
+    return folder
+
+
+def _written_lines(results: Path, folders: list[Path]) -> list[str]:
+    """What the OCR (real weights, unlike the stand-ins) found: per submission, the images that spell their prompt
+    among those it could check; the first number of the demo that measures something."""
+    import json
+
+    lines = []
+    for folder in folders:
+        block = json.loads((results / folder.name / "summary.json").read_text(encoding="utf-8"))["written"]
+        if block["ocr"] is None:
+            return ["      written answers not checked: OCR is not installed (pip install 'cultureboard[ocr]')"]
+        if block["checked"]:
+            lines.append(f"      {folder.name}: {block['counts']['spells']} of {block['checked']} images spell "
+                         "their prompt")
+    ocr = block["ocr"]
+    return [f"      OCR ({ocr['package']} {ocr['version']}, PP-OCRv4 with its real weights: the first number in this "
+            "demo that measures something):", *lines]
 
 
 def _copy_into(source: Path, target: Path) -> None:

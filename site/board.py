@@ -53,6 +53,7 @@ class Group:
     shown: list[str]  # what leaderboards show: the headline and a few others
     differs: list[tuple[str, str]]  # (label, value) that set this group apart; empty when it is alone
     several: bool = False  # whether the prompt set has other groups
+    superseded: list[Result] = field(default_factory=list)  # rows a later submission replaces: shown, never ranked
 
     @property
     def name(self) -> str:
@@ -60,7 +61,7 @@ class Group:
 
     @property
     def everyone(self) -> list[Result]:
-        return self.results + self.controls
+        return self.results + self.controls + self.superseded
 
     @property
     def headline(self) -> list[str]:
@@ -153,10 +154,11 @@ class Board:
         return ""
 
     def order(self, group: Group, metric: str, slice_type: str, slice_: str) -> list[Result]:
-        """The group's ranked results by rank on ``metric`` (unranked last, by name), then its controls."""
+        """The group's ranked results by rank on ``metric`` (unranked last, by name), then its controls, then the
+        superseded rows."""
         ranks = self.ranks(group, metric, slice_type, slice_)
         ranked = sorted(group.results, key=lambda r: (ranks[r.sid]["rank"] if r.sid in ranks else np.inf, r.display, r.sid))
-        return ranked + sorted(group.controls, key=lambda r: r.sid)
+        return ranked + sorted(group.controls, key=lambda r: r.sid) + sorted(group.superseded, key=lambda r: r.sid)
 
     def slices(self) -> list[tuple[str, str]]:
         """Every (slice type, slice) with a page, in page order."""
@@ -281,8 +283,10 @@ def _groups(results: list[Result], cards: dict[str, dict]) -> dict[str, list[Gro
         prompt_set = key[0][1]
         metrics = _metric_order(prompt_set, sorted({m for r in members for m, _, _ in r.entries}), cards)
         shown = _shown(metrics, cards)
-        out[prompt_set].append(Group(prompt_set, f"g{len(out[prompt_set]) + 1}", [r for r in members if not r.control],
-                                     [r for r in members if r.control], metrics, shown, list(key)))
+        live = [r for r in members if not r.control and r.superseded_by is None]
+        out[prompt_set].append(Group(prompt_set, f"g{len(out[prompt_set]) + 1}", live, [r for r in members if r.control],
+                                     metrics, shown, list(key),
+                                     superseded=[r for r in members if not r.control and r.superseded_by is not None]))
     for groups in out.values():  # keep only what tells the groups apart
         shared = set.intersection(*(set(g.differs) for g in groups))
         for g in groups:

@@ -16,7 +16,7 @@ from cultureboard.evaluators.submission.format import FIELDS, get, model_key
 
 from cultureboard.errors import CultureboardError
 
-from . import gaming, held_out, plots
+from . import gaming, held_out, plots, written_share
 from .board import Board
 from .figures import map_page
 from .leaderboards import leaderboard, prompt_set_page
@@ -69,6 +69,8 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               overview=None if r.control else model_page(model_key(r.spec)),
               entangled=[{"metric": m, "title": board.cards[m]["title"], "found": found}
                          for m in group.metrics if (found := board.entangled(r, m))],
+              written=written_share.share_text(r.summary),
+              without=written_share.without_rows(r.summary, {m: c["title"] for m, c in board.cards.items()}),
               **images)
 
 
@@ -169,6 +171,9 @@ def _provenance(r) -> list[tuple[str, str]]:
             ("Device", f"{p['device']}, {p['dtype']}"),
             ("Settings", ", ".join(f"{k} = {v}" for k, v in sorted(p["settings"].items()))),
             ("Options", ", ".join(f"{k} = {v}" for k, v in sorted(p.get("options", {}).items())) or "none")]
+    if ocr := (p.get("written") or {}).get("ocr"):
+        rows.append(("OCR", f"{ocr['package']} {ocr['version']}, models "
+                     + ", ".join(f"{name} sha256 {digest}" for name, digest in sorted(ocr["models"].items()))))
     for s in p["scorers"]:
         standin = " — a tiny random stand-in: its scores measure nothing" if s.get("standin") else ""
         kind = s.get("kind") or s.get("backend")

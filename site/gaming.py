@@ -10,7 +10,7 @@ the values of the ranked submissions of its comparability group, compared by the
 - ``beats``: how many models the control is strictly better than; ``rank``: the rank it would take among the
   models and itself, 1 + the models strictly better than it (a tie takes the better rank, as in a ranking by value).
 - A **cheat** (:data:`CHEATS`: a control that does not do the task: the prompt's words as a picture, a CuRe ladder
-  answered with its category's images, an ECB editor that returns its input) that is strictly better than every
+  answered with its category's images, an ECB editor that returns its input, the artifact's name written in large type) that is strictly better than every
   model *tops* the metric: the metric rewards the cheat, so it is gameable that way. Point values are compared: a
   cheat whose value is above every model's shows the metric fails to penalise it, whatever the intervals say about
   the models' order. The reference photographs are the ceiling, not a cheat: topping the models is expected of them.
@@ -28,7 +28,7 @@ from cultureboard.evaluators.results.stats import goodness
 from .names import MIN_PROMPTS
 
 #: Control kinds that do not do the task (see the module docstring); ``reference-photos`` is not one.
-CHEATS = ("text-only", "category-images", "unedited")
+CHEATS = ("text-only", "category-images", "unedited", "written-prompt")
 
 
 @dataclass(frozen=True)

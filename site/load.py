@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 from cultureboard.evaluators.engine.registry import DIRECTIONS as _DIRECTIONS
+from cultureboard.evaluators.results.made import generated_by, scored_by
 from cultureboard.evaluators.submission.format import (
     MAX_SUBMISSION_ID,
     METADATA,
@@ -55,6 +56,10 @@ class Result:
     display: str = ""  # "Organisation / Model name (tag)"
     label: str = ""  # the display name, made unique among the site's results (plots); set by the board
     control: str | None = None  # "reference-photos" or "text-only": shown marked, never ranked
+    generated_by: str = ""  # who generated the images (:func:`made_by`)
+    scored_by: str = ""  # who scored them (:func:`made_by`)
+    superseded_by: str | None = None  # the submission that replaces this one (its supersedes:): shown, never ranked
+    superseded_why: str = ""
     _metric_rows: dict | None = field(default=None, repr=False, compare=False)
     _columns: dict = field(default_factory=dict, repr=False, compare=False)
     _image_values: dict | None = field(default=None, repr=False, compare=False)
@@ -122,11 +127,21 @@ def load_results(results: Path, submissions: Path) -> tuple[list[Result], list[d
             source = _shown(exc.source)
             skipped.append({"submission": _shown(folder.name), "file": Path(source).name, "source": source,
                             "problem": _shown(exc.problem), "fix": exc.fix})
+    by_sid = {r.sid: r for r in loaded}
+    for r in loaded:  # supersedes: (validated: the same model version and prompt set) marks the old row
+        old, why = get(r.spec, "supersedes.submission"), get(r.spec, "supersedes.reason")
+        if isinstance(old, str) and old in by_sid and old != r.sid and r.control is None:
+            by_sid[old].superseded_by, by_sid[old].superseded_why = r.sid, why if isinstance(why, str) else ""
     if not loaded:
         first = skipped[0]
         raise CultureboardError(results, f"holds no usable result: all {len(skipped)} were left out (first: "
                                 f"{first['source']}: {first['problem']})", first["fix"])
     return loaded, skipped
+
+
+def made_by(spec: dict, folder: Path) -> tuple[str, str]:
+    """(who generated the images, who scored them) of the result in ``folder`` (:mod:`~cultureboard.evaluators.results.made`)."""
+    return generated_by(get(spec, "control") is not None), scored_by(folder)
 
 
 def _shown(text: str) -> str:
@@ -190,6 +205,7 @@ def _load_one(folder: Path, sub: Path) -> Result:
     control = get(spec, "control")
     result = Result(sid, summary, scores, spec, sub, images, entries, display=display_name(spec, sid),
                     control=control if isinstance(control, str) else None)
+    result.generated_by, result.scored_by = made_by(spec, folder)
     versions = {c["name"]: c["version"] for c in summary["metrics_info"]} | summary["provenance"]["metrics"]
     standin = result.standin
     for e in summary["metrics"]:  # what the downloads carry with each score

@@ -61,8 +61,8 @@ def _one(r: Result, loaded: list[Result], key: str, top: int, n_boot: int, seed:
     metric = _headline(r)
     card = next((c for c in r.summary["metrics_info"] if c["name"] == metric), {"direction": "none"})
     direction, target = card["direction"], card.get("target")
-    others = [o for o in loaded if o.comparability() == r.comparability() and not o.control
-              and model_key(o.spec) != key and _entry(o, metric) is not None]
+    others = [o for o in loaded if o.comparability() == r.comparability() and not o.control and o.superseded_by is None
+              and model_key(o.spec) != key and _entry(o, metric) is not None]  # superseded rows are never ranked
     mine = _entry(r, metric)
     out = {"prompt_set": r.prompt_set, "submission": r.sid, "metric": metric, "direction": direction,
            "value": mine, "compared": len(others), "top": [], "rank": None}

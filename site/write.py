@@ -344,13 +344,16 @@ def _provenance(columns: list[Column], row: dict, site_standin: bool) -> dict:
     """What every downloaded row carries so that it cannot be taken for real scores out of context:
     ``stand_in`` (its scores come from tiny random stand-in scorers; a row without a score cell says whether any
     result of the build does), ``control`` (the control's kind, or empty), ``badges`` (every mark's label on the
-    row) and ``metric_version`` (``metric=version`` of each score cell, as its provenance recorded it)."""
+    row), ``metric_version`` (``metric=version`` of each score cell, as its provenance recorded it), who generated
+    the images and who scored them (``generated_by``, ``scored_by``: site/load.py ``made_by``; empty on a row that
+    is no submission's) and the submission that replaces it (``superseded_by``, empty when none)."""
     scores = [row[c.key] for c in columns if c.kind == "score" and row[c.key]]
     versions = sorted({f"{e['metric']}={e['metric_version']}" for e in scores if "metric_version" in e})
     marks = [m["label"] for key in sorted(row.get("_marks") or {}) for m in row["_marks"][key]]
     return {"stand_in": any(e.get("standin") for e in scores) if scores else site_standin,
             "control": row.get("_control") or "", "badges": "; ".join(dict.fromkeys(marks)),
-            "metric_version": "; ".join(versions)}
+            "metric_version": "; ".join(versions), "generated_by": row.get("_generated_by") or "",
+            "scored_by": row.get("_scored_by") or "", "superseded_by": row.get("_superseded_by") or ""}
 
 
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\*?")

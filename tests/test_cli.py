@@ -20,12 +20,14 @@ from cultureboard.builder.build import sample_dump_path
 from cultureboard.progress import without_progress
 from cultureboard.cli import ALIASES, main
 from cultureboard.cli import cli as command_line
-from cultureboard.demo import CHEAT_SETS, CONTROL_SETS, DEMO_COUNTRIES, STANDIN_MODELS, TEXT_ONLY_SETS
+from cultureboard.demo import (CHEAT_SETS, CONTROL_SETS, COPIED_SET, DEMO_COUNTRIES, STANDIN_MODELS,
+                              TEXT_ONLY_SETS, WRITTEN_SETS)
 
-#: The demo's control submissions: the reference photographs of two prompt sets and the two cheats.
+#: The demo's control submissions: reference photographs, text-only images, the two cheats and the written prompts.
 DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
                  + [f"control__text-only__{ps}" for ps in TEXT_ONLY_SETS]
-                 + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()])
+                 + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()]
+                 + [f"control__written-prompt__{ps}" for ps in WRITTEN_SETS])
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -179,11 +181,13 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    assert subs == sorted(models + DEMO_CONTROLS)
+    refused = f"control__copied-references__{COPIED_SET}"  # made, refused by validate, never scored
+    assert subs == sorted(models + DEMO_CONTROLS + [refused])
+    assert f"{refused}: refused, as it must be: " in out
     assert {"control__category-images__cure-ladder", "control__unedited__ecb"} <= set(subs)  # the two cheats
     assert out.count("generated") == len(models) and "reused" not in out
     results = _results(demo)
-    assert sorted(results) == subs
+    assert sorted(results) == [s for s in subs if s != refused]
     scored = {family_of(s.split("__")[-1])[0].name for s in subs}
     assert scored == set(load_families())  # every registered family is in the demo
     for sid, summary in results.items():  # ... and has at least one metric with a value
@@ -255,6 +259,10 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
         [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
         assert f"control: {kind}" in row and "would rank " in row
         assert "Where each control lands on" in page and f"{sid} ({kind}) scores " in page
+    # the written-prompt cheat is read by the OCR's real weights: nearly every image spells its prompt
+    written = results["control__written-prompt__cube-awareness"]["written"]
+    assert written["share"] >= 0.9 and written["ocr"]["package"] == "rapidocr-onnxruntime"
+    assert "the first number in this demo that measures something" in demo_runs["first"].stdout
     values = {}  # metric -> {sid: overall value}
     for sid, summary in results.items():
         for e in summary["metrics"]:

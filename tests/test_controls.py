@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageOps
 
 from cultureboard.builder import build
 from cultureboard.builder.references import synthetic_references
@@ -16,6 +16,7 @@ from cultureboard.dataset_folder import read_prompt_set, read_references
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators import evaluate, validate
 from cultureboard.evaluators.submission.controls import make_control
+from cultureboard.evaluators.engine import written
 from cultureboard.evaluators.submission.format import read_metadata
 
 
@@ -63,6 +64,35 @@ def test_text_only_control_is_scored_like_a_submission(dataset, tmp_path, tiny_s
     summary = json.loads((result / "summary.json").read_text())
     assert summary["provenance"]["submission"]["id"] == "control__text-only"
     assert any(e["metric"] == "cube.cultural_relevance" for e in summary["metrics"])
+
+
+@pytest.mark.skipif(not written.available(), reason="the ocr extra is not installed")
+def test_written_prompt_control_is_read_by_the_real_ocr(dataset, tmp_path, tiny_scorers, capsys):
+    out = tmp_path / "control__written-prompt"
+    result = make_control("written-prompt", dataset, "cube-awareness", out, size=256)
+    prompts = read_prompt_set(dataset, "cube-awareness")
+    lines = read_metadata(out / "metadata.jsonl")
+    images = [m for m in lines if not m.get("refused")]
+    assert result["images"] == len(prompts) and {m["sample_idx"] for m in images} == {0}
+    assert {m["reason"] for m in lines if m.get("refused")} == {"written-prompt draws one image per prompt"}
+    assert validate(out, dataset).valid
+    assert main(["validate", str(out), "--read-text"]) == 2  # the names come from the dataset
+    evaluated = evaluate(out, dataset, tmp_path / "results", scorers=tiny_scorers, device="cpu", n_boot=50,
+                         cache=tmp_path / "cache")
+    summary = json.loads((evaluated / "summary.json").read_text())
+    seen = summary["provenance"]["written"]["images"]
+    names = {p["prompt_id"]: p["artifact_name"] for p in prompts}
+    spelling = [m["file_name"] for m in images if seen[m["file_name"]]["matched"] == names[m["prompt_id"]]]
+    assert len(spelling) >= 0.9 * len(images), {k: v["text"] for k, v in seen.items()}
+    block = summary["written"]
+    assert block["spelling"] == sorted(spelling) and block["share"] == len(spelling) / block["checked"]
+    without = block["without"]["cube.faithfulness"]
+    assert without is None or without["n_images"] == len(images) - len(spelling)
+    # the validation report says the same (read again, with the same OCR)
+    capsys.readouterr()
+    assert main(["validate", str(out), "--dataset", str(dataset), "--read-text", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"]["spelling"] == block["spelling"] and report["written"]["share"] == block["share"]
 
 
 def test_controls_refuse_what_they_cannot_make(tmp_path):
@@ -260,3 +290,114 @@ def test_reference_photos_of_a_prompt_set_without_any_photograph_is_refused(tmp_
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: prompt set cultdiff: has no reference photograph")
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------ copies
+
+def _photo(dataset, qid: str, rank: int) -> Image.Image:
+    import io
+
+    photos, _ = read_references(dataset)
+    return Image.open(io.BytesIO(next(r["data"] for r in photos[qid] if r["rank"] == rank))).convert("RGB")
+
+
+def test_copied_references_control_is_refused_naming_each_photograph(dataset, tmp_path, capsys):
+    """Every image of copied-references (the photographs re-encoded as JPEG q=60, squared) is an error naming
+    the image and the photograph it copies (sample k is rank k + 1); the reference-photos control, the same
+    pictures declared as photographs, is valid (test_reference_photos_control)."""
+    out = tmp_path / "control__copied-references"
+    result = make_control("copied-references", dataset, "cube-awareness", out, size=64)
+    report = validate(out, dataset)
+    copies = [p for p in report.errors if p.code == "image.copies_reference"]
+    assert not report.valid and len(copies) == result["images"] > 0 and len(report.errors) == len(copies)
+    prompts = {p["prompt_id"]: p for p in read_prompt_set(dataset, "cube-awareness")}
+    for p, line in zip(copies, [m for m in read_metadata(out / "metadata.jsonl") if not m.get("refused")]):
+        assert p.file == line["file_name"]
+        assert f"reference photograph {prompts[line['prompt_id']]['artifact_id']} rank {line['sample_idx'] + 1} " in p.message
+    assert main(["validate", str(out), "--dataset", str(dataset)]) == 1
+    assert "image.copies_reference" in capsys.readouterr().out
+
+
+def _as_model(control, dataset, out, images: dict) -> None:
+    """``control`` (a valid text-only control) turned into a model's submission ``out``: noise images of its own for
+    every slot (so that no two prompts' images look alike), those of ``images`` ({(prompt index, sample): PIL image})
+    instead where given."""
+    import shutil
+
+    from cultureboard.evaluators.submission.format import read_spec, write_submission
+    from cultureboard.provenance import file_sha256
+
+    shutil.copytree(control, out)
+    spec = read_spec(out / "submission.yaml")
+    del spec["control"]
+    spec.update(organization="lab", model={**spec["model"], "name": "m", "id": "lab/m"})
+    order = {p["prompt_id"]: i for i, p in enumerate(read_prompt_set(dataset, "cube-awareness"))}
+    rows = read_metadata(out / "metadata.jsonl")
+    for row in rows:
+        key = (order[row["prompt_id"]], row["sample_idx"])
+        rng = np.random.default_rng(list(key))
+        image = images.get(key) or Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8))
+        image.resize((64, 64)).save(out / row["file_name"], format="PNG")
+        row["sha256"] = file_sha256(out / row["file_name"])
+    write_submission(out, spec, rows)
+
+
+def test_copies_of_a_reference_photograph_and_of_another_prompts_image_are_errors(dataset, tmp_path):
+    """A model's submission: one prompt's image is its artifact's photograph mirrored, another's the photograph
+    cropped by 10%, tinted and JPEG'd; a third prompt's image is a JPEG'd, mirrored copy of a fourth's (its own
+    picture, structured, not noise) from another seed. Each is one error naming both files; the honest noise
+    images pass, and so does a copy from the same seed (one seed's images start from the same noise)."""
+    from photo_factory import crop, house_photo, jpeg, tint
+
+    prompts = read_prompt_set(dataset, "cube-awareness")
+    with_photos = [i for i, p in enumerate(prompts) if p["artifact_id"] in read_references(dataset)[0]]
+    a, b = with_photos[0], next(i for i in with_photos if prompts[i]["artifact_id"] != prompts[with_photos[0]]["artifact_id"])
+    c, d = [i for i in range(len(prompts)) if i not in (a, b)][:2]
+    control = tmp_path / "control__text-only"
+    make_control("text-only", dataset, "cube-awareness", control, size=64)
+    honest = tmp_path / "submissions" / "lab__m"
+    _as_model(control, dataset, honest, {(d, 0): house_photo(3)})
+    report = validate(honest, dataset)
+    assert report.valid and report.checked["hashed_images"] == report.checked["images"], report.to_text()
+
+    copied = tmp_path / "copied" / "lab__m"
+    _as_model(control, dataset, copied, {
+        (a, 0): ImageOps.mirror(_photo(dataset, prompts[a]["artifact_id"], 1)),
+        (b, 1): jpeg(tint(crop(_photo(dataset, prompts[b]["artifact_id"], 2), 0.05, 0.05, 0.05, 0.05))),
+        (d, 0): house_photo(3), (c, 1): ImageOps.mirror(jpeg(house_photo(3))),
+        (c, 0): jpeg(house_photo(3)),  # the same seed as (d, 0): one seed's images are not compared
+    })
+    report = validate(copied, dataset)
+    found = sorted((p.code, p.file.split(":")[0] if p.code == "image.near_duplicate" else p.file) for p in report.errors)
+    rows = {(r["prompt_id"], r["sample_idx"]): r for r in read_metadata(copied / "metadata.jsonl")}
+    name = lambda i, k: rows[(prompts[i]["prompt_id"], k)]["file_name"]  # noqa: E731
+    assert found == sorted([("image.copies_reference", name(a, 0)), ("image.copies_reference", name(b, 1)),
+                            ("image.near_duplicate", "metadata.jsonl")]), report.to_text()
+    near = next(p for p in report.errors if p.code == "image.near_duplicate")
+    assert name(c, 1) in near.message and name(d, 0) in near.message
+    ref = next(p for p in report.errors if p.file == name(b, 1))
+    assert f"{prompts[b]['artifact_id']} rank 2" in ref.message
+
+
+def test_a_reference_photograph_that_cannot_be_read_is_one_usage_error(dataset, tmp_path, capsys):
+    """A references config whose photograph is not an image: one line naming the config and the artifact, exit 2."""
+    import hashlib
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    broken = tmp_path / "broken"
+    shutil.copytree(dataset, broken)
+    shard = sorted((broken / "data" / "references").glob("*.parquet"))[0]
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    rows[0]["image"] = {**rows[0]["image"], "bytes": b"not an image"}
+    rows[0]["sha256"] = hashlib.sha256(b"not an image").hexdigest()
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
+    out = tmp_path / "submissions" / "lab__m"
+    make_control("text-only", broken, "cube-awareness", tmp_path / "control__text-only", size=64)
+    _as_model(tmp_path / "control__text-only", broken, out, {})
+    code = main(["validate", str(out), "--dataset", str(broken)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"reference photograph of {rows[0]['qid']}" in err[0], err

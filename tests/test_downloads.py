@@ -12,7 +12,7 @@ from cultureboard.site.load import load_results
 from cultureboard.site.write import Column, Site
 from results_factory import evaluate_all, make_dataset, make_submission
 
-EXTRA = ["stand_in", "control", "badges", "metric_version"]
+EXTRA = ["stand_in", "control", "badges", "metric_version", "generated_by", "scored_by", "superseded_by"]
 
 
 def entry(metric: str, value: float, standin: bool, version) -> dict:
@@ -36,10 +36,10 @@ def test_score_rows_carry_stand_in_control_badges_and_metric_versions(tmp_path):
              "_marks": {"submission": [{"label": "control: text-only", "title": "t"}],
                         "a.m": [{"label": "entangled", "title": "e"}]}}]
     downloaded, data = download(tmp_path, None, SCORES, rows)
-    assert data["columns"][-4:] == EXTRA and list(downloaded[0])[-4:] == EXTRA
-    assert [[r[k] for k in EXTRA] for r in downloaded] == [
+    assert data["columns"][-7:] == EXTRA and list(downloaded[0])[-7:] == EXTRA
+    assert [[r[k] for k in EXTRA[:4]] for r in downloaded] == [
         ["False", "", "", "a.m=2; a.n=2+max"], ["True", "text-only", "entangled; control: text-only", "a.m=3"]]
-    assert [[r[k] for k in EXTRA] for r in data["rows"]] == [
+    assert [[r[k] for k in EXTRA[:4]] for r in data["rows"]] == [
         [False, "", "", "a.m=2; a.n=2+max"], [True, "text-only", "entangled; control: text-only", "a.m=3"]]
 
 
@@ -51,7 +51,8 @@ def test_one_stand_in_score_makes_the_row_stand_in(tmp_path):
 @pytest.mark.parametrize("banner, expected", [(None, False), ({"count": 1}, True)])
 def test_a_row_without_scores_says_whether_the_build_has_stand_ins(tmp_path, banner, expected):
     downloaded, data = download(tmp_path, banner, [Column("gap", "Gap", "num")], [{"gap": 0.1}])
-    assert data["rows"] == [{"gap": 0.1, "stand_in": expected, "control": "", "badges": "", "metric_version": ""}]
+    assert data["rows"] == [{"gap": 0.1, "stand_in": expected, "control": "", "badges": "", "metric_version": "",
+                             "generated_by": "", "scored_by": "", "superseded_by": ""}]
 
 
 def test_an_empty_table_still_names_the_columns(tmp_path):
@@ -75,3 +76,39 @@ def test_loaded_entries_carry_stand_in_and_the_recorded_metric_version(tmp_path)
     assert versions[metric] == "7+variant"
     assert versions == {m: summary["provenance"]["metrics"].get(m, versions[m]) for m in versions}
     assert all(e["standin"] is True for e in result.entries.values())
+
+
+def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path):
+    """Two runs of one model version for one prompt set, the second superseding the first, scored by the evaluate
+    workflow (its review.json): the old row is on the leaderboard, marked, muted, without a rank, and never among the
+    ranked results; every row's download says who generated and who scored it, and what replaced it."""
+    from cultureboard.site.board import Board
+    from cultureboard.site.leaderboards import leaderboard
+    from cultureboard.evaluators.results.made import LEADERBOARD_CI, NOT_CI
+
+    dataset = make_dataset(tmp_path / "dataset")
+    old = make_submission(tmp_path / "submissions", dataset, "cube-awareness")
+    new = make_submission(tmp_path / "submissions", dataset, "cube-awareness", tag="rerun",
+                          spec={"supersedes": {"submission": old.name, "reason": "the fixed VAE"}})
+    other = make_submission(tmp_path / "submissions", dataset, "cube-awareness", model="other")
+    results = evaluate_all([old, new, other], dataset, tmp_path / "results", tmp_path / "work")
+    (results / new.name / "review.json").write_text(json.dumps({"scored_by": "the evaluate workflow"}))
+    loaded, _ = load_results(results, tmp_path / "submissions")
+    by = {r.sid: r for r in loaded}
+    assert (by[old.name].superseded_by, by[old.name].superseded_why) == (new.name, "the fixed VAE")
+    assert by[new.name].superseded_by is None and by[other.name].superseded_by is None
+    assert [by[s].scored_by for s in (old.name, new.name)] == [NOT_CI, LEADERBOARD_CI]
+    assert by[old.name].generated_by == "the team"
+    board = Board(by, {})
+    [group] = board.groups["cube-awareness"]
+    assert sorted(r.sid for r in group.results) == sorted([new.name, other.name])
+    assert [r.sid for r in group.superseded] == [old.name]
+    table = leaderboard(Site(tmp_path / "site", {}), board, "leaderboard/cube-awareness.html", group, "overall", "all")
+    rows = {row["submission"]["href"]: row for row in table.rows}
+    mine = rows[f"model/{old.name}.html"]
+    assert mine["rank"] is None and mine["_muted"] and mine["_marks"]["submission"][0]["label"] == f"superseded by {new.name}"
+    assert list(rows)[-1] == f"model/{old.name}.html"  # after every ranked row
+    data = json.loads((tmp_path / "site" / table.json).read_text(encoding="utf-8"))
+    made = {r["submission"]: (r["generated_by"], r["scored_by"], r["superseded_by"]) for r in data["rows"]}
+    assert made[by[old.name].display] == ("the team", NOT_CI, new.name)
+    assert made[by[new.name].display] == ("the team", LEADERBOARD_CI, "")

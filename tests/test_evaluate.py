@@ -104,6 +104,14 @@ def test_awareness_scores_and_summary(world, tmp_path):
     assert prov["dataset"]["revision"] == local_revision(world["dataset"]) and prov["device"] == "cpu"
     assert prov["code"]["cultureboard"] and len(prov["submission"]["sha256"]) == 64
     assert {i["name"]: i["direction"] for i in s["metrics_info"]}["cube.faithfulness"] == "none"  # CUBE never relates it to its ratings
+    # every image read by the real OCR (noise spells nothing); the metrics whose scorers read text are repeated
+    # without the images that spell (none here: the same values)
+    text = prov["written"]
+    assert text["ocr"]["version"] == "1.4.4" and all(len(h) == 64 for h in text["ocr"]["models"].values())
+    assert set(text["images"]) == set(scores["file_name"]) and text["counts"]["spells"] == 0
+    assert text["checked"] + text["counts"]["not checked"] == n_images and s["written"]["share"] == 0
+    assert text["reads_text"] == ["cube.country_top1", "cube.cultural_relevance", "cube.faithfulness", "cube.quality"]
+    assert s["written"]["without"]["cube.faithfulness"]["value"] == overall["cube.faithfulness"]["value"]
 
 
 def test_rerun_uses_the_cache_loads_no_model_and_is_identical(world, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ import yaml
 
 from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.engine.evaluate import SCORES_SCHEMA
+from cultureboard.evaluators.results.made import LEADERBOARD_CI, NOT_CI
 from cultureboard.evaluators.results.publish import publish_results, split_name
 
 
@@ -66,6 +67,8 @@ def test_split_names():
 def test_publish_stages_one_split_per_submission_and_latest(results, tmp_path):
     staged = tmp_path / "uploaded"
     hub = FakeHub(staged)
+    review = {"scored_by": "the evaluate workflow"}  # what the evaluate workflow writes beside what it scored
+    (results / "black-forest-labs__flux-1-dev__fp16" / "review.json").write_text(json.dumps(review))
     out = publish_results(results, "org/cultureboard-results", submission="acme-ai__imagen-x", api=hub)
     assert out["commit"] == "a" * 40
     assert out["splits"] == {"acme_ai__imagen_x": "acme-ai__imagen-x",
@@ -93,11 +96,14 @@ def test_publish_stages_one_split_per_submission_and_latest(results, tmp_path):
     one = datasets.load_dataset(str(staged), split="acme_ai__imagen_x")
     assert one.num_rows == 3 and set(one["submission"]) == {"acme-ai__imagen-x"}
     assert one.column_names[0] == "submission" and one["scorer"] == [None] * 3  # the other submission's column, null
+    assert one.column_names[1:3] == ["generated_by", "scored_by"]
+    assert set(one["generated_by"]) == {"the team"} and set(one["scored_by"]) == {NOT_CI}
     assert one["value"] == pytest.approx([0.17, 0.27, 0.37])
     latest = datasets.load_dataset(str(staged), split="latest")
     assert latest.num_rows == 5
     assert latest["submission"] == ["acme-ai__imagen-x"] * 3 + ["black-forest-labs__flux-1-dev__fp16"] * 2
     assert latest["scorer"] == [None] * 3 + ["clip"] * 2
+    assert latest["scored_by"] == [NOT_CI] * 3 + [LEADERBOARD_CI] * 2
 
 
 def test_publish_is_reproducible(results, tmp_path):

@@ -128,7 +128,8 @@ def test_validation_is_reused_until_what_it_read_changes(world, tmp_path, monkey
     metadata.write_text("".join(metadata.read_text().splitlines(keepends=True)[1:]))
     rows = again()
     assert checked == ["lab__unscored"] and rows["lab__unscored"]["state"] == "invalid"
-    make_submission(subs, world["dataset"], PROMPT_SET, model="stale", tag="v2")  # the same model, tagged
+    make_submission(subs, world["dataset"], PROMPT_SET, model="stale", tag="v2",  # the same model, tagged: a re-run
+                    spec={"supersedes": {"submission": "lab__stale", "reason": "a re-run"}})
     rows = again()
     assert sorted(checked) == ["lab__stale", "lab__stale__v2"] and rows["lab__stale"]["state"] == "stale"
     sibling = subs / "lab__stale__v2" / "submission.yaml"

@@ -579,9 +579,43 @@ def mismatches(sub: Path, dataset: Path) -> list[tuple[str, str, str]]:
 
 def test_siblings_of_one_model_that_agree_are_valid(sub, dataset):
     """The same model's submission for another prompt set (a tag), with a different prompt set and date: valid."""
-    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: s.update(tag="cure-ladder", date="2025-01-02"))
+    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: (s.update(tag="cure-ladder", date="2025-01-02"),
+                                                             s["prompt_set"].update(name="cure-ladder")))
     report = validate(sub, dataset)
     assert report.valid, report.to_text()
+
+
+# ------------------------------------------------------------------------------------------ one row per model version
+
+def rows_problems(sub: Path, dataset: Path) -> list[tuple[str, str, str]]:
+    return sorted((p.code, p.file, p.message) for p in validate(sub, dataset).errors
+                  if p.code in ("schema.duplicate_row", "schema.bad_supersedes"))
+
+
+def test_a_second_submission_of_one_model_version_and_prompt_set_needs_supersedes(sub, dataset):
+    """Another folder of the same model version for the same prompt set (a tagged re-run): one error naming it and
+    the two fixes; with supersedes naming it and a reason, valid, and the old one too (it is replaced)."""
+    old = sibling(sub, f"{SUBMISSION_ID}__first-run")
+    [(code, where, message)] = rows_problems(sub, dataset)
+    assert code == "schema.duplicate_row" and where == yaml_line(sub, "  name: tiny")
+    assert message.startswith(f"{old.name} is already a submission of the same model version")
+    spec_edit(lambda s: s.update(supersedes={"submission": old.name, "reason": "regenerated with the fixed VAE"}))(sub)
+    assert rows_problems(sub, dataset) == []
+    assert rows_problems(old, dataset) == []  # the old row, replaced, is no duplicate either
+    # a chain: a third replaces the second, and the first stays replaced
+    third = sibling(sub, f"{SUBMISSION_ID}__third-run",
+                    lambda s: s.update(supersedes={"submission": SUBMISSION_ID, "reason": "a third run"}))
+    assert rows_problems(third, dataset) == [] and rows_problems(sub, dataset) == []
+
+
+def test_supersedes_naming_nothing_or_without_a_reason_is_an_error(sub, dataset):
+    sibling(sub, f"{SUBMISSION_ID}__cure-ladder", lambda s: s["prompt_set"].update(name="cure-ladder"))
+    spec_edit(lambda s: s.update(supersedes={"submission": f"{SUBMISSION_ID}__cure-ladder"}))(sub)
+    found = rows_problems(sub, dataset)
+    assert [(c, m.split(",")[0]) for c, _, m in found] == [
+        ("schema.bad_supersedes", "supersedes gives no reason"),
+        ("schema.bad_supersedes", f"supersedes.submission is '{SUBMISSION_ID}__cure-ladder'")]
+    assert "not a submission of test-lab__tiny-diffusion for prompt set tiny" in found[1][2]
 
 
 def test_sibling_disagreeing_on_identity_is_one_error_per_field(sub, dataset):
@@ -635,3 +669,30 @@ def test_a_prompt_set_is_read_once_while_its_files_stay_the_same(sub, dataset, t
     pq.write_table(table.slice(0, table.num_rows - 1), shard)  # its last prompt is gone
     report = validate(sub, copy)
     assert reads == [dataset, copy, copy] and "coverage.unknown_prompt" in {p.code for p in report.problems}
+
+
+# ------------------------------------------------------------------------------------------ copies (perceptual hashes)
+
+def test_copy_threshold_finds_the_promised_edits_and_not_distinct_photos_of_one_subject():
+    """The measured pairs of README "Copies and near-copies" (benchmarks/copy_thresholds.py, smaller): every promised
+    edit of a photograph is within THRESHOLD of it; none of the 1225 pairs of 50 distinct photographs of one house
+    is, compared both ways as two images of a submission are; a flat image is featureless (never compared)."""
+    import numpy as np
+    from PIL import Image
+
+    from cultureboard.evaluators.submission.perceptual import THRESHOLD, distances, image_hash, image_hashes, views
+    from photo_factory import copy_edits, house_photo
+
+    photos = [house_photo(i) for i in range(50)]
+    promised, beyond = copy_edits()
+    for name, edit in promised.items():
+        for photo in photos[:6]:
+            copy = edit(photo)
+            d = distances(image_hash(copy)[None], [views(photo, copy.width / copy.height)])[0, 0]
+            assert d <= THRESHOLD, (name, d)
+    crop5 = beyond["cropped 5% off the right"](photos[0])  # beyond the promise: not found (README says so)
+    assert distances(image_hash(crop5)[None], [views(photos[0], crop5.width / crop5.height)])[0, 0] > THRESHOLD
+    both = [image_hashes(p) for p in photos]
+    d = distances(np.array([h[0] for h in both]), both)
+    assert np.diag(d).max() == 0 and d[~np.eye(50, dtype=bool)].min() > THRESHOLD
+    assert image_hash(Image.new("RGB", (64, 64), (10, 200, 30))) is None

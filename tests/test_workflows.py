@@ -436,3 +436,17 @@ def test_the_scripts_never_evaluate_data():
         lines = [line.split(" #")[0] for line in code.splitlines() if not line.lstrip().startswith("#")]
         assert not [line for line in lines if re.search(r"(^|[;&|(])\s*(eval|source|\.)\s|\b(ba)?sh -c\b", line)], path.name
         assert "${{" not in code, path.name
+
+
+def test_the_audit_of_chosen_seeds_runs_before_scoring_on_shard_0_with_the_pr_number():
+    """evaluate.yml's score job audits the seeds (audit-generation.sh, which fails the job beyond tolerance, so the
+    merge job never runs and nothing is published) before the first shard is scored; the script passes the pull
+    request's number as the sample's seed."""
+    steps = load("evaluate")["jobs"]["score"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    audit = runs.index("bash .github/scripts/audit-generation.sh")
+    assert audit < runs.index("bash .github/scripts/score-shard.sh")
+    assert steps[audit]["if"] == "matrix.shard == 0"
+    assert steps[audit]["env"]["PR"] == "${{ needs.prepare.outputs.pr }}"
+    script = (SCRIPTS / "audit-generation.sh").read_text()
+    assert 'cultureboard audit-generation "${args[@]}"' in script and '--pr "${PR:-0}"' in script

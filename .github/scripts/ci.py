@@ -82,13 +82,15 @@ def _sha(name: str) -> str | None:
 
 
 def review(out: str) -> None:
+    from cultureboard.evaluators.results.made import WORKFLOW
+
     server, repository = os.environ.get("GITHUB_SERVER_URL", ""), os.environ.get("GITHUB_REPOSITORY", "")
     run = f"{server}/{repository}/actions/runs/{os.environ.get('GITHUB_RUN_ID', '')}"
     Path(out).write_text(json.dumps({
         "pull_request": _pr(), "repository": repository if HUB_ID.fullmatch(repository) else None,
         "server_url": server if re.fullmatch(r"https://[\w.-]+", server) else None,
         "head_sha": _sha("HEAD_SHA"), "evaluator_sha": _sha("MAIN_SHA"), "run": run,
-        "scored_by": "the evaluate workflow"}, indent=2) + "\n", encoding="utf-8")
+        "scored_by": WORKFLOW}, indent=2) + "\n", encoding="utf-8")
 
 
 def comment_meta(out: str) -> None:

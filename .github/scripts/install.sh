@@ -6,4 +6,5 @@ set -euo pipefail
 if [ "${1:-cpu}" = cpu ]; then
   pip install -q -c constraints.txt --index-url https://download.pytorch.org/whl/cpu torch torchvision
 fi
-pip install -q -c constraints.txt -e .
+# the ocr extra: validate --read-text and evaluate read every image's text (evaluators/engine/written.py)
+pip install -q -c constraints.txt -e '.[ocr]'

@@ -21,7 +21,7 @@ for id in "${ids[@]}"; do
   n=$((n + 1))
   dataset="$(bash "$here/fetch-dataset.sh" "$folder" datasets)" || dataset=""
   if [ -n "$dataset" ]; then
-    cultureboard validate "$folder" --dataset "$dataset" --changed-files changed.txt --json > "report/$n.json" || status=1
+    cultureboard validate "$folder" --dataset "$dataset" --changed-files changed.txt --read-text --json > "report/$n.json" || status=1
   else
     status=1
     cultureboard validate "$folder" --changed-files changed.txt --json > "report/$n.json" || true

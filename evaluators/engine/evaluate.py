@@ -49,6 +49,7 @@ from .context import SLICE_FIELDS, Context, Image
 from .parity import is_parity
 from .registry import Family, PromptSetSpec, family_of, options_dict, parse_options
 from .scorers import Scorers
+from . import written
 
 BASE_COLUMNS = [("metric", pa.string()), ("unit_id", pa.string()), ("prompt_id", pa.string()),
                 ("sample_idx", pa.int64()), ("file_name", pa.string()), ("sha256", pa.string()),
@@ -79,8 +80,11 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
              shard: tuple[int, int] | None = None, device: str | None = None, dtype: str | None = None,
              cache: str | Path | None = None, seed: int = 0, n_boot: int = 1000,
              options: Mapping[str, Any] | None = None, option_overrides: tuple[str, ...] | list[str] = (),
-             models: dict | None = None) -> Path:
+             models: dict | None = None, read_text: bool = True) -> Path:
     """Score ``submission`` against ``dataset``; returns the results (or shard) folder written.
+
+    ``read_text`` (default) reads every image's text with the OCR (:mod:`.written`) when the extra is installed;
+    False (``--no-read-text``) records every image "not checked".
 
     ``options`` (Python values) and ``option_overrides`` (``key=value`` strings, ``--option``) set the
     family's typed options; both are validated before any work and recorded in provenance. ``models``, a dict
@@ -114,19 +118,19 @@ def evaluate(submission: str | Path, dataset: str | Path, out: str | Path, *, sc
                            option_overrides, shard)
     with output_lock(target):
         return _score(submission, dataset, spec, family, pspec, chosen, target, shard, device, dtype,
-                      pool, Cache(cache_dir), seed, n_boot, inputs)
+                      pool, Cache(cache_dir), seed, n_boot, inputs, read_text)
 
 
 def inputs_sha256(submission: Path, dataset: Path, registry: Mapping, device: str, dtype: str, seed: int, n_boot: int,
-                  options: Mapping | None, overrides, shard: tuple[int, int] | None) -> str:
+                  options: Mapping | None, overrides, shard: tuple[int, int] | None, read_text: bool = True) -> str:
     """The digest of what a run's output is a function of: the submission (:func:`_submission_hash`), the dataset
-    revision, the scorer registry as configured, device kind, dtype, seed, bootstrap size, options, the shard and the
-    code's version. A shard records it (``inputs_sha256``), so an executor skips a unit already done with the same
+    revision, the scorer registry as configured, device kind, dtype, seed, bootstrap size, options, the shard, whether
+    the OCR reads the images' text and the code's version. A shard records it (``inputs_sha256``), so an executor skips a unit already done with the same
     inputs (:func:`finished_shard`)."""
     record = {"submission": _submission_hash(submission), "dataset": local_revision(dataset),
               "scorers": registry, "device": device.split(":")[0], "dtype": dtype, "seed": seed, "n_boot": n_boot,
               "options": dict(options or {}), "overrides": list(overrides), "shard": list(shard or ()),
-              "code": code_provenance(PACKAGES)}
+              "read_text": read_text, "code": code_provenance(PACKAGES)}
     return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -166,7 +170,7 @@ def scorers_in_use(family: Family, pspec: PromptSetSpec, chosen: Any, registry: 
 
 def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: PromptSetSpec, chosen: Any,
            target: Path, shard: tuple[int, int] | None, device: str, dtype: str, pool: Scorers, cache: Cache,
-           seed: int, n_boot: int, inputs: str) -> Path:
+           seed: int, n_boot: int, inputs: str, read_text: bool = True) -> Path:
     name = pspec.name
     prompts = {r["prompt_id"]: r for r in read_prompt_set(dataset, name)}
     everything, refused = _images(submission, spec, prompts)
@@ -178,6 +182,8 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
     ctx = Context(images, prompts, dataset, cache, pool, chosen, seed, refused, shard, everything, spec.get("control"))
     progress.say(f"scoring {len(images)} images of {name} ({family.name}: {len(pspec.metrics)} metrics)")
     rows = pspec.score(ctx) if images or refused else []
+    text_check = {**_read_written(images, prompts, dataset, cache, read_text),
+                  "reads_text": sorted(m for m in pspec.metrics if _reads_text(family, pspec, chosen, pool, m))}
     table = _table(rows, pspec)
     metrics = sorted(set(table.column("metric").to_pylist()))
     provenance = {
@@ -199,6 +205,7 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
                      "forward_passes": FORWARD_PASSES, "validity_rule": VALIDITY_RULE},
         "notes": ctx.notes,
         "refused": sorted([r["prompt_id"], r["sample_idx"], r["reason"]] for r in refused),
+        "written": text_check,
     }
     if shard:
         with atomic_dir(target, kind="shard") as tmp:
@@ -209,6 +216,33 @@ def _score(submission: Path, dataset: Path, spec: dict, family: Family, pspec: P
             (tmp / "shard.json").write_text(json.dumps(record, indent=2, sort_keys=True))
         return target
     return _write_results(target, table, provenance, family, pspec, prompts)
+
+
+def _read_written(images: list[Image], prompts: dict, dataset: Path, cache: Cache, read_text: bool) -> dict:
+    """The ``written`` block of provenance (:mod:`.written`): every image's recognised text and whether it spells
+    its prompt's names; without the OCR extra (or with ``read_text`` False) every image is "not checked", and the
+    run says so."""
+    reader = written.Reader(cache) if read_text and written.available() else None
+    if reader is None:
+        why = written.NOT_INSTALLED if read_text else written.SWITCHED_OFF
+        progress.say(f"written answers not checked: {why}")
+        return {**written.record(written.check_images(images, {}, None), None), "why": why}
+    elif images:
+        progress.say(f"reading the text of {len(images)} images (OCR {written.PACKAGE} {reader.identity['version']})")
+    names = written.dataset_names(dataset, prompts.values()) if reader else {}
+    return written.record(written.check_images(images, names, reader), reader.identity if reader else None)
+
+
+#: Scorer backends that read text drawn in an image: dual encoders with a text tower (CLIP, SigLIP); every judge
+#: (a vision-language model) reads it too.
+TEXT_READING_BACKENDS = ("transformers-dual-encoder", "open_clip")
+
+
+def _reads_text(family: Family, pspec: PromptSetSpec, chosen: Any, pool: Scorers, metric: str) -> bool:
+    """Whether one of the scorers ``metric`` reads (its card's, with an option's choice) reads text in images."""
+    names = scorers_in_use(family, dataclasses.replace(pspec, metrics=(metric,)), chosen, pool.registry)
+    return any(pool.registry[n].get("backend") in TEXT_READING_BACKENDS or pool.kind(n) == "judge"
+               for n in names if n in pool.registry)
 
 
 def slice_columns(pspec: PromptSetSpec) -> tuple[str, ...]:
@@ -256,7 +290,7 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
         raise CultureboardError(shards_dir, f"lacks shards {missing} (or mixes shard counts: {sorted(names)})",
                                 "rerun the missing shards with the same --shard count")
     infos, tables = zip(*(_read_shard(p) for p in parts))
-    per_shard = ("scorers", "metrics", "notes", "refused")
+    per_shard = ("scorers", "metrics", "notes", "refused", "written")
     base = {k: v for k, v in infos[0].items() if k not in per_shard}
     for p, info in zip(parts, infos):
         if {k: v for k, v in info.items() if k not in per_shard} != base:
@@ -289,8 +323,14 @@ def merge_shards(out: str | Path, submission_id: str, dataset: str | Path) -> Pa
                 counts.setdefault(metric, Counter()).update(facts["counts"])
     for metric, tally in counts.items():
         notes[metric] = {**notes[metric], "counts": dict(sorted(tally.items()))}
+    if len({json.dumps(info["written"]["ocr"], sort_keys=True) for info in infos}) != 1:
+        raise CultureboardError(shards_dir, "holds shards read by different OCR versions (or with and without OCR)",
+                                "rerun every shard with the same installation")
     provenance = {**base, "scorers": [scorers[k] for k in sorted(scorers)], "metrics": dict(sorted(metrics.items())),
-                  "notes": dict(sorted(notes.items())), "refused": sorted(r for info in infos for r in info["refused"])}
+                  "notes": dict(sorted(notes.items())), "refused": sorted(r for info in infos for r in info["refused"]),
+                  "written": {**written.record({k: v for info in infos for k, v in info["written"]["images"].items()},
+                                               infos[0]["written"]["ocr"]),
+                              "reads_text": infos[0]["written"]["reads_text"]}}
     try:
         table = pa.concat_tables(tables)
     except pa.ArrowException:
@@ -318,7 +358,8 @@ def _read_shard(folder: Path) -> tuple[dict, pa.Table]:
                 and isinstance(prov["dataset"]["revision"], str) and isinstance(prov["prompt_set"], str)
                 and isinstance(prov["settings"]["seed"], int) and isinstance(prov["settings"]["n_boot"], int)
                 and all(isinstance(s, dict) and isinstance(s["name"], str) for s in prov["scorers"])
-                and isinstance(prov["metrics"], dict)
+                and isinstance(prov["metrics"], dict) and isinstance(prov["written"]["images"], dict)
+                and isinstance(prov["written"]["reads_text"], list)
                 and all(isinstance(facts, dict) and all(isinstance(n, int) for n in facts.get("counts", {}).values())
                         for facts in prov["notes"].values())
                 and all(isinstance(pid, str) and isinstance(k, int) and isinstance(why, str)
@@ -375,12 +416,30 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
                              tested={m: family.card(m).target for m in metrics if is_parity(m)},
                              bounded={m: b for m in metrics if (b := family.card(m).bounded)}) if len(scores) else [],
     }
+    summary["written"] = _without_written(scores, provenance["written"], units, expected, settings, refused, clusters)
     progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:
         pq.write_table(table, tmp / "scores.parquet")
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True, allow_nan=False) + "\n",
                                           encoding="utf-8")
     return target
+
+
+def _without_written(scores, check: dict, units: dict, expected: dict, settings: dict, refused: dict,
+                     clusters: dict) -> dict:
+    """The share of images that spell their prompt (:func:`.written.tally`), and for every metric whose scorer reads
+    text (``reads_text``) its overall entry without the rows of those images ("without"; the same as the overall
+    entry when none spells). A row over a unit of several images (a pool, a chain) carries no file and is kept."""
+    spelling = sorted(k for k, v in check["images"].items() if v["result"] == written.SPELLS)
+    without = {}
+    for metric in sorted(set(check["reads_text"]) & set(units)):
+        rows = scores[(scores["metric"] == metric) & ~scores["file_name"].isin(spelling)]
+        entry = summarize(rows, units, expected, ("overall",), seed=settings["seed"], n_boot=settings["n_boot"],
+                          refused=refused, clusters=clusters)[:1] if len(rows) else []
+        without[metric] = {k: v for k, v in entry[0].items() if k not in ("metric", "slice_type", "slice")} if entry \
+            else None
+    return {"share": check["share"], "checked": check["checked"], "counts": check["counts"], "spelling": spelling,
+            "ocr": check["ocr"], "without": without}
 
 
 def _images(submission: Path, spec: dict, prompts: dict) -> tuple[list[Image], list[dict]]:

@@ -66,7 +66,8 @@ def run_unit(unit: Unit, settings: Mapping[str, Any], models: dict | None = None
         folder = Path(settings["out"]) / f"{submission_id(read_spec(submission / SUBMISSION_YAML))}.shards"
         inputs = inputs_sha256(submission, dataset, load_registry(settings.get("scorers")), device, dtype,
                                settings.get("seed", 0), settings.get("n_boot", 1000), settings.get("options"),
-                               settings.get("option_overrides", ()), unit.shard)
+                               settings.get("option_overrides", ()), unit.shard,
+                               settings.get("read_text", True))
     except (OSError, KeyError, TypeError):  # an unreadable submission: evaluate reports it, in one line
         folder, inputs = None, None
     if folder is not None and finished_shard(folder / f"{unit.shard[0]}-of-{unit.shard[1]}", inputs):
@@ -81,7 +82,7 @@ def evaluate_all(submissions: list[str | Path], dataset: str | Path, out: str | 
                  **settings: Any) -> list[Path]:
     """Score every submission in ``shards`` units each with ``executor`` and merge each one's units into
     ``out/<id>``; returns those folders, in the order of ``submissions``. ``settings`` are the keyword arguments of
-    :func:`.evaluate.evaluate` (scorers, device, dtype, cache, seed, n_boot, options, option_overrides).
+    :func:`.evaluate.evaluate` (scorers, device, dtype, cache, seed, n_boot, options, option_overrides, read_text).
     ``runner(unit, settings, models)`` scores one unit (:func:`run_unit`)."""
     from ..submission.format import SUBMISSION_YAML, read_spec, submission_id
     from .evaluate import merge_shards

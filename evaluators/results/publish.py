@@ -12,8 +12,9 @@ commit:
 * ``README.md``: a dataset card whose YAML ``configs`` lists the data file of every split, so that
   ``datasets.load_dataset("ORG/NAME", split="latest")`` works.
 
-Every split has the same columns: ``submission`` (the original id) followed by the evaluator's score
-columns (the union over submissions, missing ones null), so ``datasets`` can read all splits with one
+Every split has the same columns: ``submission`` (the original id), ``generated_by`` and ``scored_by``
+(:mod:`.made`: the team or the leaderboard for a control, from the id; the leaderboard's CI when the result's
+``review.json`` says the evaluate workflow scored it) followed by the evaluator's score columns (the union over submissions, missing ones null), so ``datasets`` can read all splits with one
 set of features. Every submission under the results folder is staged on every upload: the card,
 ``latest`` and the splits then always agree, and the Hub drops files that did not change from the
 commit. The token comes from ``HF_TOKEN`` or the huggingface_hub login.
@@ -33,7 +34,13 @@ import yaml
 from cultureboard.errors import CultureboardError
 from cultureboard.hub import check_repo_id, upload_folder
 
+from .made import generated_by, scored_by
+
 LATEST = "latest"
+#: The columns before the score columns: the submission, who generated its images and who scored them (:mod:`.made`).
+MADE = ("submission", "generated_by", "scored_by")
+#: A control's folder name starts so (its organization is ``control``).
+CONTROL_PREFIX = "control__"
 SCORES = "scores.parquet"
 SUMMARY = "summary.json"
 #: datasets' rule for split names (``datasets.naming._split_re``).
@@ -84,9 +91,12 @@ def stage_results(results_dir: str | Path, out: str | Path) -> dict[str, str]:
         except (OSError, pa.ArrowException) as exc:
             raise CultureboardError(found[sid] / SCORES, f"cannot be read as parquet ({exc.__class__.__name__}: {exc})",
                                     f"re-run `cultureboard evaluate` for {sid}", exit_code=2) from None
-        if "submission" in table.column_names:
-            table = table.drop_columns(["submission"])
-        tables[name] = table.add_column(0, "submission", pa.array([sid] * len(table), pa.string()))
+        table = table.drop_columns([c for c in MADE if c in table.column_names])
+        made = {"submission": sid, "generated_by": generated_by(sid.startswith(CONTROL_PREFIX)),
+                "scored_by": scored_by(found[sid])}
+        for k, (column, value) in enumerate(made.items()):
+            table = table.add_column(k, column, pa.array([value] * len(table), pa.string()))
+        tables[name] = table
     try:
         latest = pa.concat_tables(list(tables.values()), promote_options="default")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

@@ -5,6 +5,9 @@
   metric, and a check of its sense;
 * ``text-only``: the prompt rendered as an image of its own words (black text on white), every sample alike: a
   metric that rates it as high as real generations rewards reading text, not seeing culture;
+* ``written-prompt``: one image per prompt (sample 0; the others are declared refusals), the artifact's name in
+  large black type on a plain white background (the typographic attack): a metric on which it beats the real
+  models reads the answer written in the image. A prompt that names no artifact is a declared refusal;
 * ``category-images`` (CuRe's ``cure-ladder``): every prompt of an artifact's ladder, P(n), P(n,c), P(n,r) and
   P(n,c,r), answered with the images of its category prompt P(c) (the generic dish instead of the named one):
   sample k of a ladder prompt is sample k of P(c). The images are those of a real submission (``source``,
@@ -14,6 +17,10 @@
 * ``unedited`` (ECB's ``ecb``): every edit step of an I2I chain returns its input unchanged, so each step's image
   is the chain's base image, copied from a real submission (``source``) that also gives the bases: an editor that
   does nothing. A metric on which it beats the real models rewards not editing.
+* ``copied-references``: the ``reference-photos`` images handed in as a model's would be, each re-encoded as JPEG
+  (quality :data:`COPY_QUALITY`) and saved again as PNG: the copy a team could submit to top every
+  similarity-to-reference metric. It exists to be refused: validation finds each image a copy of a reference
+  photograph (``image.copies_reference``, :mod:`.rules.copies`), and the demo shows it refused, never scored.
 
 The two copying controls keep the source's pixels and size (``size`` does not apply); each copy is a PNG whose text
 chunks say which prompt it stands for and which file of the source it is (one picture serves several prompts, and
@@ -49,7 +56,7 @@ from cultureboard.provenance import file_sha256
 from .format import (CONTROL_KINDS, FORMAT_VERSION, IMAGES, METADATA, SUBMISSION_YAML, get, is_refusal, parse_location,
                      parse_submission_id, read_metadata, read_spec, write_submission)
 
-REFERENCE_PHOTOS, TEXT_ONLY, CATEGORY_IMAGES, UNEDITED = CONTROL_KINDS
+REFERENCE_PHOTOS, TEXT_ONLY, CATEGORY_IMAGES, UNEDITED, COPIED_REFERENCES, WRITTEN_PROMPT = CONTROL_KINDS
 #: The controls that copy a source submission's images (``--from``).
 COPYING = (CATEGORY_IMAGES, UNEDITED)
 
@@ -89,7 +96,8 @@ def make_control(kind: str, dataset: str | Path, prompt_set: str, out: str | Pat
         make = origin.maker(STAND_INS[kind](prompts, prompt_set))
         spec = _spec(kind, dataset, prompt_set, origin.size, named["tag"], origin)
     else:
-        make = (_photographs(dataset, size, prompts, prompt_set) if kind == REFERENCE_PHOTOS
+        make = (_photographs(dataset, size, prompts, prompt_set, copied=kind == COPIED_REFERENCES)
+                if kind in (REFERENCE_PHOTOS, COPIED_REFERENCES) else _written_name(size) if kind == WRITTEN_PROMPT
                 else lambda p, k: _text_image(p["text"], size))
         spec = _spec(kind, dataset, prompt_set, (size, size), named["tag"])
     rows, written = [], 0
@@ -117,9 +125,15 @@ def _file(prompt_id: str, k: int) -> str:
     return f"{IMAGES}/{prompt_id}/{k}.png"
 
 
-def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str) -> Maker:
-    """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``. A prompt
-    set none of whose artifacts has a photograph is refused (a control of nothing but refusals measures nothing)."""
+#: The JPEG quality a copied-references image is re-encoded at (the issue's "re-encoded" copy).
+COPY_QUALITY = 60
+
+
+def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str, copied: bool = False) -> Maker:
+    """reference-photos: sample k of a prompt is its artifact's photograph of rank k, squared to ``size``; with
+    ``copied`` (copied-references) re-encoded as JPEG at :data:`COPY_QUALITY` first, and its text chunks saying
+    nothing of where it comes from. A prompt set none of whose artifacts has a photograph is refused (a control of
+    nothing but refusals measures nothing)."""
     photos, missing = read_references(dataset)
     if not photos:
         raise CultureboardError(dataset, "has no reference photographs",
@@ -134,6 +148,8 @@ def _photographs(dataset: Path, size: int, prompts: list[dict], prompt_set: str)
         available = photos.get(p.get("artifact_id") or "", [])
         if k >= len(available):
             return _why_none(p, available, missing)
+        if copied:
+            return _square(available[k]["data"], size, {"prompt_id": p["prompt_id"]}, jpeg=COPY_QUALITY)
         return _square(available[k]["data"], size, {
             "prompt_id": p["prompt_id"],
             "reference": f"{p['artifact_id']} rank {available[k]['rank']} (the dataset's references config)"})
@@ -228,8 +244,8 @@ def _spec(kind: str, dataset: Path, prompt_set: str, size: tuple[int, int], tag:
         **({"tag": tag} if tag else {}),
         "date": date.today().isoformat(),
         "model": {"name": kind, "id": f"cultureboard/control-{kind}", "revision": __version__,
-                  "license": model.get("license") or ("see the dataset's references config" if kind == REFERENCE_PHOTOS
-                                                      else "CC0-1.0"),
+                  "license": model.get("license") or ("see the dataset's references config"
+                                                      if kind in (REFERENCE_PHOTOS, COPIED_REFERENCES) else "CC0-1.0"),
                   "weights": model.get("weights") or "open",
                   # the copied images are the source model's: its training data is theirs (entanglement badges)
                   "training_data": model.get("training_data") or "none (a control, not a model)"},
@@ -251,14 +267,19 @@ def _why_none(prompt: dict, available: list, missing: dict) -> str:
     return f"no reference photograph of {artifact}" + (f": {missing[artifact]}" if artifact in missing else "")
 
 
-def _square(data: bytes, size: int, text: dict[str, str]) -> bytes:
-    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), as PNG with
-    ``text`` in its text chunks (:func:`_png`)."""
+def _square(data: bytes, size: int, text: dict[str, str], jpeg: int | None = None) -> bytes:
+    """A photograph centre-cropped to a square and resized to ``size`` (EXIF orientation applied), re-encoded as
+    JPEG of quality ``jpeg`` when given, as PNG with ``text`` in its text chunks (:func:`_png`)."""
     from PIL import Image, ImageOps
 
     from cultureboard.images import open_rgb
 
-    return _png(ImageOps.fit(open_rgb(io.BytesIO(data)), (size, size), method=Image.Resampling.BICUBIC), text)
+    square = ImageOps.fit(open_rgb(io.BytesIO(data)), (size, size), method=Image.Resampling.BICUBIC)
+    if jpeg is not None:
+        buffer = io.BytesIO()
+        square.save(buffer, format="JPEG", quality=jpeg)
+        square = open_rgb(io.BytesIO(buffer.getvalue()))
+    return _png(square, text)
 
 
 def _png(image, text: dict[str, str]) -> bytes:
@@ -274,16 +295,31 @@ def _png(image, text: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-def _text_image(text: str, size: int) -> bytes:
+def _written_name(size: int) -> Maker:
+    """written-prompt: sample 0 of a prompt is its artifact's name drawn large (:func:`_text_image`, starting at a
+    quarter of the side); later samples, and prompts without an artifact, are declared refusals."""
+    def make(p: dict, k: int) -> bytes | str:
+        if not p.get("artifact_name"):
+            return "the prompt names no artifact, so there is no name to write"
+        if k:
+            return "written-prompt draws one image per prompt"
+        return _text_image(p["artifact_name"], size, largest=size // 4)
+    return make
+
+
+def _text_image(text: str, size: int, largest: int | None = None) -> bytes:
     """``text`` in black on white with the image library's own font (deterministic), the largest size at which
-    the wrapped text fits the square (so two prompts never give the same picture)."""
+    the wrapped text fits the square (so two prompts never give the same picture). With ``largest`` (the
+    written-prompt control's name) the search starts at that size, words are never split and each line's drawn
+    width must fit too, so an OCR reads whole words."""
     from PIL import Image, ImageDraw, ImageFont
 
-    for points in range(max(12, size // 12), 5, -1):
-        lines = textwrap.wrap(text, width=max(8, int((size - size // 8) / (0.6 * points))))
-        if len(lines) * points * 1.3 <= size - size // 8:
+    room = size - size // 8
+    for points in range(max(12, largest or size // 12), 5, -1):
+        lines = textwrap.wrap(text, width=max(8, int(room / (0.6 * points))), break_long_words=largest is None)
+        font = ImageFont.load_default(size=points)
+        if len(lines) * points * 1.3 <= room and (largest is None or max(font.getlength(x) for x in lines) <= room):
             break
-    font = ImageFont.load_default(size=points)
     image = Image.new("RGB", (size, size), "white")
     draw = ImageDraw.Draw(image)
     y = (size - int(len(lines) * points * 1.3)) // 2

@@ -48,7 +48,8 @@ MAX_SUBMISSION_ID = 128
 MAX_LINE_BYTES = 16 * 2**10
 _INT64 = 2**63
 #: The control submissions `cultureboard make-control` makes (:mod:`.controls`): shown marked, never ranked.
-CONTROL_KINDS = ("reference-photos", "text-only", "category-images", "unedited")
+CONTROL_KINDS = ("reference-photos", "text-only", "category-images", "unedited", "copied-references",
+                 "written-prompt")
 
 
 #: The licence ids ``model.license`` takes (any case): the Hugging Face Hub's licence identifiers (mostly SPDX ids),
@@ -127,6 +128,9 @@ FIELDS: tuple[Field, ...] = (
           "name (validate warns)"),
     Field("prompt_set.revision", str, True, "the dataset revision generated from: Hub commit or sha256: fingerprint"),
     Field("images.location", str, True, "'images' (a folder in the submission) or hf://datasets/ORG/REPO@REVISION"),
+    Field("supersedes.submission", str, False, "the submission folder this one replaces: the same model version and "
+          "prompt set (its row stays on the site, marked superseded, never ranked)"),
+    Field("supersedes.reason", str, False, "why it is replaced (e.g. 'regenerated with the corrected scheduler')"),
 )
 
 

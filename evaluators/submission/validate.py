@@ -4,8 +4,9 @@ each naming the file (``metadata.jsonl:12``, ``images/x.png``), the problem and 
 The rules are grouped by what they check, one module each under :mod:`.rules` (their docstrings list them):
 :mod:`~.rules.paths` (the folder and what is in it, file names, text safety), :mod:`~.rules.spec`
 (``submission.yaml``, read once into the typed :class:`~.rules.spec.Spec`, and the model's other submissions),
-:mod:`~.rules.metadata`, :mod:`~.rules.coverage` (needs the dataset), :mod:`~.rules.images` and
-:mod:`~.rules.scope` (a pull request's changed files). :data:`GROUPS` runs them in order, each reading what the
+:mod:`~.rules.rows` (one row per model version and prompt set: ``supersedes``),
+:mod:`~.rules.metadata`, :mod:`~.rules.coverage` (needs the dataset), :mod:`~.rules.images`, :mod:`~.rules.copies`
+(perceptual hashes: copies of reference photographs, near-copies across prompts) and :mod:`~.rules.scope` (a pull request's changed files). :data:`GROUPS` runs them in order, each reading what the
 earlier ones found from the :class:`~.rules.report.Run`: a new rule group is one module with its ``CODES`` and a
 ``check(run)`` function, added to :data:`GROUPS` and :data:`CODES`. ``package`` runs the same rules on the folder
 it is about to write (:func:`validate` with ``name``), so it never writes one that validate rejects.
@@ -26,18 +27,19 @@ from PIL import Image
 
 from cultureboard.errors import CultureboardError
 
-from .rules import coverage, images, metadata, paths, scope, spec
+from .rules import copies, coverage, images, metadata, paths, rows, scope, spec
 from .rules.report import DATED_CODES, Limits, Problem, Report, Run, problem
 from .rules.scope import check_pr_scope
 
 __all__ = ["CODES", "DATED_CODES", "GROUPS", "Limits", "Problem", "Report", "check_pr_scope", "validate"]
 
 #: Every problem code, by rule group.
-CODES: dict[str, str] = {**paths.CODES, **spec.CODES, **metadata.CODES, **coverage.CODES, **images.CODES, **scope.CODES}
+CODES: dict[str, str] = {**paths.CODES, **spec.CODES, **rows.CODES, **metadata.CODES, **coverage.CODES, **images.CODES,
+                        **copies.CODES, **scope.CODES}
 
 #: The rule groups in the order they run (each a function of the Run; a later one reads what earlier ones found).
-GROUPS = (paths.check_tree, spec.check, spec.check_siblings, metadata.check, coverage.check, images.check,
-          images.check_copies, paths.check_contents)
+GROUPS = (paths.check_tree, spec.check, spec.check_siblings, rows.check, metadata.check, coverage.check, images.check,
+          images.check_copies, copies.check, paths.check_contents)
 
 
 def validate(submission_dir: str | Path, dataset: str | Path | None = None, limits: Limits = Limits(), *,

@@ -80,6 +80,8 @@ class Report:
     checked: dict[str, int] = field(default_factory=dict)
     omitted: dict[str, dict[str, int]] = field(default_factory=dict)
     unchecked: list[str] = field(default_factory=list)
+    #: what the OCR found (``validate --read-text``: :func:`~cultureboard.evaluators.engine.written.check_submission`)
+    written: dict | None = None
 
     @property
     def errors(self) -> list[Problem]:
@@ -127,13 +129,13 @@ class Report:
         return json.dumps({"submission": self.submission, "valid": self.accepted, "verdict": self.verdict,
                            "errors": self.count("error"), "warnings": self.count("warning"), "checked": self.checked,
                            "unchecked": self.unchecked, "problems": [asdict(p) for p in self.problems],
-                           "omitted": self.omitted}, indent=2)
+                           "omitted": self.omitted, "written": self.written}, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> Report:
         data = json.loads(text)
         return cls(data["submission"], [Problem(**p) for p in data["problems"]], data["checked"], data.get("omitted", {}),
-                   data.get("unchecked", []))
+                   data.get("unchecked", []), data.get("written"))
 
     def to_text(self) -> str:
         """Errors, then warnings, grouped by code (a line ``CODE: N errors`` before each group of several), one
@@ -145,6 +147,12 @@ class Report:
             lines.append(f"... and {sum(left.values()):,} more problems not shown: "
                          + ", ".join(f"{code} x {n:,}" for code, n in top[:8]) + (", ..." if len(top) > 8 else ""))
         lines += [f"NOT CHECKED: {what}" for what in self.unchecked]
+        if self.written is not None:
+            w = self.written
+            lines.append(f"WRITTEN ANSWERS: {w['counts']['spells']} of {w['checked']} checked images"
+                         + (f" ({w['share']:.0%})" if w["checked"] else "") + " spell their prompt's artifact or "
+                         f"country; {w['counts']['not checked']} not checked (OCR {w['ocr']['package']} "
+                         f"{w['ocr']['version']}); metrics whose scorers read text are also reported without them")
         counts = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in self.checked.items())
         lines.append(f"{self.submission}: {self.verdict}: {self.count('error')} errors, {self.count('warning')} warnings "
                      f"({counts})")
@@ -198,7 +206,8 @@ class Run:
 
     ``files`` and ``flagged`` (paths), ``spec`` (the typed :class:`~.spec.Spec`) and ``lines`` (spec), ``parsed``
     and ``rows`` (metadata: every distinct line, and the lines that came first of each slot and file),
-    ``prompts`` and ``prompt_set`` (coverage), ``listed`` and ``checked_images`` (images)."""
+    ``prompts`` and ``prompt_set`` (coverage), ``listed`` and ``checked_images`` (images), ``hashed_images``
+    (copies: the images compared by perceptual hash)."""
 
     def __init__(self, root: Path, limits: Limits, dataset: Path | None = None, name: str | None = None,
                  full_decode: bool = False, workers: int | None = None):
@@ -219,6 +228,7 @@ class Run:
         self.other_sets: list[str] = []  # the dataset's other prompt sets (images from another set are named so)
         self.listed: set[str] | None = None
         self.checked_images = 0
+        self.hashed_images = 0
 
     def add(self, p: Problem) -> None:
         """Keep the problem, or count it once :attr:`Limits.max_problems` are kept."""
@@ -270,6 +280,8 @@ class Run:
             checked["refused"] = refused  # declared refusals: counted in coverage as refused, not missing
         if self.prompts is not None:
             checked["prompts"] = len(self.prompts)
+        if self.hashed_images:
+            checked["hashed_images"] = self.hashed_images
         return Report(submission, self.problems, checked, self.omitted, self.unchecked)
 
 

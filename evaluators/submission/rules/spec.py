@@ -127,7 +127,14 @@ class Images:
     location: str | None = None
 
 
-_SECTION_TYPES = {"model": Model, "generation": Generation, "seeds": Seeds, "prompt_set": PromptSetPin, "images": Images}
+@dataclass(frozen=True)
+class Supersedes:
+    submission: str | None = None
+    reason: str | None = None
+
+
+_SECTION_TYPES = {"model": Model, "generation": Generation, "seeds": Seeds, "prompt_set": PromptSetPin, "images": Images,
+                  "supersedes": Supersedes}
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,7 @@ class Spec:
     seeds: Seeds = Seeds()
     prompt_set: PromptSetPin = PromptSetPin()
     images: Images = Images()
+    supersedes: Supersedes = Supersedes()
 
     @classmethod
     def from_mapping(cls, raw: dict) -> Spec:
