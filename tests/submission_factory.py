@@ -8,12 +8,15 @@ Images are 64x64 PNGs of distinct solid colours, so every hash differs.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import random
 import struct
 import zlib
 from pathlib import Path
+
+import pytest
 
 import yaml
 from PIL import Image
@@ -22,6 +25,27 @@ from cultureboard.builder.dataset import prompt_config, write_dataset
 from cultureboard.builder.prompt_sets import PromptSet
 from cultureboard.dataset_folder import local_revision
 from cultureboard.provenance import file_sha256
+
+@contextlib.contextmanager
+def without_copy_rule():
+    """Validation (and so ``evaluate``) with the copy rule (:mod:`rules.copies`) left out, for a test world that
+    hands in copies on purpose, to test a metric at its extreme (an image identical to a reference photograph, one
+    picture for every prompt); each such world also tests that the rule refuses it."""
+    from cultureboard.evaluators.submission import validate
+    from cultureboard.evaluators.submission.rules import copies
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(validate, "GROUPS", tuple(g for g in validate.GROUPS if g is not copies.check))
+        yield
+
+
+def evaluate_allowing_copies(*args, **kwargs):
+    """:func:`cultureboard.evaluators.evaluate` under :func:`without_copy_rule`."""
+    from cultureboard.evaluators import evaluate
+
+    with without_copy_rule():
+        return evaluate(*args, **kwargs)
+
 
 PROMPT_SET = "tiny"
 SUBMISSION_ID = "test-lab__tiny-diffusion"

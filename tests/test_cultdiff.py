@@ -15,16 +15,19 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from PIL import Image
+from submission_factory import evaluate_allowing_copies
 
 from cultureboard.builder import build
 from cultureboard.builder.references import synthetic_references
 from cultureboard.dataset_folder import local_revision, read_prompt_set, references_revision
+from cultureboard.errors import CultureboardError
 from cultureboard.evaluators import evaluate
 from cultureboard.evaluators.engine.pairwise import SquareResize
 from cultureboard.evaluators.engine.scorers import load_scorer
 from cultureboard.evaluators.families.cultdiff import core
 from cultureboard.evaluators.families.cultdiff.leaderboard import country_category, underrepresented
 from cultureboard.evaluators.families.cultdiff.train import read_references
+from cultureboard.evaluators.submission import validate as validate_module
 from cultureboard.evaluators.submission.format import write_submission
 
 SIDE = 64
@@ -151,9 +154,11 @@ def scorer_config(tiny_scorers: Path, root: Path, learned: bool = True) -> Path:
     return path
 
 
-def make_inputs(root: Path, tiny_scorers: Path) -> dict:
+def make_inputs(root: Path, tiny_scorers: Path, copy_reference: bool = True) -> dict:
     """A cultdiff dataset (Spain and Mexico; one artifact left without photographs; synthetic references), a
-    submission whose first image is a reference photograph of its artifact, and the scorer config."""
+    submission whose first image is a reference photograph of its artifact (with ``copy_reference``: a submission
+    that validation refuses, see :func:`evaluate_allowing_copies`; otherwise noise like the others), and the
+    scorer config."""
     dataset = root / "dataset"
     build(dataset, countries=["ES", "MX"], prompt_sets=["cultdiff"])
     prompts = read_prompt_set(dataset, "cultdiff")
@@ -164,17 +169,19 @@ def make_inputs(root: Path, tiny_scorers: Path) -> dict:
     rng = np.random.default_rng(5)
     images = {p["prompt_id"]: _png(rng.integers(0, 256, (SIDE, SIDE, 3))) for p in prompts}
     identical = prompts[0]
-    images[identical["prompt_id"]] = refs.data[refs.by_artifact[identical["artifact_id"]][0]]
+    if copy_reference:
+        images[identical["prompt_id"]] = refs.data[refs.by_artifact[identical["artifact_id"]][0]]
     submission = write_cultdiff_submission(root / "submissions", dataset, images, "alpha")
     return {"root": root, "dataset": dataset, "prompts": prompts, "bare": bare, "identical": identical,
             "refs": refs, "submission": submission, "config": scorer_config(tiny_scorers, root)}
 
 
 def make_world(root: Path, tiny_scorers: Path, device: str = "cpu", dtype: str | None = None) -> dict:
-    """:func:`make_inputs` and the submission's results."""
+    """:func:`make_inputs` and the submission's results, without the copy rule: the submission hands in a reference
+    photograph on purpose (:func:`test_the_copy_rule_refuses_this_worlds_reference_photograph`)."""
     world = make_inputs(root, tiny_scorers)
-    results = evaluate(world["submission"], world["dataset"], root / "results", scorers=world["config"], device=device,
-                       dtype=dtype, n_boot=200, cache=root / "cache")
+    results = evaluate_allowing_copies(world["submission"], world["dataset"], root / "results", scorers=world["config"],
+                                       device=device, dtype=dtype, n_boot=200, cache=root / "cache")
     return {**world, "results": results, "scores": pq.read_table(results / "scores.parquet").to_pandas(),
             "summary": json.loads((results / "summary.json").read_text())}
 
@@ -219,6 +226,16 @@ def test_values_are_the_scorers_own(world):
     assert checked >= 3
 
 
+def test_the_copy_rule_refuses_this_worlds_reference_photograph(world):
+    report = validate_module.validate(world["submission"], world["dataset"])
+    pid = world["identical"]["prompt_id"]
+    assert [(p.code, p.file) for p in report.errors] == [("image.copies_reference", f"images/{pid}/0.png")]
+    with pytest.raises(CultureboardError, match="copy of reference photograph"):
+        evaluate(world["submission"], world["dataset"], world["root"] / "refused", scorers=world["config"],
+                 device="cpu", n_boot=50, cache=world["root"] / "cache")
+    assert not (world["root"] / "refused").exists()
+
+
 def test_an_image_identical_to_a_reference_scores_the_maximum(world):
     scores = world["scores"]
     pid = world["identical"]["prompt_id"]
@@ -229,7 +246,7 @@ def test_an_image_identical_to_a_reference_scores_the_maximum(world):
     assert first["cultdiff.lpips"] == pytest.approx(0.0, abs=1e-6)
     assert first["cultdiff.dreamsim"] == pytest.approx(0.0, abs=1e-5)
     others = scores[(scores.prompt_id != pid) & scores.flag.isna()]
-    best = evaluate(world["submission"], world["dataset"], world["root"] / "results-best", scorers=world["config"],
+    best = evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-best", scorers=world["config"],
                     device="cpu", n_boot=50, cache=world["root"] / "cache", options={"reduction": "best"})
     best_scores = pq.read_table(best / "scores.parquet").to_pandas()
     mine = best_scores[best_scores.prompt_id == pid].set_index("metric")["value"]
@@ -265,7 +282,7 @@ def test_images_without_references_are_flagged_and_counted(world):
 
 def test_without_a_cultdiff_s_model_its_rows_are_flagged(world, tiny_scorers):
     config = scorer_config(tiny_scorers, world["root"], learned=False)
-    result = evaluate(world["submission"], world["dataset"], world["root"] / "results-unlearned", scorers=config,
+    result = evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-unlearned", scorers=config,
                       device="cpu", n_boot=50, cache=world["root"] / "cache")
     scores = pq.read_table(result / "scores.parquet").to_pandas()
     learned = scores[scores.metric == "cultdiff.learned"]
@@ -394,7 +411,6 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
     set" and left out of the value; the others keep the stand-in's values; the validity study sees only those."""
     import shutil
 
-    from cultureboard.errors import CultureboardError
     from cultureboard.evaluators.families.cultdiff.human import metric_validity
 
     entries = yaml.safe_load(world["config"].read_text())
@@ -408,7 +424,7 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
     (folder / "training.json").write_text(json.dumps({"trained_on": {"artifacts": [a], "images": [photo_of_b, unrelated]}}))
     config = world["root"] / "scorers-trained.yaml"
     config.write_text(yaml.safe_dump({**entries, "cultdiff.learned": {**entries["cultdiff.learned"], "path": str(folder)}}))
-    out = evaluate(world["submission"], world["dataset"], world["root"] / "results-trained", scorers=config,
+    out = evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-trained", scorers=config,
                    device="cpu", n_boot=50, cache=world["root"] / "cache")
     scores = pq.read_table(out / "scores.parquet").to_pandas()
     learned = scores[scores.metric == "cultdiff.learned"].set_index("prompt_id")
@@ -440,5 +456,5 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
     assert n["cultdiff.learned"] == len(held) and n["cultdiff.dino"] == len(scored)
     (folder / "training.json").write_text(json.dumps({"losses": [1.0]}))  # a record that does not say
     with pytest.raises(CultureboardError, match="does not say what the model was trained on"):
-        evaluate(world["submission"], world["dataset"], world["root"] / "results-stale", scorers=config,
+        evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-stale", scorers=config,
                  device="cpu", n_boot=50, cache=world["root"] / "cache")

@@ -27,6 +27,7 @@ from cultureboard.evaluators.families import cure
 from cultureboard.evaluators.families.cure import CureOptions, ladder_id, score_ladder
 from cultureboard.evaluators.submission.format import submission_id, write_submission
 from PIL import Image
+from submission_factory import evaluate_allowing_copies, without_copy_rule
 
 from cultureboard.countries import load_countries
 from cultureboard.dataset_folder import local_revision, read_prompt_set
@@ -72,9 +73,12 @@ def write_references(dataset: Path) -> dict[str, list[bytes]]:
     return photos
 
 
-def make_submission(parent: Path, dataset: Path, model: str, refuse=lambda prompt, k: False) -> Path:
-    """Every image of the set, 64 px blocks seeded by prompt and sample; the bridge's sixteen images have the same
-    pixels (distinct files); ``refuse(prompt, k)`` declares a refusal instead of an image."""
+def make_submission(parent: Path, dataset: Path, model: str, refuse=lambda prompt, k: False,
+                    same_bridge: bool = True) -> Path:
+    """Every image of the set, 64 px blocks seeded by prompt and sample; with ``same_bridge`` the bridge's sixteen
+    images have the same pixels (distinct files: a submission the copy rule refuses, scored here without it, see
+    :func:`test_the_copy_rule_refuses_one_picture_for_every_level`); ``refuse(prompt, k)`` declares a refusal
+    instead of an image."""
     spec = {
         "format_version": 1, "organization": "lab", "contact": "lab@example.org", "date": "2026-11-25",
         "model": {"name": model, "id": f"lab/{model}", "revision": "0" * 40, "license": "mit", "weights": "open"},
@@ -93,7 +97,7 @@ def make_submission(parent: Path, dataset: Path, model: str, refuse=lambda promp
                 lines.append({"prompt_id": p["prompt_id"], "sample_idx": k, "refused": True, "reason": "policy"})
                 continue
             rel = f"images/{p['prompt_id']}/{k}.png"
-            seed = 7 if ladder_id(p) == BRIDGE else int(hashlib.sha256(f"{p['prompt_id']}/{k}".encode()).hexdigest()[:8], 16)
+            seed = 7 if same_bridge and ladder_id(p) == BRIDGE else int(hashlib.sha256(f"{p['prompt_id']}/{k}".encode()).hexdigest()[:8], 16)
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             (out / rel).write_bytes(png(seed, label=rel))
             lines.append({"file_name": rel, "prompt_id": p["prompt_id"], "sample_idx": k, "seed": p["seeds"][k],
@@ -110,8 +114,8 @@ def world(tmp_path_factory, tiny_scorers):
     dataset = write_dataset(root / "dataset", [prompt_config(ladder)], {})
     photos = write_references(dataset)
     submission = make_submission(root / "submissions", dataset, "complete")
-    results = evaluate(submission, dataset, root / "results", scorers=tiny_scorers, device="cpu",
-                       cache=root / "cache", n_boot=100)
+    results = evaluate_allowing_copies(submission, dataset, root / "results", scorers=tiny_scorers, device="cpu",
+                                       cache=root / "cache", n_boot=100)
     scores = pq.read_table(results / "scores.parquet").to_pandas()
     summary = json.loads((results / "summary.json").read_text())
     return {"root": root, "dataset": dataset, "submission": submission, "results": results, "scores": scores,
@@ -233,9 +237,19 @@ def test_acceptance_and_slices(world):
     assert gs_food["n_prompts"] == 1 and gs_food["value"] == pytest.approx(value(scores, "cure.ps", JIAOZI)["value"])
 
 
+def test_the_copy_rule_refuses_one_picture_for_every_level(world):
+    """The bridge's sixteen images are one picture for four prompt texts, drawn from different seeds."""
+    from cultureboard.evaluators.submission.validate import validate
+
+    report = validate(world["submission"], world["dataset"])
+    assert {p.code for p in report.errors} == {"image.near_duplicate"}
+    assert len(report.errors) == 12 and all("yangpu-bridge" in p.message for p in report.errors)  # 3 later levels x 4
+
+
 def test_centroid_reduction_is_recorded_and_used(world):
-    out = evaluate(world["submission"], world["dataset"], world["root"] / "results-centroid", scorers=world["scorers"],
-                   device="cpu", cache=world["root"] / "cache", n_boot=100, option_overrides=["reduction=centroid"])
+    out = evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-centroid",
+                                   scorers=world["scorers"], device="cpu", cache=world["root"] / "cache", n_boot=100,
+                                   option_overrides=["reduction=centroid"])
     summary = json.loads((out / "summary.json").read_text())
     assert summary["provenance"]["options"] == {"reduction": "centroid"}
     assert world["summary"]["provenance"]["options"] == {"reduction": "mean_pairwise"}
@@ -253,8 +267,8 @@ def test_centroid_reduction_is_recorded_and_used(world):
 def test_shards_merge_to_the_unsharded_result(world):
     out = world["root"] / "results-sharded"
     for i in range(2):
-        evaluate(world["submission"], world["dataset"], out, scorers=world["scorers"], device="cpu",
-                 cache=world["root"] / "cache", n_boot=100, shard=(i, 2))
+        evaluate_allowing_copies(world["submission"], world["dataset"], out, scorers=world["scorers"], device="cpu",
+                                 cache=world["root"] / "cache", n_boot=100, shard=(i, 2))
     merged = merge_shards(out, world["submission"].name, world["dataset"])
     assert pq.read_table(merged / "scores.parquet").equals(pq.read_table(world["results"] / "scores.parquet"))
 
@@ -329,10 +343,11 @@ def test_declared_refusals_change_coverage_and_acceptance_not_the_other_scores(w
         return ladder_id(p) == PIEROGI or (ladder_id(p) == JIAOZI and p["level"] == "n,r" and k == 1)
 
     submission = make_submission(world["root"] / "submissions", world["dataset"], "refusing", refuse)
-    report = validate(submission, world["dataset"])
-    assert report.valid and report.checked["refused"] == 17, report.to_text()
-    out = evaluate(submission, world["dataset"], world["root"] / "results", scorers=world["scorers"], device="cpu",
-                   cache=world["root"] / "cache", n_boot=100)
+    with without_copy_rule():  # the bridge as in the world's submission
+        report = validate(submission, world["dataset"])
+        assert report.valid and report.checked["refused"] == 17, report.to_text()
+        out = evaluate(submission, world["dataset"], world["root"] / "results", scorers=world["scorers"], device="cpu",
+                       cache=world["root"] / "cache", n_boot=100)
     scores = pq.read_table(out / "scores.parquet").to_pandas()
     summary = json.loads((out / "summary.json").read_text())
     assert len(summary["provenance"]["refused"]) == 17

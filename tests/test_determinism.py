@@ -46,14 +46,14 @@ def _cure(root: Path, tiny_scorers: Path) -> dict:
     ladder = build_ladder(ARTIFACTS, load_countries(), images_per_prompt=SEEDS, category_images=CATEGORY_IMAGES)
     dataset = write_dataset(root / "dataset", [prompt_config(ladder)], {})
     write_references(dataset)
-    return {"dataset": dataset, "submission": make_submission(root / "subs", dataset, "complete"),
+    return {"dataset": dataset, "submission": make_submission(root / "subs", dataset, "complete", same_bridge=False),
             "scorers": tiny_scorers, "options": None}
 
 
 def _cultdiff(root: Path, tiny_scorers: Path) -> dict:
     from test_cultdiff import make_inputs
 
-    world = make_inputs(root, tiny_scorers)
+    world = make_inputs(root, tiny_scorers, copy_reference=False)
     return {"dataset": world["dataset"], "submission": world["submission"], "scorers": world["config"],
             "options": None}
 

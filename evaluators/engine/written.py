@@ -40,6 +40,11 @@ NOT_INSTALLED = f"OCR is not installed ({INSTALL})"
 SWITCHED_OFF = "text reading switched off (--no-read-text)"
 #: The unicodedata name prefixes of the scripts PP-OCRv4's Chinese-and-Latin dictionary reads.
 READABLE_SCRIPTS = ("LATIN", "CJK")
+#: The detector's resizing: the longest side at most 960 px, never enlarged (PaddleOCR's own default). The
+#: package's default (the shortest side enlarged to 736 px) reads a 64 px image at 736 px, many times the work
+#: (measured: 0.078 s against 0.001 s on a 2-core CPU) for no more text read: the recogniser resizes each line it
+#: is given to 48 px high whatever the detector saw.
+DETECTOR = {"det_limit_type": "max", "det_limit_side_len": 960}
 
 
 def normalise(text: str) -> str:
@@ -80,10 +85,10 @@ def _models_folder() -> Path:
 
 
 def identity() -> dict:
-    """The OCR's provenance: package, version and the sha256 of each shipped model file."""
+    """The OCR's provenance: package, version, the detector's settings and the sha256 of each shipped model file."""
     from cultureboard.provenance import file_sha256
 
-    return {"package": PACKAGE, "version": metadata.version(PACKAGE),
+    return {"package": PACKAGE, "version": metadata.version(PACKAGE), "settings": dict(DETECTOR),
             "models": {p.name: file_sha256(p) for p in sorted(_models_folder().glob("*.onnx"))}}
 
 
@@ -123,7 +128,7 @@ class Reader:
         if self._engine is None:
             from rapidocr_onnxruntime import RapidOCR
 
-            self._engine = RapidOCR()
+            self._engine = RapidOCR(**DETECTOR)
         try:
             found, _ = self._engine(pixels, use_cls=False)
         except Exception as e:  # noqa: BLE001 - the OCR library raises anything; one clear line, never a traceback
