@@ -141,7 +141,7 @@ def load_results(results: Path, submissions: Path) -> tuple[list[Result], list[d
 
 def made_by(spec: dict, folder: Path) -> tuple[str, str]:
     """(who generated the images, who scored them) of the result in ``folder`` (:mod:`~cultureboard.evaluators.results.made`)."""
-    return generated_by(get(spec, "control") is not None), scored_by(folder)
+    return generated_by(get(spec, "control") is not None, folder), scored_by(folder)
 
 
 def _shown(text: str) -> str:

@@ -92,13 +92,16 @@ def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path)
                           spec={"supersedes": {"submission": old.name, "reason": "the fixed VAE"}})
     other = make_submission(tmp_path / "submissions", dataset, "cube-awareness", model="other")
     results = evaluate_all([old, new, other], dataset, tmp_path / "results", tmp_path / "work")
-    (results / new.name / "review.json").write_text(json.dumps({"scored_by": "the evaluate workflow"}))
+    (results / new.name / "review.json").write_text(json.dumps({"scored_by": "the evaluate workflow",
+                                                                "generation": "generation verified"}))
+    (results / other.name / "review.json").write_text(json.dumps({"generation": "not verified"}))  # never shown
     loaded, _ = load_results(results, tmp_path / "submissions")
     by = {r.sid: r for r in loaded}
     assert (by[old.name].superseded_by, by[old.name].superseded_why) == (new.name, "the fixed VAE")
     assert by[new.name].superseded_by is None and by[other.name].superseded_by is None
     assert [by[s].scored_by for s in (old.name, new.name)] == [NOT_CI, LEADERBOARD_CI]
-    assert by[old.name].generated_by == "the team"
+    assert [by[s].generated_by for s in (old.name, new.name, other.name)] == [
+        "the team (not audited)", "the team (generation verified)", "the team (not audited)"]
     board = Board(by, {})
     [group] = board.groups["cube-awareness"]
     assert sorted(r.sid for r in group.results) == sorted([new.name, other.name])
@@ -110,5 +113,5 @@ def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path)
     assert list(rows)[-1] == f"model/{old.name}.html"  # after every ranked row
     data = json.loads((tmp_path / "site" / table.json).read_text(encoding="utf-8"))
     made = {r["submission"]: (r["generated_by"], r["scored_by"], r["superseded_by"]) for r in data["rows"]}
-    assert made[by[old.name].display] == ("the team", NOT_CI, new.name)
-    assert made[by[new.name].display] == ("the team", LEADERBOARD_CI, "")
+    assert made[by[old.name].display] == ("the team (not audited)", NOT_CI, new.name)
+    assert made[by[new.name].display] == ("the team (generation verified)", LEADERBOARD_CI, "")

@@ -268,6 +268,10 @@ def test_a_submission_from_the_prompts_to_the_published_site(world):
         artifact(ws / "dataset", job / "dataset")
         _, folders = run("cache-folders.sh", job)
         assert set(folders) == {"env:HF_HOME", "env:CULTUREBOARD_CACHE"}
+        if shard == "0":  # the audit of chosen seeds: a closed model's images are self-reported
+            done, _ = run("audit-generation.sh", job, ID=SID, PR=PR, SCORERS=str(world["scorers"]))
+            assert done.returncode == 0 and '"verdict": "self-reported"' in done.stdout, done.stdout + done.stderr
+            artifact(job / "audit", shards.parent / "audit")
         # a runner whose cache persists (CULTUREBOARD_HF_HOME): the prompts' embeddings are the board's already
         done, _ = run("score-shard.sh", job, ID=SID, SHARD=shard, N="2", SCORERS=str(world["scorers"]),
                       CULTUREBOARD_CACHE=str(root / "cache"))
@@ -278,6 +282,7 @@ def test_a_submission_from_the_prompts_to_the_published_site(world):
     merge = checkout(origin, root / "merge", target["main_sha"])
     artifact(ws / "dataset", merge / "dataset")
     artifact(shards, merge / "shards", hidden=True)
+    artifact(shards.parent / "audit", merge / "audit")
     artifact(ws / "work" / "submissions", merge / "work" / "submissions")
     scored = {"ID": SID, "PR": PR, "HEAD_SHA": head, "MAIN_SHA": target["main_sha"], "RESULTS_TARGET": "main"}
     done, _ = run("merge-shards.sh", merge, **scored)
@@ -286,6 +291,7 @@ def test_a_submission_from_the_prompts_to_the_published_site(world):
     assert summary["provenance"]["submission"]["id"] == SID and summary["metrics"]
     review = json.loads((merge / "results" / SID / "review.json").read_text())
     assert (review["pull_request"], review["repository"], review["head_sha"]) == (7, REPO, head)
+    assert review["generation"] == "self-reported" and review["audit"]["checked"] == 0
     done, _ = run("scores-comment.sh", merge, **scored)
     assert done.returncode == 0, done.stdout + done.stderr
     standing = json.loads((merge / "comment" / "standing.json").read_text())

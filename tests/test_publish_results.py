@@ -97,7 +97,7 @@ def test_publish_stages_one_split_per_submission_and_latest(results, tmp_path):
     assert one.num_rows == 3 and set(one["submission"]) == {"acme-ai__imagen-x"}
     assert one.column_names[0] == "submission" and one["scorer"] == [None] * 3  # the other submission's column, null
     assert one.column_names[1:3] == ["generated_by", "scored_by"]
-    assert set(one["generated_by"]) == {"the team"} and set(one["scored_by"]) == {NOT_CI}
+    assert set(one["generated_by"]) == {"the team (not audited)"} and set(one["scored_by"]) == {NOT_CI}
     assert one["value"] == pytest.approx([0.17, 0.27, 0.37])
     latest = datasets.load_dataset(str(staged), split="latest")
     assert latest.num_rows == 5

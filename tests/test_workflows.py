@@ -449,4 +449,12 @@ def test_the_audit_of_chosen_seeds_runs_before_scoring_on_shard_0_with_the_pr_nu
     assert steps[audit]["if"] == "matrix.shard == 0"
     assert steps[audit]["env"]["PR"] == "${{ needs.prepare.outputs.pr }}"
     script = (SCRIPTS / "audit-generation.sh").read_text()
-    assert 'cultureboard audit-generation "${args[@]}"' in script and '--pr "${PR:-0}"' in script
+    assert 'cultureboard audit-generation "${args[@]}" --json > audit/audit.json' in script and '--pr "${PR:-0}"' in script
+    # its verdict travels to the merge job, which records it in review.json (the row's "generation verified")
+    upload = steps[audit + 1]
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"] == "matrix.shard == 0"
+    assert (upload["with"]["name"], upload["with"]["path"]) == ("audit", "audit/audit.json")
+    merge = load("evaluate")["jobs"]["merge"]["steps"]
+    assert any(s.get("with", {}).get("name") == "audit" and s["with"]["path"] == "audit" for s in merge
+               if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert "AUDIT=audit/audit.json" in (SCRIPTS / "merge-shards.sh").read_text()

@@ -5,9 +5,13 @@
 # naming the images, so no shard is merged and nothing is published; a closed model is self-reported.
 # $SCORERS: the scorers (default: the registry's; `tiny` or a scorer config file for a check on a CPU);
 # $PIPELINE: a local copy of a pipeline whose revision is local: (tests).
+# Writes the verdict as JSON to audit/audit.json (the merge job records it in review.json: "generation verified").
 set -euo pipefail
 args=("work/submissions/$ID" --dataset dataset --pr "${PR:-0}" --scorers "${SCORERS:-default}")
 if [ -n "${PIPELINE:-}" ]; then
   args+=(--pipeline "$PIPELINE")
 fi
-cultureboard audit-generation "${args[@]}"
+mkdir -p audit
+cultureboard audit-generation "${args[@]}" --json > audit/audit.json || status=$?
+cat audit/audit.json
+exit "${status:-0}"

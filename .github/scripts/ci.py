@@ -10,7 +10,8 @@ submission can reach a command line or ``$GITHUB_OUTPUT`` as anything but itself
 * ``text REPORT``: the report as text (``cultureboard validate``'s);
 * ``pr-json OUT``: ``{"pr", "head_sha"}`` of the validated pull request (``$PR_NUMBER``, ``$HEAD_SHA``);
 * ``shards N``: ``[0, 1, ..., N-1]`` as JSON (the evaluate matrix);
-* ``review OUT``: who scored a result and from which pull request (``results/<id>/review.json``: the site links it);
+* ``review OUT``: who scored a result and from which pull request (``results/<id>/review.json``: the site links it),
+  and the audit of chosen seeds' verdict (``$AUDIT``: audit-generation's JSON, when the audit ran);
 * ``comment-meta OUT``: the scores comment's data (pull request, submission, commits, results branch);
 * ``standing RESULTS SUBMISSIONS ID OUT``: the new model beside the top three (:mod:`cultureboard.site.standing`).
 """
@@ -81,6 +82,24 @@ def _sha(name: str) -> str | None:
     return value if COMMIT.fullmatch(value) else None
 
 
+def _audit() -> dict:
+    """The audit's verdict and size from ``$AUDIT`` (audit-generation.sh's JSON), {} without one; a verdict
+    other than the published ones is never recorded."""
+    from cultureboard.evaluators.results.made import AUDITED
+
+    path = Path(os.environ.get("AUDIT", ""))
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        found = {}
+    if not isinstance(found, dict) or found.get("verdict") not in AUDITED:
+        return {}
+    checked, tolerance = found.get("checked"), found.get("tolerance")
+    return {"generation": found["verdict"],
+            "audit": {"checked": checked if isinstance(checked, int) else None,
+                      "tolerance": tolerance if isinstance(tolerance, (int, float)) else None}}
+
+
 def review(out: str) -> None:
     from cultureboard.evaluators.results.made import WORKFLOW
 
@@ -90,7 +109,7 @@ def review(out: str) -> None:
         "pull_request": _pr(), "repository": repository if HUB_ID.fullmatch(repository) else None,
         "server_url": server if re.fullmatch(r"https://[\w.-]+", server) else None,
         "head_sha": _sha("HEAD_SHA"), "evaluator_sha": _sha("MAIN_SHA"), "run": run,
-        "scored_by": WORKFLOW}, indent=2) + "\n", encoding="utf-8")
+        "scored_by": WORKFLOW, **_audit()}, indent=2) + "\n", encoding="utf-8")
 
 
 def comment_meta(out: str) -> None:

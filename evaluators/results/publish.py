@@ -92,7 +92,7 @@ def stage_results(results_dir: str | Path, out: str | Path) -> dict[str, str]:
             raise CultureboardError(found[sid] / SCORES, f"cannot be read as parquet ({exc.__class__.__name__}: {exc})",
                                     f"re-run `cultureboard evaluate` for {sid}", exit_code=2) from None
         table = table.drop_columns([c for c in MADE if c in table.column_names])
-        made = {"submission": sid, "generated_by": generated_by(sid.startswith(CONTROL_PREFIX)),
+        made = {"submission": sid, "generated_by": generated_by(sid.startswith(CONTROL_PREFIX), found[sid]),
                 "scored_by": scored_by(found[sid])}
         for k, (column, value) in enumerate(made.items()):
             table = table.add_column(k, column, pa.array([value] * len(table), pa.string()))
