@@ -13,6 +13,7 @@ import math
 from cultureboard.evaluators.results.disparity import SIGNIFICANT
 from cultureboard.evaluators.results.reported import load_reported, load_validity
 from cultureboard.evaluators.submission.format import FIELDS, get, model_key
+from cultureboard.evaluators.submission.perceptual import THRESHOLD as COPY_THRESHOLD
 
 from cultureboard.errors import CultureboardError
 
@@ -207,7 +208,10 @@ def metric_pages(site: Site, board: Board) -> None:
                  + t["reason"], "source": t["source"] + (f" ({t['submission']})" if t.get("submission") else ""),
                  "_muted": bool(t["diagnostic"])} for t in trust]
         family = board.families.get(card["family"])
+        reads_text = any(name in ((r.summary["provenance"].get("written") or {}).get("reads_text") or ())
+                         for g in groups for r in g.everyone)
         site.page(page, "metric.html", card["title"], card=card, boards=boards, checkpoints=checkpoints,
+                  copy_threshold=COPY_THRESHOLD, reads_text=reads_text,
                   ratings=site.table(page, "human-ratings", columns, rows) if rows else None,
                   papers=dict(family.papers) if family else {}, family=family,
                   notes=_notes(board, name))

@@ -481,6 +481,18 @@ def test_metric_pages_state_the_chance_level(world):
         assert (shown and html.unescape(shown.group(1))) == (card.get("chance") or None), name
 
 
+def test_metric_pages_say_what_is_checked_and_what_a_spelling_image_does(world):
+    """Every metric page states the copy rule and its threshold; exactly the metrics whose scorer reads text (the
+    results' provenance ``written.reads_text``) say what the OCR check does to them."""
+    reads = {m for s in summaries(world).values() for m in (s["provenance"].get("written") or {}).get("reads_text", [])}
+    cards = {c["name"] for s in summaries(world).values() for c in s["metrics_info"]}
+    assert MAIN in reads and "cultdiff.ssim" in cards and "cultdiff.ssim" not in reads
+    for name in cards:
+        source = (world["site"] / "metric" / f"{name}.html").read_text(encoding="utf-8")
+        assert "perceptual-hash distance at most 36 bits" in source, name
+        assert ("<em>Spells prompt</em>" in source) == (name in reads), name
+
+
 def test_a_slice_without_a_value_is_shown_as_flagged_not_zero():
     """A slice whose every row was flagged (no reference photograph, an unreadable answer) has no value: it shows
     as a dash with "no value" and the flagged count, never as 0. (The stand-in judge now always answers, so the
