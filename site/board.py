@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from cultureboard.evaluators.engine.context import IN_TRAINING
-from cultureboard.evaluators.engine.parity import is_parity, parity_name
+from cultureboard.evaluators.engine.parity import is_parity, parity_base, parity_name
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
-from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
+from cultureboard.evaluators.results.disparity import REGION_GAP, base_at_chance, gaps, under_represented
 from cultureboard.evaluators.results.gates import admitted, clears_joint, joint_floor, last_values, regated_entries, units_floor
 from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
 from cultureboard.evaluators.results.tiers import ranked_tier, tier_order
@@ -299,6 +299,20 @@ class Board:
         return [g.name for g in self.gaps(result, metric) or ()
                 if under_represented(g.kind, g.value, g.p_adjusted, card["direction"], g.low, g.high,
                                      card.get("smallest_difference") or 0.0)]
+
+    def chance(self, result: Result, metric: str) -> float | None:
+        """The chance level of ``metric`` that the evaluator recorded for ``result`` (the note ``chance``, a
+        number: CUBE's 1 / number of countries), or None."""
+        value = (result.summary["provenance"].get("notes", {}).get(metric) or {}).get("chance")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def base_at_chance(self, result: Result, metric: str, slice_type: str, slice_: str) -> bool:
+        """Whether ``metric`` is a language-parity gap whose base metric leaves ``result`` at chance in the slice
+        (:func:`~cultureboard.evaluators.results.disparity.base_at_chance`): no gap is claimed there."""
+        if not is_parity(metric):
+            return False
+        base = parity_base(metric)
+        return base_at_chance(result.entries.get((base, slice_type, slice_)), self.chance(result, base))
 
     def region_gap(self, result: Result, metric: str):
         found = self.gaps(result, metric)
