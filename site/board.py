@@ -30,6 +30,7 @@ from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
 from . import entangle
+from .cells import at_precision
 from .load import Result
 from .names import MIN_PROMPTS, SLICE_FOLDERS, slice_order
 from .trust import evidence
@@ -242,7 +243,9 @@ class Board:
                 continue
             beaten = [r for r, v in ranked if _good(card, e["value"]) >= _good(card, v)]
             if beaten:
-                return (f"a picture of the prompt's words ({control.display}) scores {e['value']:.3f}, as well as "
+                score = (f"{e['value']:.3f}" if e.get("ci_low") is None else
+                         "{} [{}, {}]".format(*at_precision(e["value"], e["ci_low"], e["ci_high"])))
+                return (f"a picture of the prompt's words ({control.display}) scores {score}, as well as "
                         f"{len(beaten)} of {len(ranked)} ranked submission(s): this metric rewards text in the image, "
                         "not culture")
         return None

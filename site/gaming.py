@@ -23,10 +23,11 @@ the values of the ranked submissions of its comparability group, compared by the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cultureboard.evaluators.results.stats import goodness
 
+from .cells import at_precision
 from .names import MIN_PROMPTS
 
 #: Control kinds that do not do the task (see the module docstring); ``reference-photos`` is not one.
@@ -45,6 +46,8 @@ class Standing:
     rank: int  # the rank it would take among the models and itself
     margin: float = 0.0  # g(control) - the best model's g (positive: better than every model)
     smallest: float = 0.0  # the card's smallest meaningful difference
+    low: float | None = None  # the control's interval, where its entry has one
+    high: float | None = None
 
     @property
     def tops(self) -> bool:
@@ -63,7 +66,11 @@ class Standing:
 
     @property
     def text(self) -> str:
-        return (f"{self.control} ({self.kind}) scores {self.value:.3f}: beats {self.beats} of {self.models} model(s), "
+        """Where the control lands, its value printed with its interval at the interval's precision
+        (:func:`.cells.at_precision`: 0.3401 [0.3398, 0.3404], never 0.340 [0.340, 0.340])."""
+        score = (f"{self.value:.3f}" if self.low is None else
+                 "{} [{}, {}]".format(*at_precision(self.value, self.low, self.high)))
+        return (f"{self.control} ({self.kind}) scores {score}: beats {self.beats} of {self.models} model(s), "
                 f"would rank {self.rank} of {self.models + 1}")
 
 
@@ -100,8 +107,9 @@ def group_standings(board, group, metric: str, slice_type: str = "overall", slic
         entry = entries[r.sid]
         return entry["value"] if entry and entry["n_prompts"] >= MIN_PROMPTS else None
 
-    return standings(board.cards[metric], [value(r) for r in group.results],
-                     [(r.sid, r.control, value(r)) for r in group.controls])
+    found = standings(board.cards[metric], [value(r) for r in group.results],
+                      [(r.sid, r.control, value(r)) for r in group.controls])
+    return [replace(s, low=entries[s.control].get("ci_low"), high=entries[s.control].get("ci_high")) for s in found]
 
 
 def cheats_on_top(board, group, metric: str, slice_type: str = "overall", slice_: str = "all") -> list[Standing]:
