@@ -100,6 +100,7 @@ class Board:
         self._ranks: dict[tuple, dict[str, dict]] = {}
         self._gated: dict[tuple, dict[str, dict | None]] = {}
         self._lasts: dict[tuple[str, str], dict] = {}
+        self._regated_of: dict[tuple, dict[str, dict]] = {}
         self._value_ranks_of: dict[tuple[str, str], dict[str, int]] = {}
         self._gaps: dict[tuple[str, str], list | None] = {}
         self._training = entangle.registry_training_data()
@@ -125,12 +126,13 @@ class Board:
         key = (group.name, metric, slice_type, slice_)
         if key not in self._ranks:
             card = self.cards[metric]
-            entries = self.gated(group, metric, slice_type, slice_)
-            ranked = [r for r in group.results
-                      if (e := entries[r.sid]) and e["value"] is not None
-                      and e["ci_low"] is not None and e["n_prompts"] >= MIN_PROMPTS]
             out = {}
-            if ranked and not self.unranked(group, metric, slice_type, slice_):
+            entries = {} if self.unranked(group, metric, slice_type, slice_) else self.gated(group, metric, slice_type,
+                                                                                            slice_)
+            ranked = [r for r in group.results
+                      if (e := entries.get(r.sid)) and e["value"] is not None
+                      and e["ci_low"] is not None and e["n_prompts"] >= MIN_PROMPTS]
+            if ranked:
                 e = [entries[r.sid] for r in ranked]
                 half = (card.get("smallest_difference") or 0.0) / 2
                 g, lo, hi = oriented([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
@@ -199,10 +201,17 @@ class Board:
             if floor is None or raw[r.sid] is None:
                 out[r.sid] = None
                 continue
-            entries = regated_entries(r.scores.iloc[r.rows_of(metric)], card, admitted(lasts[r.sid], floor),
-                                      slice_type, r.summary["provenance"]["settings"])
-            out[r.sid] = entries.get(slice_)
+            out[r.sid] = self._regated(r, card, admitted(lasts[r.sid], floor), slice_type).get(slice_)
         return out
+
+    def _regated(self, result: Result, card: dict, keep: set, slice_type: str) -> dict[str, dict]:
+        """:func:`~cultureboard.evaluators.results.gates.regated_entries` of every slice of ``slice_type``, once per
+        (result, metric, slice type, kept units)."""
+        key = (result.sid, card["name"], slice_type, frozenset(keep))
+        if key not in self._regated_of:
+            self._regated_of[key] = regated_entries(result.scores.iloc[result.rows_of(card["name"])], card, keep,
+                                                    slice_type, result.summary["provenance"]["settings"])
+        return self._regated_of[key]
 
     def _last_values(self, result: Result, metric: str) -> dict:
         """:func:`~cultureboard.evaluators.results.gates.last_values` of ``metric``'s rows in ``result``, once."""
