@@ -22,7 +22,14 @@ from cultureboard.evaluators.engine.context import IN_TRAINING
 from cultureboard.evaluators.engine.parity import is_parity, parity_base, parity_name
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
 from cultureboard.evaluators.results.disparity import REGION_GAP, base_at_chance, gaps, under_represented
-from cultureboard.evaluators.results.gates import admitted, clears_joint, joint_floor, last_values, regated_entries, units_floor
+from cultureboard.evaluators.results.gates import (
+    admitted,
+    clears_joint,
+    joint_floor,
+    last_values,
+    regated_entries,
+    units_floor,
+)
 from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
 from cultureboard.evaluators.results.tiers import ranked_tier, tier_order
 

@@ -95,7 +95,8 @@ def test_every_download_prints_values_at_the_precision_of_their_interval(tmp_pat
     from cultureboard.site.load import Result
 
     standing = Standing("control__t", "text-only", 0.3401, beats=2, models=2, rank=1, low=0.3398, high=0.3404)
-    assert standing.text == "control__t (text-only) scores 0.3401 [0.3398, 0.3404]: beats 2 of 2 model(s), would rank 1 of 3"
+    assert standing.text == ("control__t (text-only) scores 0.3401 [0.3398, 0.3404]: beats 2 of 2 model(s), would "
+                             "rank 1 of 3")
     assert Standing("c", "unedited", 0.0, beats=0, models=1, rank=2).text.startswith("c (unedited) scores 0.000:")
     rows = [{"submission": "real", "a.m": {**entry("a.m", 0, False, 1), **NARROW}, "a.n": None,
              "_marks": {"a.m": [{"label": "would rank 1 of 3", "title": standing.text}]}}]
@@ -106,8 +107,8 @@ def test_every_download_prints_values_at_the_precision_of_their_interval(tmp_pat
 
     card = {"name": "a.m", "title": "M", "direction": "higher", "target": None, "family": "a", "unit": "image",
             "version": 1, "scorers": []}
-    prov = {"prompt_set": "toy-set", "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [], "metrics": {"a.m": 1},
-            "options": {}, "settings": {}, "code": {"cultureboard": "0", "git": {"commit": "abc"}}}
+    prov = {"prompt_set": "toy-set", "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [],
+            "metrics": {"a.m": 1}, "options": {}, "settings": {}, "code": {"cultureboard": "0", "git": {"commit": "abc"}}}
     near = 0.1 + 0.2  # 0.30000000000000004: its every digit is kept, never rounded away
     result = Result("lab__m", {"provenance": prov, "metrics_info": [card]}, pd.DataFrame(), {"organization": "lab"},
                     Path("lab__m"), [], {("a.m", "overall", "all"): {**NARROW, "n_images": 8, "n_prompts": 8},

@@ -15,8 +15,9 @@ follows from the record by one rule (:data:`RULE`, version :data:`RULE_VERSION`)
 * ``descriptive``: a card without a direction (never ranked whatever its evidence).
 
 Only :data:`RANKED_TIERS` get rank numbers; the rest are shown with values and intervals. A record may state a
-``gate`` (:mod:`.gates`): what removes a known cheat from the metric's ranking on a board the cheat would top. Results record
-:data:`RULE_VERSION` (provenance ``rules``), so results derived under another rule are never ranked together.
+``gate`` (:mod:`.gates`): what removes a known cheat from the metric's ranking on a board the cheat would top.
+Results record :data:`RULE_VERSION`
+(provenance ``settings.validity_rule``), so results derived under another rule are never ranked together.
 """
 
 from __future__ import annotations
