@@ -19,9 +19,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from cultureboard.evaluators.engine.context import IN_TRAINING
-from cultureboard.evaluators.engine.parity import is_parity, parity_name
+from cultureboard.evaluators.engine.parity import is_parity, parity_base, parity_name
 from cultureboard.evaluators.engine.registry import Family, family_of, load_families
-from cultureboard.evaluators.results.disparity import REGION_GAP, gaps, under_represented
+from cultureboard.evaluators.results.disparity import REGION_GAP, base_at_chance, gaps, under_represented
+from cultureboard.evaluators.results.gates import (
+    admitted,
+    clears_joint,
+    joint_floor,
+    last_values,
+    regated_entries,
+    units_floor,
+)
 from cultureboard.evaluators.results.stats import goodness, oriented, rank_ties
 from cultureboard.evaluators.results.tiers import ranked_tier, tier_order
 
@@ -29,6 +37,7 @@ from cultureboard.countries import load_countries
 from cultureboard.errors import CultureboardError
 
 from . import entangle
+from .cells import at_precision
 from .load import Result
 from .names import MIN_PROMPTS, SLICE_FOLDERS, slice_order
 from .trust import evidence
@@ -97,6 +106,9 @@ class Board:
         self.trust = evidence(self.trust_rows)
         self.standin = sorted(r.sid for r in self.results.values() if r.standin)
         self._ranks: dict[tuple, dict[str, dict]] = {}
+        self._gated: dict[tuple, dict[str, dict | None]] = {}
+        self._lasts: dict[tuple[str, str], dict] = {}
+        self._regated_of: dict[tuple, dict[str, dict]] = {}
         self._value_ranks_of: dict[tuple[str, str], dict[str, int]] = {}
         self._gaps: dict[tuple[str, str], list | None] = {}
         self._training = entangle.registry_training_data()
@@ -116,17 +128,20 @@ class Board:
         card's direction (``target``: by the distance to the target, :func:`~.stats.oriented`) and the board's
         order (:data:`ORDERS`). Distinct ranks need the gap between two CIs to exceed the card's smallest
         meaningful difference d (each oriented CI is widened by d / 2 before :func:`~.stats.rank_ties`: entries
-        whose CIs come closer than d are tied). Nothing (:meth:`unranked`) for a descriptive metric, a tier that
+        whose CIs come closer than d are tied). The entries are those the card's gate lets take part
+        (:meth:`gated`). Nothing (:meth:`unranked`) for a descriptive metric, a tier that
         gets no ranks, a diagnostic slice, or a board whose models a cheat control tops."""
         key = (group.name, metric, slice_type, slice_)
         if key not in self._ranks:
             card = self.cards[metric]
-            ranked = [r for r in group.results
-                      if (e := r.entries.get((metric, slice_type, slice_))) and e["value"] is not None
-                      and e["ci_low"] is not None and e["n_prompts"] >= MIN_PROMPTS]
             out = {}
-            if ranked and not self.unranked(group, metric, slice_type, slice_):
-                e = [r.entries[(metric, slice_type, slice_)] for r in ranked]
+            entries = {} if self.unranked(group, metric, slice_type, slice_) else self.gated(group, metric, slice_type,
+                                                                                            slice_)
+            ranked = [r for r in group.results
+                      if (e := entries.get(r.sid)) and e["value"] is not None
+                      and e["ci_low"] is not None and e["n_prompts"] >= MIN_PROMPTS]
+            if ranked:
+                e = [entries[r.sid] for r in ranked]
                 half = (card.get("smallest_difference") or 0.0) / 2
                 g, lo, hi = oriented([x["value"] for x in e], [x["ci_low"] for x in e], [x["ci_high"] for x in e],
                                      card["direction"], card.get("target"))
@@ -139,7 +154,8 @@ class Board:
     def unranked(self, group: Group, metric: str, slice_type: str, slice_: str) -> str:
         """Why ``metric`` gets no rank numbers on the group's board in this slice ("" when it gets them): it is
         descriptive, its validity tier is not a ranked one (:mod:`~cultureboard.evaluators.results.tiers`), it is
-        only a diagnostic here, or a cheat control tops every model (:func:`.gaming.cheats_on_top`)."""
+        only a diagnostic here, its card's gate cannot be tested (its control is not on the board), or a cheat
+        control tops every model that the gate lets take part (:func:`.gaming.cheats_on_top`)."""
         from .gaming import cheats_on_top
 
         card = self.cards[metric]
@@ -147,11 +163,70 @@ class Board:
             return "descriptive: never ranked"
         if not ranked_tier(card):
             return f"not ranked: {card.get('tier') or 'no validity tier recorded'} (the evidence page says why)"
+        if (gate := card.get("gate")) and not any(r.control == gate["control"] for r in group.controls):
+            return f"not ranked: its gate needs the {gate['control']} control on the board to be tested"
         if self.diagnostic(metric, slice_type, slice_):
             return "not ranked: only a diagnostic here"
         if cheats := cheats_on_top(self, group, metric, slice_type, slice_):
             return "not ranked: a cheat tops every model (" + ", ".join(f"{c.control}, {c.kind}" for c in cheats) + ")"
         return ""
+
+    def gated(self, group: Group, metric: str, slice_type: str, slice_: str) -> dict[str, dict | None]:
+        """sid -> the entry of ``metric`` in the slice with which each member of the group (models and controls
+        alike) takes part in its ranking: its summary entry, or where the card states a gate
+        (:mod:`~cultureboard.evaluators.results.gates`) what the gate lets through: a ``joint`` gate keeps the
+        entries whose ``with`` score clears the gate's control's (None for the others), a ``units`` gate recomputes
+        each entry over the units whose ``by`` value at their last image is above every unit of the gate's control
+        (None where no unit is). Without the gate's control every member's entry is None."""
+        key = (group.name, metric, slice_type, slice_)
+        if key not in self._gated:
+            self._gated[key] = self._gate(group, metric, slice_type, slice_)
+        return self._gated[key]
+
+    def _gate(self, group: Group, metric: str, slice_type: str, slice_: str) -> dict[str, dict | None]:
+        card, members = self.cards[metric], group.everyone
+        raw = {r.sid: r.entries.get((metric, slice_type, slice_)) for r in members}
+        gate = card.get("gate")
+        if not gate:
+            return raw
+        controls = [r for r in group.controls if r.control == gate["control"]]
+        if gate["kind"] == "joint":
+            keep: set[str] = set()
+            for m in gate["with"]:
+                other = self.cards.get(m)
+                if other is None or other["direction"] == "none":
+                    continue
+                floor = joint_floor([(r.entries.get((m, slice_type, slice_)) or {}).get("value") for r in controls],
+                                    other["direction"], other.get("target"))
+                keep |= {r.sid for r in members if clears_joint(r.entries.get((m, slice_type, slice_)), floor,
+                                                                 other["direction"], other.get("target"),
+                                                                 other.get("smallest_difference") or 0.0)}
+            return {sid: e if sid in keep else None for sid, e in raw.items()}
+        lasts = {r.sid: self._last_values(r, gate["by"]) for r in members}
+        floor = units_floor([lasts[r.sid] for r in controls])
+        out: dict[str, dict | None] = {}
+        for r in members:
+            if floor is None or raw[r.sid] is None:
+                out[r.sid] = None
+                continue
+            out[r.sid] = self._regated(r, card, admitted(lasts[r.sid], floor), slice_type).get(slice_)
+        return out
+
+    def _regated(self, result: Result, card: dict, keep: set, slice_type: str) -> dict[str, dict]:
+        """:func:`~cultureboard.evaluators.results.gates.regated_entries` of every slice of ``slice_type``, once per
+        (result, metric, slice type, kept units)."""
+        key = (result.sid, card["name"], slice_type, frozenset(keep))
+        if key not in self._regated_of:
+            self._regated_of[key] = regated_entries(result.scores.iloc[result.rows_of(card["name"])], card, keep,
+                                                    slice_type, result.summary["provenance"]["settings"])
+        return self._regated_of[key]
+
+    def _last_values(self, result: Result, metric: str) -> dict:
+        """:func:`~cultureboard.evaluators.results.gates.last_values` of ``metric``'s rows in ``result``, once."""
+        key = (result.sid, metric)
+        if key not in self._lasts:
+            self._lasts[key] = last_values(result.scores.iloc[result.rows_of(metric)])
+        return self._lasts[key]
 
     def order(self, group: Group, metric: str, slice_type: str, slice_: str) -> list[Result]:
         """The group's ranked results by rank on ``metric`` (unranked last, by name), then its controls, then the
@@ -186,7 +261,9 @@ class Board:
                 continue
             beaten = [r for r, v in ranked if _good(card, e["value"]) >= _good(card, v)]
             if beaten:
-                return (f"a picture of the prompt's words ({control.display}) scores {e['value']:.3f}, as well as "
+                score = (f"{e['value']:.3f}" if e.get("ci_low") is None else
+                         "{} [{}, {}]".format(*at_precision(e["value"], e["ci_low"], e["ci_high"])))
+                return (f"a picture of the prompt's words ({control.display}) scores {score}, as well as "
                         f"{len(beaten)} of {len(ranked)} ranked submission(s): this metric rewards text in the image, "
                         "not culture")
         return None
@@ -243,6 +320,20 @@ class Board:
         return [g.name for g in self.gaps(result, metric) or ()
                 if under_represented(g.kind, g.value, g.p_adjusted, card["direction"], g.low, g.high,
                                      card.get("smallest_difference") or 0.0)]
+
+    def chance(self, result: Result, metric: str) -> float | None:
+        """The chance level of ``metric`` that the evaluator recorded for ``result`` (the note ``chance``, a
+        number: CUBE's 1 / number of countries), or None."""
+        value = (result.summary["provenance"].get("notes", {}).get(metric) or {}).get("chance")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def base_at_chance(self, result: Result, metric: str, slice_type: str, slice_: str) -> bool:
+        """Whether ``metric`` is a language-parity gap whose base metric leaves ``result`` at chance in the slice
+        (:func:`~cultureboard.evaluators.results.disparity.base_at_chance`): no gap is claimed there."""
+        if not is_parity(metric):
+            return False
+        base = parity_base(metric)
+        return base_at_chance(result.entries.get((base, slice_type, slice_)), self.chance(result, base))
 
     def region_gap(self, result: Result, metric: str):
         found = self.gaps(result, metric)

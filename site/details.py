@@ -343,8 +343,19 @@ def evidence_rows() -> list[dict]:
                      "value": value, "ceiling": ceiling,
                      "share": abs(value) / ceiling if value is not None and ceiling else None,
                      "domain": ev.get("domain"), "smallest": d["smallest_difference"],
-                     "smallest_reason": d["smallest_difference_reason"]})
+                     "smallest_reason": d["smallest_difference_reason"], "gate": gate_text(d["gate"])})
     return sorted(rows, key=lambda r: (tier_order(r["tier"]), r["metric"]))
+
+
+def gate_text(gate: dict | None) -> str | None:
+    """A card's gate in words (:mod:`~cultureboard.evaluators.results.gates`), or None where it states none."""
+    if not gate:
+        return None
+    if gate["kind"] == "joint":
+        what = f"ranked only jointly with {' or '.join(gate['with'])}, above the {gate['control']} control's"
+    else:
+        what = f"ranked over the units whose {gate['by']} at their last image is above the {gate['control']} control's"
+    return f"{what}: {gate['reason']}"
 
 
 def evidence_page(site: Site, board: Board) -> None:
@@ -356,7 +367,8 @@ def evidence_page(site: Site, board: Board) -> None:
                Column("statistic", "Statistic", "text"), Column("value", "Published figure", "num"),
                Column("ceiling", "Human-human ceiling", "num"), Column("share", "Share of the ceiling", "num"),
                Column("domain", "Prompt domain", "text"),
-               Column("smallest", "Smallest meaningful difference", "num"), Column("smallest_reason", "Its reason", "text")]
+               Column("smallest", "Smallest meaningful difference", "num"), Column("smallest_reason", "Its reason", "text"),
+               Column("gate", "Gate against a known cheat", "text")]
     rows = [{**r, "metric": {"text": r["metric"], "href": f"metric/{r['metric']}.html" if r["metric"] in board.cards
                              else "evidence.html"}, "_muted": r["tier"] not in RANKED_TIERS} for r in evidence_rows()]
     site.page("evidence.html", "evidence.html", "Evidence: each metric's validity tier and why",

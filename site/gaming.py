@@ -15,16 +15,19 @@ the values of the ranked submissions of its comparability group, compared by the
   cheat whose value is above every model's shows the metric fails to penalise it, whatever the intervals say about
   the models' order. The reference photographs are the ceiling, not a cheat: topping the models is expected of them.
 - A metric a cheat tops on a board is **not ranked** on that board (:func:`cheats_on_top`,
-  :meth:`~.board.Board.unranked`). The "gameable" badge also needs the margin to matter: the cheat's value better
+  :meth:`~.board.Board.unranked`), unless its card states a gate that removes the cheat
+  (:mod:`cultureboard.evaluators.results.gates`: the cheat then takes no part, and the models the gate keeps are
+  ranked). The "gameable" badge also needs the margin to matter: the cheat's value better
   than the best model's by at least the card's smallest meaningful difference d (``margin``: g(cheat) - max g(model)).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cultureboard.evaluators.results.stats import goodness
 
+from .cells import at_precision
 from .names import MIN_PROMPTS
 
 #: Control kinds that do not do the task (see the module docstring); ``reference-photos`` is not one.
@@ -43,6 +46,8 @@ class Standing:
     rank: int  # the rank it would take among the models and itself
     margin: float = 0.0  # g(control) - the best model's g (positive: better than every model)
     smallest: float = 0.0  # the card's smallest meaningful difference
+    low: float | None = None  # the control's interval, where its entry has one
+    high: float | None = None
 
     @property
     def tops(self) -> bool:
@@ -61,7 +66,11 @@ class Standing:
 
     @property
     def text(self) -> str:
-        return (f"{self.control} ({self.kind}) scores {self.value:.3f}: beats {self.beats} of {self.models} model(s), "
+        """Where the control lands, its value printed with its interval at the interval's precision
+        (:func:`.cells.at_precision`: 0.3401 [0.3398, 0.3404], never 0.340 [0.340, 0.340])."""
+        score = (f"{self.value:.3f}" if self.low is None else
+                 "{} [{}, {}]".format(*at_precision(self.value, self.low, self.high)))
+        return (f"{self.control} ({self.kind}) scores {score}: beats {self.beats} of {self.models} model(s), "
                 f"would rank {self.rank} of {self.models + 1}")
 
 
@@ -85,20 +94,28 @@ def standings(card: dict, models: list[float | None], controls: list[tuple[str, 
     return out
 
 
-def group_standings(board, group, metric: str, slice_type: str = "overall", slice_: str = "all") -> list[Standing]:
+def group_standings(board, group, metric: str, slice_type: str = "overall", slice_: str = "all",
+                    gated: bool = False) -> list[Standing]:
     """:func:`standings` of the group's controls on ``metric`` in a slice (default: over all prompts); an entry from
-    fewer than :data:`~.names.MIN_PROMPTS` prompts is left out, as the leaderboard ranks none of those."""
+    fewer than :data:`~.names.MIN_PROMPTS` prompts is left out, as the leaderboard ranks none of those. ``gated``:
+    the entries that the card's gate lets take part in the ranking (:meth:`.board.Board.gated`), for models and
+    controls alike; else every entry as scored (what the "gameable" badge and a control's mark report)."""
+    entries = board.gated(group, metric, slice_type, slice_) if gated else {
+        r.sid: r.entries.get((metric, slice_type, slice_)) for r in group.results + group.controls}
+
     def value(r):
-        entry = r.entries.get((metric, slice_type, slice_))
+        entry = entries[r.sid]
         return entry["value"] if entry and entry["n_prompts"] >= MIN_PROMPTS else None
 
-    return standings(board.cards[metric], [value(r) for r in group.results],
-                     [(r.sid, r.control, value(r)) for r in group.controls])
+    found = standings(board.cards[metric], [value(r) for r in group.results],
+                      [(r.sid, r.control, value(r)) for r in group.controls])
+    return [replace(s, low=entries[s.control].get("ci_low"), high=entries[s.control].get("ci_high")) for s in found]
 
 
 def cheats_on_top(board, group, metric: str, slice_type: str = "overall", slice_: str = "all") -> list[Standing]:
-    """The cheats that top every model on ``metric`` in the slice (the board then ranks nobody on it)."""
-    return [s for s in group_standings(board, group, metric, slice_type, slice_) if s.cheat_on_top]
+    """The cheats that top every model on ``metric`` in the slice, among the entries its card's gate lets take part
+    (the board then ranks nobody on it; a gate that removes the cheat leaves it nothing to top)."""
+    return [s for s in group_standings(board, group, metric, slice_type, slice_, gated=True) if s.cheat_on_top]
 
 
 def badge(board, group, metric: str) -> dict | None:

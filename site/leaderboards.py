@@ -148,19 +148,30 @@ CONTROLS = {
 
 def marks(board: Board, r, metrics: list[str], slice_type: str, slice_: str) -> dict[str, list[dict]]:
     """Per-cell badges: the scorer of a metric shares training data with the submission (entanglement); a
-    language-parity gap that differs from 0 (:func:`gap_badge`)."""
+    language-parity gap that differs from 0, or "base at chance" where its base metric does not clear chance
+    (:func:`gap_badge`)."""
     out = {m: badge for m in metrics if (badge := entangled_badge(board.entangled(r, m)))}
     for m in metrics:
-        if badge := gap_badge(r.entries.get((m, slice_type, slice_)), board.cards[m].get("smallest_difference")):
+        if badge := gap_badge(r.entries.get((m, slice_type, slice_)), board.cards[m].get("smallest_difference"),
+                              board.base_at_chance(r, m, slice_type, slice_)):
             out[m] = out.get(m, []) + badge
     return out
 
 
-def gap_badge(entry: dict | None, smallest: float | None = None) -> list[dict]:
+#: The mark of a parity entry whose base metric leaves the model at chance (:meth:`Board.base_at_chance`).
+AT_CHANCE = {"label": "base at chance", "title": "The base metric's interval does not clear its chance level: a "
+             "model without the skill has no language gap to show (one picture whatever the prompt scores a perfect "
+             "0), so no gap is claimed here."}
+
+
+def gap_badge(entry: dict | None, smallest: float | None = None, at_chance: bool = False) -> list[dict]:
     """The "language gap" badge of a parity entry whose Benjamini-Hochberg q (across the slices of its type:
     countries on a country page) is below :data:`~cultureboard.evaluators.results.disparity.SIGNIFICANT` and
     whose interval clears the card's smallest meaningful difference (:func:`~.disparity.clears`): a gap of
-    0.000 [0.000, 0.000] is never badged."""
+    0.000 [0.000, 0.000] is never badged. A gap is claimed only where its base is above chance: ``at_chance``
+    (:meth:`Board.base_at_chance`) gives the :data:`AT_CHANCE` mark instead, whatever the gap."""
+    if entry is not None and at_chance:
+        return [AT_CHANCE]
     q = (entry or {}).get("p_adjusted")
     if q is None or q >= SIGNIFICANT or entry.get("ci_low") is None \
             or not clears(entry["ci_low"], entry["ci_high"], max(smallest or 0.0, 0.0)) or entry["value"] == 0:

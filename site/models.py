@@ -120,7 +120,8 @@ def _language_table(board: Board, results: list) -> tuple[list[Column], list[dic
     """One row per (submission with a language-parity gap on its headline, native language): the pairs the run
     held, the native prompts the model refused and the pairs whose English prompt it refused (the gap's notes,
     :func:`~cultureboard.evaluators.engine.parity.refusal_counts`), the refusal rate, and the gap with its CI
-    (badged where its Benjamini-Hochberg q across the languages is below 0.05)."""
+    (badged where its Benjamini-Hochberg q across the languages is below 0.05 and its base is above chance in the
+    language, :meth:`Board.base_at_chance`)."""
     columns = [Column("submission", "Submission", "link"), Column("language", "Language", "text", "BCP 47 tag"),
                Column("pairs", "Pairs", "num", "Native prompts of this language in the run, each with its English "
                       "original"),
@@ -145,7 +146,8 @@ def _language_table(board: Board, results: list) -> tuple[list[Column], list[dic
                    "refused": refused, "english_refused": counts.get(f"{lang} English refused", 0),
                    "refusal_rate": refused / pairs if pairs else None, "gap": entry}
             smallest = board.cards[gap].get("smallest_difference") if gap in board.cards else None
-            rows.append(row | ({"_marks": {"gap": badge}} if (badge := gap_badge(entry, smallest)) else {}))
+            at_chance = board.base_at_chance(r, gap, "language", lang)
+            rows.append(row | ({"_marks": {"gap": badge}} if (badge := gap_badge(entry, smallest, at_chance)) else {}))
     return columns, rows
 
 

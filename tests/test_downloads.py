@@ -115,3 +115,52 @@ def test_rows_say_who_made_them_and_a_superseded_row_is_shown_unranked(tmp_path)
     made = {r["submission"]: (r["generated_by"], r["scored_by"], r["superseded_by"]) for r in data["rows"]}
     assert made[by[old.name].display] == ("the team (not audited)", NOT_CI, new.name)
     assert made[by[new.name].display] == ("the team (generation verified)", LEADERBOARD_CI, "")
+
+
+#: A value whose interval is narrower than the pages' three decimals: 0.340 [0.340, 0.340] would hide it.
+NARROW = {"value": 0.3401, "ci_low": 0.3398, "ci_high": 0.3404}
+
+
+def test_every_download_prints_values_at_the_precision_of_their_interval(tmp_path):
+    """Table downloads (CSV, JSON) and the flat file (data/scores.csv, .parquet) write each number whole (its
+    shortest round-trip text), so an interval's bounds always print apart; a control's standing in a badge's
+    text prints its value with its interval at the interval's precision (cells.at_precision, as the cells do)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from cultureboard.site.board import Board
+    from cultureboard.site.flat_file import CSV, PARQUET, write_flat_file
+    from cultureboard.site.gaming import Standing
+    from cultureboard.site.load import Result
+
+    standing = Standing("control__t", "text-only", 0.3401, beats=2, models=2, rank=1, low=0.3398, high=0.3404)
+    assert standing.text == ("control__t (text-only) scores 0.3401 [0.3398, 0.3404]: beats 2 of 2 model(s), would "
+                             "rank 1 of 3")
+    assert Standing("c", "unedited", 0.0, beats=0, models=1, rank=2).text.startswith("c (unedited) scores 0.000:")
+    rows = [{"submission": "real", "a.m": {**entry("a.m", 0, False, 1), **NARROW}, "a.n": None,
+             "_marks": {"a.m": [{"label": "would rank 1 of 3", "title": standing.text}]}}]
+    downloaded, data = download(tmp_path, None, SCORES, rows)
+    assert [downloaded[0][k] for k in ("a.m", "a.m_ci_low", "a.m_ci_high")] == ["0.3401", "0.3398", "0.3404"]
+    assert [data["rows"][0][k] for k in ("a.m", "a.m_ci_low", "a.m_ci_high")] == [0.3401, 0.3398, 0.3404]
+    assert "scores 0.3401 [0.3398, 0.3404]" in downloaded[0]["a.m_badges"]
+
+    card = {"name": "a.m", "title": "M", "direction": "higher", "target": None, "family": "a", "unit": "image",
+            "version": 1, "scorers": []}
+    prov = {"prompt_set": "toy-set", "dataset": {"revision": "r1"}, "dtype": "fp32", "scorers": [],
+            "metrics": {"a.m": 1}, "options": {}, "settings": {}, "code": {"cultureboard": "0", "git": {"commit": "abc"}}}
+    near = 0.1 + 0.2  # 0.30000000000000004: its every digit is kept, never rounded away
+    result = Result("lab__m", {"provenance": prov, "metrics_info": [card]}, pd.DataFrame(), {"organization": "lab"},
+                    Path("lab__m"), [], {("a.m", "overall", "all"): {**NARROW, "n_images": 8, "n_prompts": 8},
+                                         ("a.m", "country", "IT"): {"value": near, "ci_low": near - 1e-9,
+                                                                     "ci_high": near + 1e-9, "n_prompts": 8}},
+                    display="lab / m")
+    site = Site(tmp_path / "flat", {"banner": None})
+    write_flat_file(site, Board({result.sid: result}, {}))
+    with (tmp_path / "flat" / CSV).open(encoding="utf-8") as fh:
+        flat = {r["slice"]: r for r in csv.DictReader(fh)}
+    assert [flat["all"][k] for k in ("value", "ci_low", "ci_high")] == ["0.3401", "0.3398", "0.3404"]
+    assert [float(flat["IT"][k]) for k in ("value", "ci_low", "ci_high")] == [near, near - 1e-9, near + 1e-9]
+    assert flat["IT"]["ci_low"] != flat["IT"]["ci_high"]
+    parquet = pd.read_parquet(tmp_path / "flat" / PARQUET).set_index("slice")
+    assert parquet.loc["IT", "ci_high"] - parquet.loc["IT", "ci_low"] == pytest.approx(2e-9)

@@ -101,7 +101,8 @@ def test_list_metrics_shows_evidence_tier_and_smallest_difference():
         "validated", "0.42", "0.58", 0.02)
     assert faith["smallest_difference_reason"] and "0.72 of the human-human 0.58" in faith["tier_reason"]
     assert (cards["cube.faithfulness"]["tier"], cards["cube.faithfulness"]["evidence"]) == ("descriptive", None)
-    assert all({"evidence", "tier", "tier_reason", "smallest_difference"} <= set(c) for c in cards.values())
+    assert all({"evidence", "tier", "tier_reason", "smallest_difference", "gate"} <= set(c) for c in cards.values())
+    assert cards["cure.ps_delta.cr"]["gate"]["with"] == ["cure.gt", "cure.ita.cr"] and cards["cure.gt"]["gate"] is None
 
 
 def test_the_evidence_page_rows_list_every_card_by_tier():
@@ -114,3 +115,10 @@ def test_the_evidence_page_rows_list_every_card_by_tier():
     assert (faith["tier"], faith["value"], faith["ceiling"], faith["smallest"]) == ("validated", 0.42, 0.58, 0.02)
     assert faith["share"] == pytest.approx(0.42 / 0.58)
     assert rows[0]["tier"] == "validated" and rows[-1]["tier"] == "descriptive"
+    gated = {r["metric"]: r["gate"] for r in rows if r["gate"]}
+    assert sorted(gated) == sorted([f"cure.ps_delta.{a}{e}" for a in ("c", "cr") for e in ("", ".dinov2", ".aimv2")]
+                                   + ["ecb.culture.accuracy_last"])
+    assert gated["cure.ps_delta.c"].startswith("ranked only jointly with cure.gt or cure.ita.cr, above the "
+                                               "category-images control's: ")
+    assert gated["ecb.culture.accuracy_last"].startswith("ranked over the units whose ecb.dreamsim.base at their last "
+                                                         "image is above the unedited control's: ")

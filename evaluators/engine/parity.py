@@ -69,6 +69,11 @@ def is_parity(metric: str) -> bool:
     return metric.endswith("." + SUFFIX)
 
 
+def parity_base(metric: str) -> str:
+    """The base metric of the gap ``metric`` (the inverse of :func:`parity_name`)."""
+    return metric.removesuffix("." + SUFFIX)
+
+
 def native_name(prompt_set: str) -> str:
     return f"{prompt_set}-{NATIVE}"
 

@@ -132,6 +132,18 @@ def clears(low: float, high: float, smallest: float) -> bool:
     return bool(low >= smallest or high <= -smallest) if low == low and high == high else False
 
 
+def base_at_chance(base: dict | None, chance) -> bool:
+    """Whether a language-parity gap's base metric leaves the model at its chance level, so that no gap may be
+    claimed (a model that draws one picture whatever the prompt has no gap, and no skill either): the base entry's
+    interval lower end (its value where it has no interval) is at or below ``chance``. The cards' chance levels
+    are all floors of scores that rise with skill (a zero-shot country probability, a top-1 hit). False where
+    no numeric chance level is known or the base has no value: nothing says the base is at chance."""
+    if base is None or base.get("value") is None or isinstance(chance, bool) or not isinstance(chance, (int, float)):
+        return False
+    low = base["value"] if base.get("ci_low") is None else base["ci_low"]
+    return bool(low <= chance)
+
+
 def under_represented(kind: str, value: float, q: float, direction: str, low: float | None = None,
                       high: float | None = None, smallest: float = 0.0) -> bool:
     """Whether a gap marks a country the model serves worse than its own average: a country gap whose

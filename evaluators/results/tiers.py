@@ -14,8 +14,10 @@ follows from the record by one rule (:data:`RULE`, version :data:`RULE_VERSION`)
 * ``own measure``: the project's own measure (no paper defines it);
 * ``descriptive``: a card without a direction (never ranked whatever its evidence).
 
-Only :data:`RANKED_TIERS` get rank numbers; the rest are shown with values and intervals. Results record
-:data:`RULE_VERSION` (provenance ``rules``), so results derived under another rule are never ranked together.
+Only :data:`RANKED_TIERS` get rank numbers; the rest are shown with values and intervals. A record may state a
+``gate`` (:mod:`.gates`): what removes a known cheat from the metric's ranking on a board the cheat would top.
+Results record :data:`RULE_VERSION`
+(provenance ``settings.validity_rule``), so results derived under another rule are never ranked together.
 """
 
 from __future__ import annotations
@@ -28,13 +30,17 @@ import yaml
 
 from cultureboard.errors import CultureboardError
 
+from .gates import gate_problem
+
 EVIDENCE = Path(__file__).parent / "data" / "reported" / "evidence.yaml"
-#: Bumped whenever the rule below, the records' fields or any record's tier or smallest difference changes.
-RULE_VERSION = 1
+#: Bumped whenever the rule below, the records' fields or any record's tier, smallest difference or gate changes.
+#: 2: card-stated gates (``gate``, :mod:`.gates`); a language-parity gap claimed only where its base is above chance.
+RULE_VERSION = 2
 RULE = ("validated where a metric-human correlation has |r| >= 0.4 and, where a human-human ceiling is "
         "published, |r| >= 0.6 x the ceiling; indicative from |r| >= 0.2; otherwise diagnostic (also a figure with "
         "a caveat, or no evidence); a paper's arrow alone is 'arrow only' and the project's own measures 'own "
-        "measure'; a card without a direction is descriptive. Only validated and indicative metrics are ranked.")
+        "measure'; a card without a direction is descriptive. Only validated and indicative metrics are ranked, and on a "
+        "board where a cheat control tops every model only through the gate its card states, tested on that control.")
 #: Tiers from strongest to weakest (a prompt set's headline is its metric of the first tier it has).
 TIERS = ("validated", "indicative", "arrow only", "diagnostic", "own measure", "descriptive")
 RANKED_TIERS = ("validated", "indicative")
@@ -42,7 +48,7 @@ VALIDATED_R, INDICATIVE_R, CEILING_SHARE = 0.4, 0.2, 0.6
 CORRELATIONS = ("spearman", "pearson", "kendall")
 KINDS = ("correlation", "arrow", "own", "none")
 _REQUIRED = {"metrics", "evidence", "source", "smallest_difference"}
-_OPTIONAL = {"statistic", "value", "ceiling", "human", "domain", "seed", "quotes", "caveat"}
+_OPTIONAL = {"statistic", "value", "ceiling", "human", "domain", "seed", "quotes", "caveat", "gate"}
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 
 
@@ -124,6 +130,8 @@ def _problem(raw) -> str | None:
         for key in ("value", "ceiling"):
             if raw.get(key) is not None and not (isinstance(raw[key], str) and _NUMBER.fullmatch(raw[key])):
                 return f"{key} must be a number as printed, in quotes (got {raw[key]!r})"
+    if "gate" in raw and (problem := gate_problem(raw["gate"])):
+        return problem
     smd = raw["smallest_difference"]
     if not isinstance(smd, dict) or set(smd) != {"value", "reason"} or not isinstance(smd["value"], (int, float)) \
             or smd["value"] <= 0 or not str(smd["reason"]).strip():
@@ -143,10 +151,12 @@ def card_evidence(name: str, direction: str, path: str | Path = EVIDENCE) -> dic
 
 def record_tier(record: dict | None, direction: str) -> dict:
     """What a card records about its validity: ``evidence`` (the record or None), ``tier``, ``tier_reason``,
-    ``smallest_difference`` (the value, or None) and its ``smallest_difference_reason``."""
+    ``smallest_difference`` (the value, or None), its ``smallest_difference_reason`` and the ``gate`` that removes
+    a known cheat from its ranking (:mod:`.gates`; None where it states none)."""
     smd = (record or {}).get("smallest_difference") or {}
     return {"evidence": record, "tier": tier_of(record, direction), "tier_reason": why(record, direction),
-            "smallest_difference": smd.get("value"), "smallest_difference_reason": smd.get("reason")}
+            "smallest_difference": smd.get("value"), "smallest_difference_reason": smd.get("reason"),
+            "gate": (record or {}).get("gate")}
 
 
 def ranked_tier(card: dict) -> bool:
