@@ -28,6 +28,8 @@ DEMO_CONTROLS = ([f"control__reference-photos__{ps}" for ps in CONTROL_SETS]
                  + [f"control__text-only__{ps}" for ps in TEXT_ONLY_SETS]
                  + [f"control__{kind}__{ps}" for ps, kind in CHEAT_SETS.items()]
                  + [f"control__written-prompt__{ps}" for ps in WRITTEN_SETS])
+#: The control the demo makes for validation to refuse: kept in submissions/, never scored.
+REFUSED = f"control__copied-references__{COPIED_SET}"
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 REQUIRED = {"qid", "name", "country", "concept", "hop", "root", "P31", "P279", "P495", "P17", "P2012", "P361",
@@ -181,7 +183,7 @@ def test_demo_runs_every_step_of_every_family(demo_runs):
     assert (demo / "dataset/README.md").is_file() and (demo / "site/index.html").is_file()
     subs = sorted(p.name for p in (demo / "submissions").iterdir())
     models = sorted(f"demo__{model}__{ps}" for model, sets in STANDIN_MODELS.items() for ps in sets)
-    refused = f"control__copied-references__{COPIED_SET}"  # made, refused by validate, never scored
+    refused = REFUSED
     assert subs == sorted(models + DEMO_CONTROLS + [refused])
     assert f"{refused}: refused, as it must be: " in out
     assert {"control__category-images__cure-ladder", "control__unedited__ecb"} <= set(subs)  # the two cheats
@@ -348,8 +350,8 @@ def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     first, second = demo_runs["demo"], demo_runs["root"] / "second"
     summary = json.loads(demo_runs["second"].stdout)
     subs = sorted(p.name for p in (first / "submissions").iterdir())
-    generated = [s for s in subs if not s.startswith("control__")]  # the controls are made anew (a few ms)
-    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(DEMO_CONTROLS)
+    generated = [s for s in subs if not s.startswith("control__")]  # the controls (and REFUSED) are made anew
+    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(DEMO_CONTROLS) - 1
     assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "site", "total"}
     assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 1
     for sub in subs:  # the same bytes: images, metadata and submission.yaml
