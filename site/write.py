@@ -174,7 +174,7 @@ class Site:
         reads)."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
         files = [stem + ".csv", stem + ".json"]
-        standin = bool(self.globals.get("banner"))
+        standin = bool((self.globals.get("banner") or {}).get("count"))
         key = self._key("table", page, name, columns, rows, standin)
         if not self._linked(files, key):
             for path, text in zip(files, _downloads(page, name, columns, rows, standin)):
