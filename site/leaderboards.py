@@ -86,11 +86,14 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                               "data with the submission", better="lower"))
     columns += [Column("weights", "Weights", "text", "open: public weights; closed: an API"),
                 Column("coverage", "Coverage", "pct", f"Share of the slice's prompts scored for {main['title']}",
-                       better="higher")]
+                       better="higher"),
+                Column("release_date", "Released", "text", "model.release_date of submission.yaml", hidden=True),
+                Column("parameters", "Parameters", "num", "model.parameters of submission.yaml", hidden=True)]
     rows = []
     for r in members:
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
-               "weights": str(r.spec.get("model", {}).get("weights")),
+               "weights": str(r.spec.get("model", {}).get("weights")), **(declared := filter_fields(r.spec)),
+               "_filter": declared,
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
                **{m: r.entries.get((m, slice_type, slice_)) for m in metrics},
                "_marks": marks(board, r, metrics, slice_type, slice_)}
@@ -110,9 +113,21 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
             row["_marks"]["submission"] += gaming.marks(board, group, r.sid, metrics[0], slice_type, slice_)
         rows.append(row)
     table = site.table(page, name or group.name, columns, rows)
+    table.filters = True
     if limit is not None and len(rows) > limit:
         table.rows, table.partial = rows[:limit], True
     return table
+
+
+def filter_fields(spec: dict) -> dict:
+    """What a board's filters read from a submission.yaml: ``weights``, ``release_date`` and ``parameters``, each None
+    where it is not declared (or not of its type: validate reports that)."""
+    from cultureboard.evaluators.submission.format import get
+
+    weights, released, size = (get(spec, f"model.{k}") for k in ("weights", "release_date", "parameters"))
+    return {"weights": weights if weights in ("open", "closed") else None,
+            "release_date": released if isinstance(released, str) else None,
+            "parameters": size if isinstance(size, (int, float)) and not isinstance(size, bool) else None}
 
 
 CONTROLS = {

@@ -73,6 +73,7 @@ class Table:
     csv: str  # site-relative paths of the downloads
     json: str
     partial: bool = False  # the downloads hold more rows than this table (image browser pages)
+    filters: bool = False  # a leaderboard: filters by weights, release date and size (static/filters.js)
     caption: str = ""
 
 
