@@ -131,7 +131,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             media, unverified = pending.result()
         gallery.gallery_pages(site, board, media, page_size)
         models.overview_pages(site, board, first_images)
-        compare.compare_pages(site, board)
+        compare.compare_pages(site, board, media)
         write_search_index(site, board)  # after the last page: it lists the pages written
         site.finish()  # records each page's key for the next build
         pages_at = time.perf_counter()

@@ -743,6 +743,17 @@ def test_two_models_compare_side_by_side_offline(watched, root):
         assert cells[4].startswith(("differ: ", "CIs overlap", "descriptive")), cells
     assert watched.page.locator("#compare-countries tbody tr").count() > 0
     assert watched.page.locator("#compare-topics tbody tr").count() > 0
+    pairs = watched.page.locator("#compare-images figure.pair")  # both models' thumbnails of the same prompts
+    assert pairs.count() > 0
+    for i in range(pairs.count()):
+        images = pairs.nth(i).locator("img")
+        assert images.count() == 2
+        alts = [images.nth(k).get_attribute("alt") for k in (0, 1)]
+        assert alts[0].split(": ", 1)[1] == alts[1].split(": ", 1)[1], alts  # the same prompt
+        sources = [images.nth(k).get_attribute("src") for k in (0, 1)]
+        assert sources[0].startswith("thumbs/lab__v1__") and sources[1].startswith("thumbs/lab__v0__"), sources
+        for k in (0, 1):
+            assert images.nth(k).evaluate("img => img.decode().then(() => img.naturalWidth)") > 0, sources[k]
     assert not watched.problems, watched.report()
 
 
