@@ -104,7 +104,8 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = TINY, pipeline
          countries: list[str] | None = None, echo: Callable[[str], None] = print, bars: bool = False) -> dict:
     """Run every step into ``out``; ``echo`` gets a line per step (the first before anything heavy is
     imported), ``bars`` shows a progress bar over each generation's images. Returns what it wrote and how long
-    each step took: ``{"out", "dataset", "submissions", "results", "site", "cached", "seconds": {step: s}}``."""
+    each step took: ``{"out", "dataset", "submissions", "results", "held_out", "ratings", "site", "cached",
+    "seconds": {step: s}}`` (``ratings``: the synthetic ratings folders, :mod:`cultureboard.demo_ratings`)."""
     started = time.perf_counter()
     out = Path(out)
     standin = pipelines is None
