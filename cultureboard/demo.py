@@ -7,7 +7,10 @@ controls, the two cheats copied from the stand-ins' images (category-images of c
 written-prompt cheat of cube-awareness -> validate them, and show validation refusing the copied-references control
 (cultdiff's photographs handed in as generations) -> evaluate them with tiny stand-in scorers, read every image's
 text with the OCR's real weights (when the ``ocr`` extra is installed), and score one stand-in on the held-out
-prompts (``results-held-out/``) -> render the site (with the held-out column, the gap and held-out.html).
+prompts (``results-held-out/``) -> write synthetic ratings in the layout of each study they can stand in for and
+import them (:mod:`cultureboard.demo_ratings`: noisy functions of the automatic scores, labelled synthetic;
+``ratings/``) -> render the site (with the held-out column, the gap and held-out.html, and the trust view of those
+ratings).
 
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
@@ -20,14 +23,16 @@ also into a new folder, builds and generates nothing and loads no model, and giv
 same steps on a machine with network access and a GPU (real pipelines are not cached here; ``generate``
 resumes an interrupted run by itself).
 
-The output folder holds ``dataset/``, ``dataset-held-out/``, ``submissions/``, ``results/``, ``results-held-out/``
-and ``site/``, so any single step
+The output folder holds ``dataset/``, ``dataset-held-out/``, ``submissions/``, ``results/``, ``results-held-out/``,
+``ratings/`` and ``site/``, so any single step
 can be rerun by hand on it. ``benchmarks/demo_speed.py`` times a first run and a rerun.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import math
 import os
 import shutil
 import sys
@@ -36,7 +41,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from .atomic import claim_folder
+from .atomic import atomic_write_text, claim_folder
 from .errors import CultureboardError
 from .standins import DEFAULT, TINY, cache_root, code_fingerprint, fingerprint, make_once, standins_root
 
@@ -100,6 +105,9 @@ HELD_OUT_SUBMISSION = ("tiny-a", "cube-awareness")
 #: constrained to the schema): cube maps images by retrieval (faster, and no less meaningful here), and cultivate
 #: asks for short answers once (a real judge gets the defaults: 512 tokens, 2 retries).
 STANDIN_OPTIONS = {"cube-diversity": {"mapping": "retrieval"}, "cultivate": {"max_new_tokens": 16, "retries": 0}}
+#: Release dates the stand-ins declare (they were never released: the dates are illustrative), so that the boards'
+#: date filter has values to act on; their sizes are their real parameter counts (:func:`parameter_count`).
+STANDIN_RELEASES = {"tiny-a": "2024-03-01", "tiny-b": "2024-09-15", "tiny-c": "2025-04-30"}
 STEPS = 5
 
 
@@ -107,7 +115,8 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = TINY, pipeline
          countries: list[str] | None = None, echo: Callable[[str], None] = print, bars: bool = False) -> dict:
     """Run every step into ``out``; ``echo`` gets a line per step (the first before anything heavy is
     imported), ``bars`` shows a progress bar over each generation's images. Returns what it wrote and how long
-    each step took: ``{"out", "dataset", "submissions", "results", "site", "cached", "seconds": {step: s}}``."""
+    each step took: ``{"out", "dataset", "submissions", "results", "held_out", "ratings", "site", "cached",
+    "seconds": {step: s}}`` (``ratings``: the synthetic ratings folders, :mod:`cultureboard.demo_ratings`)."""
     started = time.perf_counter()
     out = Path(out)
     standin = pipelines is None
@@ -132,6 +141,8 @@ def demo(out: str | Path = "cultureboard-demo", *, scorers: str = TINY, pipeline
 def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: list[str],
          echo: Callable[[str], None], bars: bool, started: float) -> dict:
     from .builder.held_out import private_folder
+    from .demo_ratings import SEED as RATINGS_SEED
+    from .demo_ratings import write_synthetic_ratings
     from .evaluators.engine.evaluate import evaluate
     from .evaluators.results.held_out import evaluate_held_out
     from .evaluators.submission.validate import validate
@@ -169,6 +180,8 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     for k, (name, prompt_set) in enumerate(jobs, start=1):
         folder = submissions / f"demo__{name}__{prompt_set}"
         hit = _generate(dataset, prompt_set, name, models[name], folder, standin, bars)
+        if standin:
+            _declare(folder, STANDIN_RELEASES[name], parameter_count(models[name]))
         echo(f"      {k}/{len(jobs)} {folder.name}: " + ("reused from the cache" if hit else "generated"))
         written.append(folder)
         if hit:
@@ -204,8 +217,17 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
                           cache=cache_root() / "embeddings")
     lap("evaluate")
 
+    ratings = out / "ratings"
+    rated = {prompt_set: folder.name for folder in reversed(written)
+             if folder.name.startswith("demo__") and (prompt_set := folder.name.split("__")[-1])}
+    folders = write_synthetic_ratings(dataset, submissions, results, ratings, rated) if standin else []
+    if folders:
+        echo(f"      synthetic ratings (noisy functions of the automatic scores, seed {RATINGS_SEED}; not human "
+             f"judgements) of {', '.join(f.name for f in folders)} -> {ratings}")
+    lap("ratings")
+
     echo(f"[5/{STEPS}] site: {site}")
-    build_site(results, dataset, submissions, site, held_out=held_out)
+    build_site(results, dataset, submissions, site, held_out=held_out, ratings=folders)
     lap("site")
 
     total = round(time.perf_counter() - started, 2)
@@ -215,7 +237,7 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     echo(f"\nDone in {total:.0f} s (" + ", ".join(f"{step} {s:.0f} s" for step, s in seconds.items()) + ")."
          f"\nOpen the leaderboard: {(site / 'index.html').resolve()}\n{note}")
     return {"out": str(out), "dataset": str(dataset), "submissions": [str(f) for f in written],
-            "results": str(results), "held_out": str(held_out), "site": str(site), "cached": cached, "seconds": {**seconds, "total": total}}
+            "results": str(results), "held_out": str(held_out), "ratings": [str(f) for f in folders], "site": str(site), "cached": cached, "seconds": {**seconds, "total": total}}
 
 
 def _quiet_libraries() -> None:
@@ -323,8 +345,6 @@ def _refused_copies(dataset: Path, submissions: Path, echo: Callable[[str], None
 def _written_lines(results: Path, folders: list[Path]) -> list[str]:
     """What the OCR (real weights, unlike the stand-ins) found: per submission, the images that spell their prompt
     among those it could check; the first number of the demo that measures something."""
-    import json
-
     lines = []
     for folder in folders:
         block = json.loads((results / folder.name / "summary.json").read_text(encoding="utf-8"))["written"]
@@ -336,6 +356,26 @@ def _written_lines(results: Path, folders: list[Path]) -> list[str]:
     ocr = block["ocr"]
     return [f"      OCR ({ocr['package']} {ocr['version']}, PP-OCRv4 with its real weights: the first number in this "
             "demo that measures something):", *lines]
+def parameter_count(pipeline: str | Path) -> int:
+    """The number of weights in a pipeline folder: the sum over its ``*.safetensors`` files of each tensor's element
+    count, read from the files' headers (an 8-byte little-endian length, then JSON {name: {"shape": [...]}})."""
+    total = 0
+    for file in sorted(Path(pipeline).rglob("*.safetensors")):
+        with open(file, "rb") as fh:
+            header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
+        total += sum(math.prod(t["shape"]) for name, t in header.items() if name != "__metadata__")
+    return total
+
+
+def _declare(folder: Path, release_date: str, parameters: int) -> None:
+    """Add ``model.release_date`` and ``model.parameters`` to a stand-in submission's submission.yaml."""
+    import yaml
+
+    from .evaluators.submission.format import SUBMISSION_YAML, read_spec
+
+    spec = read_spec(folder / SUBMISSION_YAML)
+    spec["model"].update(release_date=release_date, parameters=parameters)
+    atomic_write_text(folder / SUBMISSION_YAML, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
 
 
 def _copy_into(source: Path, target: Path) -> None:

@@ -103,7 +103,9 @@ class Board:
                 f" [control: {r.control}]" if r.control else "")
         self.groups = _groups(list(self.results.values()), self.cards)
         self.group_of = {r.sid: g for gs in self.groups.values() for g in gs for r in g.everyone}
-        self.trust = evidence(self.trust_rows)
+        self.trust = evidence(self.trust_rows)  # shown on the trust and metric pages
+        # what decides greying and ranking: real ratings only (synthetic ones, the demo's, are shown, never obeyed)
+        self._judged = evidence([t for t in self.trust_rows if not t.get("synthetic")])
         self.standin = sorted(r.sid for r in self.results.values() if r.standin)
         self._ranks: dict[tuple, dict[str, dict]] = {}
         self._gated: dict[tuple, dict[str, dict | None]] = {}
@@ -243,8 +245,9 @@ class Board:
     # --- what a metric is worth where
 
     def diagnostic(self, metric: str, slice_type: str, slice_: str) -> dict | None:
-        """The trust row that makes ``metric`` only a diagnostic on this slice (greyed, never the headline), or None."""
-        row = self.trust.get((metric, slice_type, slice_))
+        """The trust row that makes ``metric`` only a diagnostic on this slice (greyed, never the headline), or None;
+        rows of synthetic ratings (``site/trust.py``) never do."""
+        row = self._judged.get((metric, slice_type, slice_))
         return row if row is not None and row["diagnostic"] else None
 
     def text_only_flag(self, group: Group, metric: str) -> str | None:

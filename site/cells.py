@@ -85,6 +85,8 @@ def body(columns, rows, root: str) -> Markup:
     for row in rows:
         marks = row.get("_marks") or {}
         cls = ' class="control"' if row.get("_control") else ' class="muted"' if row.get("_muted") else ""
+        # what static/filters.js filters by: the fields the row's submission declares
+        cls += "".join(f' data-{k}="{escape(v)}"' for k, v in (row.get("_filter") or {}).items() if v is not None)
         out.append(f"<tr{cls}>\n")
         for c, key, classes in columns:
             td = cell(c, row[key], marks.get(key), root)

@@ -309,7 +309,7 @@ def family_pages(site: Site, board: Board) -> None:
 
 def trust_page(site: Site, board: Board) -> None:
     """trust.html: per metric and slice, Spearman's rho with human judgements and whether the metric is only a
-    diagnostic there (greyed)."""
+    diagnostic there (greyed); where the ratings are synthetic (the demo's), the page says so first."""
     rows = sorted(board.trust.values(), key=lambda t: (t["metric"], type_order(t["slice_type"]),
                                                        slice_order(t["slice_type"], t["slice"])))
     columns = [Column("metric", "Metric", "link"), Column("human", "Human judgement", "text"),
@@ -321,9 +321,12 @@ def trust_page(site: Site, board: Board) -> None:
                     "href": f"metric/{t['metric']}.html"} if t["metric"] in board.cards else None,
          "human": t["human"], "slice": "all" if t["slice_type"] == "overall" else slice_name(t["slice_type"], t["slice"]),
          "n": t["n"], "rho": t["rho"], "rho_low": t["rho_low"], "rho_high": t["rho_high"],
-         "verdict": ("diagnostic only: " if t["diagnostic"] else "usable: " if t["diagnostic"] is False else "") + t["reason"],
+         "verdict": ("synthetic, not applied: " if t.get("synthetic") else "")
+                    + ("diagnostic only: " if t["diagnostic"] else "usable: " if t["diagnostic"] is False else "") + t["reason"],
          "_muted": bool(t["diagnostic"])} for t in rows]) if rows else None
-    site.page("trust.html", "trust.html", "Trust: where each metric tracks human judgement", table=table)
+    synthetic = " ".join(sorted({t["synthetic"] for t in board.trust_rows if t.get("synthetic")})) or None
+    site.page("trust.html", "trust.html", "Trust: where each metric tracks human judgement", table=table,
+              synthetic=synthetic)
 
 
 def evidence_rows() -> list[dict]:

@@ -29,7 +29,8 @@ served; no page requests anything from another site)::
     static/style.css, static/app.js     sorting, filtering and the map's choice (vanilla JS, no network access)
     search-index.js, static/search.js   the header's search box over models, slices, metrics, artifacts, prompts
 
-Every page carries a banner when any result was scored by tiny random stand-in scorers, and the build date and
+Every page carries a banner when any result was scored by tiny random stand-in scorers or the ratings are
+synthetic (the demo's), and the build date and
 code version in its footer. The modules: :mod:`.load` (results), :mod:`.board` (groups, ranks and everything
 derived), :mod:`.leaderboards`, :mod:`.figures`, :mod:`.details`, :mod:`.gallery` (pages), :mod:`.write`
 (Jinja, downloads), :mod:`.plots` and :mod:`.worldmap` (SVG), :mod:`.thumbs` (image files), :mod:`.trust` and
@@ -130,7 +131,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             media, unverified = pending.result()
         gallery.gallery_pages(site, board, media, page_size)
         models.overview_pages(site, board, first_images)
-        compare.compare_pages(site, board)
+        compare.compare_pages(site, board, media)
         write_search_index(site, board)  # after the last page: it lists the pages written
         site.finish()  # records each page's key for the next build
         pages_at = time.perf_counter()
@@ -178,8 +179,12 @@ def _footer(board: Board, built) -> dict:
 
 
 def _banner(board: Board) -> dict | None:
-    """The warning every page carries when any result was scored by tiny random stand-in scorers."""
-    if not board.standin:
+    """The warning every page carries when any result was scored by tiny random stand-in scorers (``count`` of
+    ``total``, the first ``names``), or when the ratings are synthetic (``synthetic``: their note, from
+    ``site/trust.py``'s marker); None when neither."""
+    synthetic = sorted({t["synthetic"] for t in board.trust_rows if t.get("synthetic")})
+    if not board.standin and not synthetic:
         return None
     shown = [board.results[s].display for s in board.standin]
-    return {"count": len(shown), "total": len(board.results), "names": shown[:5], "more": max(0, len(shown) - 5)}
+    return {"count": len(shown), "total": len(board.results), "names": shown[:5], "more": max(0, len(shown) - 5),
+            "synthetic": " ".join(synthetic) or None}

@@ -7,7 +7,8 @@ which are read when present; the trust-map layout of
 ``evaluators.results.trust.trust_map``, used by the CultDiff and ECB studies: rho with its bootstrap CI and the
 diagnostic flag; CuRe's ``correlations.json``: trust-map rows under ``trust`` against the gold score each
 metric stands for, beside the paper-shaped rows with rho and its CI per gold score). Each becomes a row
-{metric, human, slice_type, slice, n, rho, rho_low, rho_high, diagnostic, reason, submission, source}:
+{metric, human, slice_type, slice, n, rho, rho_low, rho_high, diagnostic, reason, submission, source, synthetic}
+(``synthetic``: the note of the folder's :data:`SYNTHETIC` marker, None for real ratings):
 ``diagnostic`` is :func:`~cultureboard.evaluators.results.trust.trust_flag`'s verdict where the file gives a
 CI (or too few items), and None where it cannot be judged (no CI).
 
@@ -25,6 +26,9 @@ from cultureboard.evaluators.results.trust import MIN_ITEMS, trust_flag
 from cultureboard.errors import CultureboardError
 
 FILES = ("validity.json", "correlations.json")
+#: A file beside them that marks a ratings folder as synthetic (``cultureboard demo``: cultureboard/demo_ratings.py):
+#: {"synthetic": true, "note": what they are}; its rows carry the note, which every page and the trust page show.
+SYNTHETIC = "synthetic.json"
 _FIX = "pass an output folder of `cultureboard import ratings` run with the scores"
 
 
@@ -36,13 +40,30 @@ def load_trust(paths) -> list[dict]:
         files = [path / name for name in FILES if (path / name).is_file()] if path.is_dir() else [path]
         if not files or not all(f.is_file() for f in files):
             raise CultureboardError(given, f"has none of {', '.join(FILES)}", _FIX)
+        synthetic = _synthetic(files[0].parent)
         for file in files:
             try:
                 doc = json.loads(file.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise CultureboardError(file, f"cannot be read as JSON ({exc.__class__.__name__})", _FIX) from None
-            rows += _rows(doc, file)
+            rows += [{**row, "synthetic": synthetic} for row in _rows(doc, file)]
     return rows
+
+
+def _synthetic(folder: Path) -> str | None:
+    """The note of the folder's :data:`SYNTHETIC` marker, or None where there is none (real ratings)."""
+    marker = folder / SYNTHETIC
+    if not marker.is_file():
+        return None
+    try:
+        doc = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CultureboardError(marker, f"cannot be read as JSON ({exc.__class__.__name__})",
+                                "remove it, or rerun `cultureboard demo`, which writes it") from None
+    if not isinstance(doc, dict) or doc.get("synthetic") is not True or not isinstance(doc.get("note"), str):
+        raise CultureboardError(marker, 'is not {"synthetic": true, "note": "..."}',
+                                "remove it, or rerun `cultureboard demo`, which writes it")
+    return doc["note"]
 
 
 def _rows(doc, file: Path) -> list[dict]:

@@ -73,6 +73,7 @@ class Table:
     csv: str  # site-relative paths of the downloads
     json: str
     partial: bool = False  # the downloads hold more rows than this table (image browser pages)
+    filters: bool = False  # a leaderboard: filters by weights, release date and size (static/filters.js)
     caption: str = ""
 
 
@@ -174,7 +175,7 @@ class Site:
         reads)."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
         files = [stem + ".csv", stem + ".json"]
-        standin = bool(self.globals.get("banner"))
+        standin = bool((self.globals.get("banner") or {}).get("count"))
         key = self._key("table", page, name, columns, rows, standin)
         if not self._linked(files, key):
             for path, text in zip(files, _downloads(page, name, columns, rows, standin)):

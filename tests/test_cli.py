@@ -346,13 +346,79 @@ def test_demo_scores_a_held_out_split_and_no_public_file_names_it(demo_runs):
     assert find_leaks(public, demo / "dataset-held-out") == []
 
 
+def test_synthetic_answers_rise_with_the_anchor_rank():
+    """likert: clip(round(1 + 4 u + e), 1, 5); relevance: yes above 0.6, maybe above 0.3 (of u + e / 4)."""
+    import numpy as np
+
+    from cultureboard.demo_ratings import likert, ranks, relevance
+
+    assert likert(np.array([0.0, 0.5, 1.0, 1.0, 0.0]), np.array([0.0, 0.0, 0.0, 2.0, -0.6])).tolist() == [1, 3, 5, 5, 1]
+    assert likert(np.array([0.5]), np.array([0.6])).tolist() == [4]  # 1 + 2 + 0.6 rounds to 4
+    assert relevance(np.array([0.7, 0.5, 0.2, 0.5]), np.array([0.0, 0.0, 0.0, 0.8])) == ["yes", "maybe", "no", "yes"]
+    import pandas as pd
+    assert ranks(pd.Series([0.3, 0.1, 0.2, 0.2])).tolist() == [1.0, 0.0, 0.5, 0.5] and ranks(pd.Series([7.0])).tolist() == [0.5]
+
+
+def test_demo_shows_the_trust_view_of_synthetic_ratings(demo_runs):
+    """The demo rates one submission of four studies' prompt sets synthetically (3 raters of the item's country, answers
+    that follow the anchor metric's rank), imports each with its study's writer, and the site shows the trust table
+    with per-country rows, says on every page and on the trust page that the ratings are synthetic, and explains what
+    real ones would show."""
+    import pandas as pd
+
+    from cultureboard.demo_ratings import ANCHORS, MARKER
+
+    demo, out = demo_runs["demo"], demo_runs["first"].stdout
+    ratings = demo / "ratings"
+    assert sorted(p.name for p in ratings.iterdir() if p.is_dir()) == ["cube", "cultdiff", "cultivate", "cure"]
+    assert "synthetic ratings (noisy functions of the automatic scores, seed 0; not human judgements)" in out
+    for study in ("cube", "cultdiff", "cultivate", "cure"):
+        marker = json.loads((ratings / study / MARKER).read_text())
+        assert marker["synthetic"] is True and "not human judgements" in marker["note"], study
+        assert any((ratings / study / name).is_file() for name in ("validity.json", "correlations.json")), study
+    rows = pd.read_csv(ratings / "cube.csv")
+    assert (rows.groupby("prompt_id")["rater"].nunique() == 3).all()
+    assert (rows["rater_country"] == rows["rater"].str.split("-").str[1].str.upper()).all()
+    sid = rows["submission"].iloc[0]
+    scores = pd.read_parquet(demo / "results" / sid / "scores.parquet")
+    anchor = scores[scores["metric"] == ANCHORS["cube"][1]["faithfulness"]].set_index("prompt_id")["value"]
+    mean = rows.groupby("prompt_id")["faithfulness"].mean()
+    assert mean.corr(anchor.loc[mean.index], method="spearman") > 0.5  # the answers follow the anchor
+    trust = json.loads((demo / "site" / "data" / "trust-trust.json").read_text())["rows"]
+    titles = {r["metric"] for r in trust}  # a metric of each study's family
+    assert {"Quality (HPS v2.1)", "CultDiff-S learned similarity to real photographs", "Faithfulness (FAITH)",
+            "Similarity to reference photographs, SigLIP 2 (phi_GT(n))"} <= titles, titles
+    assert {"Nigeria (NG)", "Spain (ES)", "Mexico (MX)"} <= {r["slice"] for r in trust}  # per-country rows
+    page = (demo / "site" / "trust.html").read_text()
+    assert 'id="synthetic-ratings"' in page and "What real ratings would show" in page and "Nigeria (NG)" in page
+    for path in ("index.html", "trust.html", f"model/{sid}.html"):
+        assert "<strong>Synthetic ratings:</strong> not human judgements." in (demo / "site" / path).read_text(), path
+
+
+def test_demo_submissions_declare_release_date_and_size(demo_runs):
+    """Every stand-in's submissions declare its (illustrative) release date and its real parameter count."""
+    import yaml
+
+    from cultureboard.demo import STANDIN_RELEASES, parameter_count
+    from cultureboard.standins import standin_pipeline
+
+    for seed, (model, sets) in enumerate(STANDIN_MODELS.items()):
+        size = parameter_count(standin_pipeline(model, seed))
+        assert size > 1000
+        for prompt_set in sets:
+            spec = yaml.safe_load((demo_runs["demo"] / "submissions" / f"demo__{model}__{prompt_set}" / "submission.yaml").read_text())
+            assert (spec["model"]["release_date"], spec["model"]["parameters"]) == (STANDIN_RELEASES[model], size)
+
+
 def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     first, second = demo_runs["demo"], demo_runs["root"] / "second"
     summary = json.loads(demo_runs["second"].stdout)
     subs = sorted(p.name for p in (first / "submissions").iterdir())
     generated = [s for s in subs if not s.startswith("control__")]  # the controls (and REFUSED) are made anew
     assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(DEMO_CONTROLS) - 1
-    assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "site", "total"}
+    assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "ratings", "site", "total"}
+    for study in ("cube", "cultdiff", "cultivate", "cure"):  # the synthetic ratings: seeded, the same bytes
+        assert (first / "ratings" / f"{study}.csv").read_bytes() == (second / "ratings" / f"{study}.csv").read_bytes()
     assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 1
     for sub in subs:  # the same bytes: images, metadata and submission.yaml
         a, b = first / "submissions" / sub, second / "submissions" / sub

@@ -254,7 +254,7 @@ def test_csp_on_every_page_and_no_inline_code(world):
             assert not [a for a in attrs if a.startswith("on") or a == "style"], f"{page.path}: <{tag} {attrs}>"
             if tag == "script":
                 assert attrs.get("src", "").endswith(("static/app.js", "static/search.js", "search-index.js",
-                                                      "static/compare.js", ".data.js"))
+                                                      "static/compare.js", "static/filters.js", ".data.js"))
             if tag == "a":
                 assert not attrs.get("href", "").lower().startswith("javascript:")
         assert all(body.strip() == "" for body in page.scripts), page.path

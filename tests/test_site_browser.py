@@ -35,6 +35,7 @@ from urllib.request import url2pathname
 import numpy as np
 import pytest
 import site_worlds
+import yaml
 from PIL import Image
 
 CHROMIUM = os.environ.get("CULTUREBOARD_CHROMIUM", "/usr/bin/chromium")
@@ -48,6 +49,9 @@ PER_BULK_FOLDER = 2
 SORTABLE = "table.sortable th, th[data-sort], th.sortable"
 FILTER = "input[type=search][data-table], input[type=search]:not(#search-box), input[data-filter]"  # not the site search
 TIMEOUT_MS = 15_000
+#: The filter fields the shifted copies declare (lab / alpha declares none).
+DECLARED = {"v0": {"weights": "open", "release_date": "2023-05-01", "parameters": 1e9},
+            "v1": {"weights": "closed", "release_date": "2024-09-01", "parameters": 8e9}}
 
 
 def _missing(reason: str):
@@ -90,6 +94,12 @@ def site(tmp_path_factory, tiny_scorers) -> Path:
             for i, shift in enumerate((-0.05, 0.05)):
                 site_worlds.variant(base["results"], base["submissions"], ids[0], f"v{i}", shift, 10 * k + i,
                                     results, submissions, unflag=prompt_set == "cultivate", tag=prompt_set)
+    for folder in submissions.iterdir():  # what the boards' filters read: v0 open, older and smaller than closed v1
+        model = folder.name.split("__")[1]
+        if model in DECLARED:
+            spec = yaml.safe_load((folder / "submission.yaml").read_text())
+            spec["model"].update(DECLARED[model])
+            (folder / "submission.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     out = root / "site"
     build_site(results, base["dataset"], submissions, out)
     assert (out / "index.html").is_file(), "the site has no index.html at its root"
@@ -733,4 +743,48 @@ def test_two_models_compare_side_by_side_offline(watched, root):
         assert cells[4].startswith(("differ: ", "CIs overlap", "descriptive")), cells
     assert watched.page.locator("#compare-countries tbody tr").count() > 0
     assert watched.page.locator("#compare-topics tbody tr").count() > 0
+    pairs = watched.page.locator("#compare-images figure.pair")  # both models' thumbnails of the same prompts
+    assert pairs.count() > 0
+    for i in range(pairs.count()):
+        images = pairs.nth(i).locator("img")
+        assert images.count() == 2
+        alts = [images.nth(k).get_attribute("alt") for k in (0, 1)]
+        assert alts[0].split(": ", 1)[1] == alts[1].split(": ", 1)[1], alts  # the same prompt
+        sources = [images.nth(k).get_attribute("src") for k in (0, 1)]
+        assert sources[0].startswith("thumbs/lab__v1__") and sources[1].startswith("thumbs/lab__v0__"), sources
+        for k in (0, 1):
+            assert images.nth(k).evaluate("img => img.decode().then(() => img.naturalWidth)") > 0, sources[k]
+    assert not watched.problems, watched.report()
+
+
+def test_board_filters_hide_rows_and_keep_ranks(watched, root):
+    """On a leaderboard, the filters by weights, release date and size hide the rows they reject (and, while set,
+    the rows that declare nothing), never change a shown row's rank, and say that the board is filtered."""
+    page = watched.page
+    watched.goto(root + "leaderboard/cultdiff.html")
+    table = page.locator("table#cultdiff-g1")
+    box = "details.board-filters[data-table='cultdiff-g1']"
+
+    def shown() -> dict[str, str]:
+        rows = table.locator("tbody tr:visible")
+        return {rows.nth(i).locator("td").nth(1).inner_text().split("\n")[0]: rows.nth(i).locator("td").nth(0).inner_text()
+                for i in range(rows.count())}
+
+    ranks = shown()
+    assert {"lab / v0 (cultdiff)", "lab / v1 (cultdiff)"} <= set(ranks) and len(ranks) > 2, ranks
+    note = page.locator("#cultdiff-g1-filtered")
+    assert note.is_hidden()
+    page.locator(f"{box} summary").click()
+    page.select_option(f"{box} select[data-filter-field='weights']", "closed")
+    assert shown() == {"lab / v1 (cultdiff)": ranks["lab / v1 (cultdiff)"]}
+    assert note.is_visible() and note.inner_text().startswith(f"Filtered: 1 of {len(ranks)} rows shown.")
+    page.select_option(f"{box} select[data-filter-field='weights']", "")
+    page.fill(f"{box} input[data-filter-field='release_date'][data-bound='max']", "2023-12-31")
+    assert shown() == {"lab / v0 (cultdiff)": ranks["lab / v0 (cultdiff)"]}
+    page.fill(f"{box} input[data-filter-field='parameters'][data-bound='min']", "2e9")  # v0 is 1e9: none left
+    assert shown() == {} and note.inner_text().startswith(f"Filtered: 0 of {len(ranks)}")
+    page.fill(f"{box} input[data-filter-field='release_date'][data-bound='max']", "")
+    assert shown() == {"lab / v1 (cultdiff)": ranks["lab / v1 (cultdiff)"]}  # 8e9 >= 2e9
+    page.fill(f"{box} input[data-filter-field='parameters'][data-bound='min']", "")
+    assert shown() == ranks and note.is_hidden()
     assert not watched.problems, watched.report()

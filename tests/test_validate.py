@@ -176,6 +176,10 @@ BROKEN = [
     ("unquoted-date", text_edit("submission.yaml", lambda t: t.replace("'2025-01-15'", "2025-01-15")), "schema.wrong_type",
      at("date:"), {}),
     ("bad-date", spec_edit(lambda s: s.update(date="2025-13-45")), "schema.bad_date", at("date:"), {}),
+    ("bad-release-date", spec_edit(lambda s: s["model"].update(release_date="2025-02-30")), "schema.bad_date",
+     at("  release_date:"), {}),
+    ("parameters-not-positive", spec_edit(lambda s: s["model"].update(parameters=0)), "schema.out_of_range",
+     at("  parameters:"), {}),
     ("format-version", spec_edit(lambda s: s.update(format_version=2)), "schema.format_version", at("format_version:"), {}),
     ("folder-name-mismatch", spec_edit(lambda s: s.update(organization="Other Lab")), "schema.folder_name", "submission.yaml", {}),
     ("unknown-prompt-set", spec_edit(lambda s: s["prompt_set"].update(name="nope")), "schema.unknown_prompt_set",
@@ -548,6 +552,27 @@ def test_field_ranges_by_hand():
         "at least 1", "above 0 and at most 1", "any number")
 
 
+def test_release_date_and_size_are_optional_and_checked(sub, dataset):
+    """model.release_date and model.parameters (the boards' filters) may be left out or declared; a size written
+    as YAML reads text (2.6e9: no sign in the exponent) is a type error whose fix writes it as a number; a release
+    date in the future is an error at its line."""
+    spec = read_spec(sub)
+    spec["model"].update(release_date="2024-06-12", parameters=2.6e9)
+    write_spec(sub, spec)
+    assert validate(sub, dataset).valid
+    text = (sub / "submission.yaml").read_text()
+    (sub / "submission.yaml").write_text(text.replace("parameters: 2600000000.0", "parameters: 2.6e9")
+                                         .replace("2024-06-12", "2999-01-01"))
+    report = validate(sub, dataset)
+    found = {p.code: p for p in report.errors}
+    assert sorted(found) == ["schema.bad_date", "schema.wrong_type"], report.to_text()
+    size = found["schema.wrong_type"]
+    assert size.file == yaml_line(sub, "  parameters:") and size.message == "model.parameters is '2.6e9', not an integer or a number"
+    assert "parameters: 2.6e+9 (YAML reads 2.6e9 as text)" in size.fix
+    date = found["schema.bad_date"]
+    assert date.file == yaml_line(sub, "  release_date:") and date.message == "model.release_date 2999-01-01 is in the future"
+
+
 def test_out_of_range_settings_are_each_one_error(sub, dataset):
     """A width of 0 is reported (never a silently skipped size check), with the value and the range."""
     spec = read_spec(sub)
@@ -631,6 +656,11 @@ def test_sibling_disagreeing_on_identity_is_one_error_per_field(sub, dataset):
         assert other in fix and SUBMISSION_ID in fix and "model.name" in fix
     revision = next(m for _, m, _ in found if m.startswith("model.revision"))
     assert revision.startswith(f"model.revision is '{'a' * 40}'") and f"'{'1' * 40}' in '{other}'" in revision
+
+
+def test_siblings_disagreeing_on_release_date_or_size_are_a_mismatch(sub, dataset):
+    sibling(sub, f"{SUBMISSION_ID}__ecb", lambda s: s["model"].update(release_date="2024-01-01", parameters=1e9))
+    assert [m.split(" is ")[0] for _, m, _ in mismatches(sub, dataset)] == ["model.parameters", "model.release_date"]
 
 
 def test_training_data_declared_in_one_submission_only_is_a_mismatch(sub, dataset):

@@ -110,6 +110,9 @@ FIELDS: tuple[Field, ...] = (
     Field("model.weights", str, True, "whether the weights are public", ("open", "closed")),
     Field("model.links", list, False, "links to the model card, paper or API documentation"),
     Field("model.training_data", str, False, "what the model was trained on (used for scorer-entanglement badges)"),
+    Field("model.release_date", str, False, "when the model was first released, YYYY-MM-DD (the boards' date filter)"),
+    Field("model.parameters", (int, float), False, "the model's size in parameters, e.g. 2.6e+9 (the boards' size "
+          "filter)", minimum=0, above=True),
     Field("generation.pipeline", str, True, "diffusers pipeline class, or 'api' for closed models"),
     Field("generation.scheduler", str, True, "scheduler class", nullable=True),
     Field("generation.steps", int, True, "denoising steps", nullable=True, minimum=1),
@@ -180,7 +183,8 @@ def submission_id(spec: dict) -> str:
 
 #: submission.yaml fields that every submission of one model must agree on (``validate``): its identity, weights,
 #: licence and declared training data; the site shows them once, on the model's page.
-MODEL_IDENTITY = ("model.id", "model.revision", "model.weights", "model.license", "model.training_data")
+MODEL_IDENTITY = ("model.id", "model.revision", "model.weights", "model.license", "model.training_data",
+                  "model.release_date", "model.parameters")
 
 
 def model_key(spec: dict) -> str:

@@ -1,6 +1,6 @@
 // cultureboard: compare two models (compare.html). Each model's data is a script, models/<key>.data.js, that adds
 // window.cultureboardModels[key] = {key, name, prompt_sets: [{prompt_set, title, direction, target, overall,
-// countries, topics}]}, a cell [value, ci_low, ci_high, n_prompts]; a chosen model's script is added to the page
+// countries, topics, images: {prompt_id: [thumbnail, prompt text]}}]}, a cell [value, ci_low, ci_high, n_prompts]; a chosen model's script is added to the page
 // (a page opened from file:// may load a sibling script, not fetch a file). ?a=KEY&b=KEY preselects the two.
 // Everything is built as text nodes: no name is read as HTML.
 (function () {
@@ -79,6 +79,30 @@
     return rows.length ? table("compare-" + field, ["Prompt set", label, A.name, B.name, "Difference"], rows) : el("p", "No " + label.toLowerCase() + " slices in common.");
   }
 
+  // each shared prompt set's prompts that both models have a thumbnail of: the prompt, then A's and B's image
+  function images(A, B, shared) {
+    var box = el("div", undefined, "compare-images"), count = 0;
+    box.id = "compare-images";
+    shared.forEach(function (pair) {
+      var a = pair[0].images || {}, b = pair[1].images || {};
+      Object.keys(a).sort().filter(function (p) { return b[p]; }).forEach(function (p) {
+        var figure = el("figure", undefined, "pair"), caption = el("figcaption", pair[0].prompt_set + ": " + a[p][1]);
+        figure.appendChild(caption);
+        [[A, a[p]], [B, b[p]]].forEach(function (side) {
+          var item = el("div"), img = el("img");
+          img.src = side[1][0];
+          img.alt = side[0].name + ": " + side[1][1];
+          item.appendChild(img);
+          item.appendChild(el("span", side[0].name));
+          figure.appendChild(item);
+        });
+        box.appendChild(figure);
+        count += 1;
+      });
+    });
+    return count ? box : el("p", "No images of both models on the same prompts.");
+  }
+
   function draw(A, B) {
     out.textContent = "";
     var byName = {};
@@ -93,6 +117,8 @@
     out.appendChild(sliced("countries", "Country", A, B, shared));
     out.appendChild(el("h2", "Per topic"));
     out.appendChild(sliced("topics", "Topic: category", A, B, shared));
+    out.appendChild(el("h2", "Images on the same prompts"));
+    out.appendChild(images(A, B, shared));
   }
 
   function update() {

@@ -13,6 +13,7 @@ gives the same :data:`~..format.MODEL_IDENTITY` fields.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import re
 import stat
@@ -61,12 +62,12 @@ CODES: dict[str, str] = {
     "schema.misspelt_field": "a key that is a near miss of a field's name (did you mean ...)",
     "schema.unknown_field": "a field that the format does not define, far from any (warning)",
     "schema.format_version": "format_version is not the current version",
-    "schema.bad_date": "date is not a valid YYYY-MM-DD date, or is in the future",
+    "schema.bad_date": "date or model.release_date is not a valid YYYY-MM-DD date, or is in the future",
     "schema.folder_name": "the folder name is not <org>__<model>[__<tag>] of the yaml",
     "schema.id_too_long": "the submission id <org>__<model>[__<tag>] is longer than its limit",
     "schema.bad_location": "images.location is neither a relative folder nor hf://datasets/ORG/REPO@REV",
     "schema.bad_revision": "prompt_set.revision is neither a 40-hex Hub commit nor sha256:<hex>",
-    "schema.model_mismatch": "a sibling submission of the same <org>__<model> gives another model id, revision, weights, licence or training data",
+    "schema.model_mismatch": "a sibling submission of the same <org>__<model> gives another model id, revision, weights, licence, training data, release date or size",
     "schema.unofficial_dataset": "prompt_set pins a local dataset folder or another Hub dataset, not the official one at a commit (warning)",
 }
 
@@ -93,6 +94,8 @@ class Model:
     weights: str | None = None
     links: list | None = None
     training_data: str | None = None
+    release_date: str | None = None
+    parameters: float | None = None
 
 
 @dataclass(frozen=True)
@@ -307,6 +310,9 @@ def _check_fields(run: Run, raw: dict) -> None:
             fix = f"make {f.path} {type_name(f.type)} in the spec"
             if isinstance(value, datetime.date):
                 fix = f"quote it in the spec: {f.path.split('.')[-1]}: '{value.isoformat()}'"
+            elif isinstance(value, str) and _number_text(value) is not None:
+                fix = (f"write it as a YAML number in the spec, with a sign in the exponent or in full: "
+                       f"{f.path.split('.')[-1]}: {_number_text(value)} (YAML reads {value} as text)")
             run.error("schema.wrong_type", run.at(f.path), f"{f.path} is {show(value)}, not {type_name(f.type)}", remake(fix))
         elif f.choices and value not in f.choices:
             _choice(run, f, value)
@@ -406,7 +412,10 @@ def _check_values(run: Run, spec: Spec) -> None:
         run.error("schema.format_version", run.at("format_version"), f"format_version is {spec.format_version}",
                   remake(f"use format_version: {FORMAT_VERSION} and the fields it defines"))
     if spec.date is not None:
-        _check_date(run, spec.date)
+        _check_date(run, "date", spec.date, "the generation date", "(or leave it out: package writes today's)")
+    if spec.model.release_date is not None:
+        _check_date(run, "model.release_date", spec.model.release_date, "the date the model was first released",
+                    "(or leave it out: the boards' date filter then keeps the model only when no range is set)")
     if spec.id is not None:
         if too_long := submission_id_problem(spec.id):
             run.error("schema.id_too_long", run.at("organization"), too_long, remake(
@@ -429,18 +438,33 @@ def _check_values(run: Run, spec: Spec) -> None:
     _check_dataset_pin(run, spec.prompt_set.dataset, revision)
 
 
-def _check_date(run: Run, date: str) -> None:
+def _check_date(run: Run, path: str, date: str, what: str, otherwise: str) -> None:
+    """``date`` (the field at ``path``: ``what`` it is) is a real YYYY-MM-DD date, not after tomorrow (UTC)."""
     try:
         ok = bool(_DATE.fullmatch(date)) and datetime.date.fromisoformat(date) is not None
     except ValueError:
         ok = False
+    name = path.split(".")[-1]
     if not ok:
-        run.error("schema.bad_date", run.at("date"), f"date {show(date)} is not a YYYY-MM-DD date",
-                  remake("write the generation date as YYYY-MM-DD, e.g. date: '2025-01-31', in the spec (or leave it "
-                         "out: package writes today's)"))
+        run.error("schema.bad_date", run.at(path), f"{path} {show(date)} is not a YYYY-MM-DD date",
+                  remake(f"write {what} as YYYY-MM-DD, e.g. {name}: '2025-01-31', in the spec {otherwise}"))
     elif datetime.date.fromisoformat(date) > datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1):
-        run.error("schema.bad_date", run.at("date"), f"date {date} is in the future",
-                  remake("write the date the images were generated in the spec (or leave it out: package writes today's)"))
+        run.error("schema.bad_date", run.at(path), f"{path} {date} is in the future",
+                  remake(f"write {what} in the spec {otherwise}"))
+
+
+def _number_text(value: str) -> str | None:
+    """A number written as text that YAML does not read as a number (``2.6e9``: PyYAML's floats need a sign in the
+    exponent), as YAML would read it (``2.6e+9``); None for any other text."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    mantissa, exponent = f"{number:.6e}".split("e")
+    mantissa = mantissa.rstrip("0")
+    return f"{mantissa}{'0' if mantissa.endswith('.') else ''}e{int(exponent):+d}"
 
 
 def _check_dataset_pin(run: Run, dataset: Any, revision: Any) -> None:
