@@ -42,7 +42,8 @@ def two(tmp_path_factory, tiny_scorers):
     dataset = root / "dataset"
     build(dataset, countries=["IT", "JP"], prompt_sets=["cube-awareness"])
     first = make_submission(root / "subs", dataset, "cube-awareness")
-    second = shutil.copytree(first, root / "subs" / "lab__model__b")
+    # another folder: beside the first, one model version's two rows of one prompt set would be refused
+    second = shutil.copytree(first, root / "subs-b" / "lab__model__b")
     spec = yaml.safe_load((first / "submission.yaml").read_text())
     (second / "submission.yaml").write_text(yaml.safe_dump({**spec, "tag": "b"}, sort_keys=False))
     settings = {"scorers": tiny_scorers, "device": "cpu", "n_boot": 50, "options": OPTIONS}
