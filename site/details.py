@@ -71,8 +71,16 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               entangled=[{"metric": m, "title": board.cards[m]["title"], "found": found}
                          for m in group.metrics if (found := board.entangled(r, m))],
               written=written_share.share_text(r.summary),
-              without=written_share.without_rows(r.summary, {m: c["title"] for m, c in board.cards.items()}),
+              without=_without_table(site, board, page, r),
               **images)
+
+
+def _without_table(site: Site, board: Board, page: str, r):
+    """The model page's written-answers table (:func:`written_share.without_rows`), or None without such metrics."""
+    rows = written_share.without_rows(r.summary, {m: c["title"] for m, c in board.cards.items()})
+    columns = [Column("metric", "Metric (its scorer reads text)", "link"), Column("with", "All images", "score"),
+               Column("without", "Without the images that spell", "score")]
+    return site.table(page, "written", columns, rows) if rows else None
 
 
 def _gap_rows(board: Board, r, metrics: list[str]) -> list[dict]:

@@ -27,9 +27,10 @@ def share_text(summary: dict) -> str | None:
 
 
 def without_rows(summary: dict, titles: dict[str, str]) -> list[dict]:
-    """Per metric whose scorers read text: its value over all prompts with and without the spelling images."""
+    """Per metric whose scorers read text, a table row: the metric (linked), its entry over all prompts with every
+    image (``with``) and without the spelling images (``without``; None when no image is left)."""
     block = summary.get("written") or {}
     overall = {e["metric"]: e for e in summary["metrics"] if (e["slice_type"], e["slice"]) == ("overall", "all")}
-    return [{"metric": m, "title": titles.get(m, m), "with": overall.get(m, {}).get("value"),
-             "without": (entry or {}).get("value"), "n_without": (entry or {}).get("n_images")}
+    return [{"metric": {"text": titles.get(m, m), "href": f"metric/{m}.html"}, "with": overall.get(m),
+             "without": {**entry, "metric": m} if entry else None}
             for m, entry in sorted((block.get("without") or {}).items())]

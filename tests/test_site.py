@@ -491,6 +491,10 @@ def test_metric_pages_say_what_is_checked_and_what_a_spelling_image_does(world):
         source = (world["site"] / "metric" / f"{name}.html").read_text(encoding="utf-8")
         assert "perceptual-hash distance at most 36 bits" in source, name
         assert ("<em>Spells prompt</em>" in source) == (name in reads), name
+    # the text-only control spells its prompts: its page gives those metrics with and without the spelling images
+    page = next(p for p in pages(world["site"]) if p.path.name == "control__text-only.html")
+    rows = page.table("written")
+    assert rows and all(row["with"]["text"] not in ("", "—") for row in rows)
 
 
 def test_a_slice_without_a_value_is_shown_as_flagged_not_zero():
