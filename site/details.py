@@ -18,7 +18,7 @@ from cultureboard.errors import CultureboardError
 
 from . import gaming, held_out, plots
 from .board import Board
-from .figures import map_page
+from .figures import map_page, scale
 from .leaderboards import leaderboard, prompt_set_page
 from .models import model_page
 from .names import direction_text, is_cross, is_ordered, slice_name, slice_order, slice_path, sort_rule, type_label, type_order
@@ -147,7 +147,7 @@ def _model_figures(site: Site, board: Board, page: str, r, group) -> list[dict]:
                 if len(parts) == 2:
                     cells.append({"model": slice_name(a, parts[0]), "country": slice_name(b, parts[1]), "value": e["value"],
                                   "low": e["ci_low"], "high": e["ci_high"]})
-            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}",
+            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}", **scale(board.cards[metric]),
                                     desc=f"Heatmap of {title} for {r.display}: {type_label(a).lower()} (rows) by "
                                          f"{type_label(b).lower()} (columns).")
         else:

@@ -42,7 +42,8 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
     ranked = board.order(group, metric, "overall", "all")
     out = []
     if countries := _by_country(ranked, metric):
-        out.append({"src": site.plot(page, f"{group.name}-heatmap", plots.heatmap_svg(countries, f"{title} by country")),
+        out.append({"src": site.plot(page, f"{group.name}-heatmap",
+                                     plots.heatmap_svg(countries, f"{title} by country", **scale(board.cards[metric]))),
                     "alt": f"Heatmap of {title}, submissions by country", "href": map_page(group, metric)})
         for shown in group.headline:  # the headline, and its language-parity gap where there is one
             means, cis = _country_means(group.results, shown)
@@ -50,7 +51,7 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                 continue
             what = title.replace(board.cards[metric]["title"], board.cards[shown]["title"], 1)
             svg = worldmap.map_svg(means, f"{what}: mean of the ranked submissions per country", cis=cis,
-                                   names={c: country_name(c) for c in means}, centre=board.cards[shown].get("target"))
+                                   names={c: country_name(c) for c in means}, **scale(board.cards[shown]))
             out.append({"src": site.plot(page, f"{group.name}-map" + ("-parity" if shown != metric else ""), svg),
                         "href": map_page(group, shown),
                         "alt": f"World map of {what}, the mean of the ranked submissions per country; open the map "
@@ -80,7 +81,7 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                       "high": e["ci_high"]}
                      for r in ranked for (m, t, s), e in sorted(_entries(r, sliced, slice_type),
                                                                  key=lambda kv: slice_order(*kv[0][1:]))]
-            svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}",
+            svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}", **scale(board.cards[sliced]),
                                     desc=f"Heatmap of {sliced_title}: submissions (rows) by {label.lower()} (columns).")
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
                         "alt": f"Heatmap of {sliced_title}, submissions by {label.lower()}"})
@@ -89,6 +90,13 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                     "alt": f"Level versus Global North - South gap of {title}: the frontier joins the submissions no "
                            "other beats on both"})
     return out
+
+
+def scale(card: dict) -> dict:
+    """What a colour scale of ``card``'s metric needs beyond its values: its centre (a target metric's target) and
+    the card's smallest meaningful difference, below which a difference from the reference is drawn neutral
+    (:func:`.plots.meaningful`)."""
+    return {"centre": card.get("target"), "smallest": card.get("smallest_difference")}
 
 
 def _by_country(results, metric: str) -> list[dict]:
@@ -237,7 +245,9 @@ def _frontier(board: Board, group: Group, metric: str, title: str) -> str | None
 def map_pages(site: Site, board: Board) -> None:
     """map/<group>/<metric>.html for each shown metric with country values: the world map (the ranked
     submissions' mean, or one chosen submission: app.js recolours it from the figure's data-map, which holds each
-    choice's values and 95% CIs, and leaves it uncoloured where worldmap.noise would), and the heatmap beside it."""
+    choice's values and 95% CIs, and leaves it uncoloured where worldmap.noise would, and each country whose
+    difference from the reference does not clear the card's smallest meaningful difference: the data's ``centre``
+    and ``smallest``), and the heatmap beside it."""
     for groups in board.groups.values():
         for group in groups:
             metrics = [m for m in group.shown if _by_country(group.everyone, m)]
@@ -264,11 +274,12 @@ def _map_page(site: Site, board: Board, group: Group, metric: str, metrics: list
             ch[key] = [None if v is None else round(v, 6) for v in ch[key]]
     vmin, vmax, digits = worldmap.scale_of((v for ch in choices for v in ch["values"]), card.get("target"))
     data = {"countries": countries, "digits": digits, "vmin": vmin, "vmax": vmax,
-            "names": [names[c] for c in countries], "choices": choices}
+            "names": [names[c] for c in countries], "choices": choices, **scale(card)}
     svg = worldmap.map_body(dict(zip(countries, choices[0]["values"])), f"World map of {card['title']} per country",
                             names=names, vmin=vmin, vmax=vmax, digits=digits,
-                            cis=dict(zip(countries, zip(choices[0]["low"], choices[0]["high"]))))
-    heat = site.plot(page, "heatmap", plots.heatmap_svg(_by_country(members, metric), f"{card['title']} by country"))
+                            cis=dict(zip(countries, zip(choices[0]["low"], choices[0]["high"]))), **scale(card))
+    heat = site.plot(page, "heatmap", plots.heatmap_svg(_by_country(members, metric), f"{card['title']} by country",
+                                                        **scale(card)))
     site.page(page, "map.html", f"Map: {card['title']}, {group.prompt_set}", group=group, card=card, svg=svg,
               data=json.dumps(data, separators=(",", ":"), allow_nan=False), choices=choices, heatmap=heat,
               metrics=[{"name": m, "title": board.cards[m]["title"], "href": map_page(group, m)} for m in metrics],

@@ -8,7 +8,9 @@ several plots can be inlined in one HTML page. Items the caller gives keep the c
 top to bottom, heatmap columns left to right, in order of first appearance).
 
 * :func:`heatmap_svg`: model x country grid of values; missing cells hatched grey ("no data"); not coloured at all
-  when the values spread less than their typical 95% CI is wide (:func:`colour_is_noise`): the plot says so.
+  when the values spread less than their typical 95% CI is wide (:func:`colour_is_noise`): the plot says so; with
+  the card's smallest meaningful difference, a cell whose difference from the reference does not clear it is drawn
+  neutral (:func:`meaningful`), and the legend says so.
 * :func:`gap_svg`: one bar per model from zero to its gap (e.g. Global North minus Global South), with its CI.
 * :func:`era_bars_svg`: per model, one bar per era, with CIs.
 * :func:`curve_svg`: per model, a line over an ordered slice (an edit step), with a CI whisker at each point.
@@ -25,6 +27,8 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 
+from cultureboard.evaluators.results.disparity import clears
+
 __all__ = ["curve_svg", "era_bars_svg", "frontier_svg", "gap_svg", "heatmap_svg"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -32,7 +36,7 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 FONT_SIZE = 11
 LABEL_CHARS = 44  # longer labels are shortened on the plot (full text stays in the tooltip)
 TEXT, GRID, AXIS, MISSING = "#222", "#ddd", "#555", "#e6e6e6"
-UNCOLOURED = "#f4f4f4"  # a heatmap cell whose colour would paint noise (colour_is_noise)
+UNCOLOURED = "#f4f4f4"  # a heatmap cell whose colour would paint noise (colour_is_noise), or no difference (meaningful)
 VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 CATEGORICAL = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -250,8 +254,42 @@ def colour_is_noise(cells: Iterable[dict]) -> tuple[float, float] | None:
     return (spread, typical) if spread < typical else None
 
 
+def reference_of(values: Iterable[float | None], centre: float | None = None) -> float | None:
+    """What a colour scale's differences are taken from: the ``centre`` it is drawn about where it has one (a
+    target metric's target), else the mean of the finite ``values`` (None when there are none)."""
+    if centre is not None:
+        return centre
+    finite = [v for v in (_num(x) for x in values) if v is not None]
+    return sum(finite) / len(finite) if finite else None
+
+
+def meaningful(value: float | None, low: float | None, high: float | None, reference: float | None,
+               smallest: float | None) -> bool:
+    """Whether a cell may take a colour of the scale: its difference from ``reference`` clears the card's smallest
+    meaningful difference ``smallest`` (:func:`~cultureboard.evaluators.results.disparity.clears`: the interval
+    [low - reference, high - reference] lies wholly beyond +-smallest; without a CI the point difference
+    |value - reference| must reach it). Always True where the card declares no ``smallest`` (or the scale has no
+    reference); never for a missing value."""
+    value = _num(value)
+    if value is None:
+        return False
+    if not smallest or smallest <= 0 or reference is None:
+        return True
+    low, high = _num(low), _num(high)
+    if low is None or high is None:
+        low = high = value
+    return clears(low - reference, high - reference, smallest)
+
+
+def neutral_text(reference: float, smallest: float, digits: int, centre: bool) -> str:
+    """The legend's line for the neutral swatch (:func:`meaningful`)."""
+    what = "the target" if centre else "the mean"
+    return f"difference from {what} ({_fmt(reference, digits)}) not clearly beyond ±{smallest:g}"
+
+
 def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin: float | None = None,
-                vmax: float | None = None, digits: int = 2) -> str:
+                vmax: float | None = None, digits: int = 2, smallest: float | None = None,
+                centre: float | None = None) -> str:
     """A model (rows) x country (columns) heatmap of ``cells`` = ``[{model, country, value, low?, high?}]``
     (``low``, ``high``: the value's 95% CI).
 
@@ -260,7 +298,10 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     (``class="missing"``). Values are printed in the cells when the grid has at most
     ``MAX_PRINTED_CELLS`` cells; every cell has a tooltip with its model, country and value. Where the values
     spread less than their typical CI is wide (:func:`colour_is_noise`), no cell is coloured (all pale grey,
-    values printed) and a note under the grid says why, in place of the legend.
+    values printed) and a note under the grid says why, in place of the legend. With ``smallest`` (the card's
+    smallest meaningful difference), a cell whose difference from the reference (``centre``, else the mean of the
+    cells: :func:`reference_of`) does not clear it is drawn pale grey (``class="cell neutral"``,
+    :func:`meaningful`), and a legend line says so.
     """
     models = _unique(str(c["model"]) for c in cells)
     countries = _unique(str(c["country"]) for c in cells)
@@ -273,6 +314,9 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
             raise ValueError(f"heatmap_svg: two cells for model {key[0]!r} and country {key[1]!r}")
         grid[key] = _num(c.get("value"))
     values = [v for v in grid.values() if v is not None]
+    reference = reference_of(values, centre) if smallest else None
+    coloured = {(str(c["model"]), str(c["country"])): meaningful(c.get("value"), c.get("low"), c.get("high"),
+                                                                 reference, smallest) for c in cells}
     noise = colour_is_noise(cells)
     low = vmin if vmin is not None else (min(values) if values else 0.0)
     high = vmax if vmax is not None else (max(values) if values else 1.0)
@@ -309,8 +353,9 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
                 missing += 1
                 body += _missing_cell(x, y, cell_w, cell_h, tooltip)
                 continue
-            fill = UNCOLOURED if noise else _colour((value - low) / span)
-            body.append(f'<rect class="cell" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
+            plain = noise or not coloured[(model, country)]
+            fill = UNCOLOURED if plain else _colour((value - low) / span)
+            body.append(f'<rect class="cell{"" if noise or not plain else " neutral"}" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
                         f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{_esc(tooltip)}</title></rect>')
             if printed:
                 body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, cell_digits), anchor="middle",
@@ -338,12 +383,22 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     for frac, value, anchor in zip((0, 0.5, 1), ends, ("start", "middle", "end")):
         body.append(_text(lx + frac * ramp_w, ly + 24, _fmt(value, legend_digits), anchor=anchor))
     body += [f'<rect x="{_n(lx + ramp_w + 24)}" y="{_n(ly)}" width="14" height="10" fill="{MISSING}" stroke="#aaa"/>',
-             _text(lx + ramp_w + 42, ly + 9, "no data"), "</g>"]
+             _text(lx + ramp_w + 42, ly + 9, "no data")]
+    neutral = ""
+    if reference is not None:  # the neutral swatch, on a line of its own under the ramp
+        neutral = neutral_text(reference, smallest, legend_digits, centre is not None)
+        body += [f'<rect class="neutral" x="{_n(lx)}" y="{_n(ly + 32)}" width="14" height="10" fill="{UNCOLOURED}" '
+                 f'stroke="#aaa"/>', _text(lx + 18, ly + 41, neutral)]
+        width, height = max(width, lx + 26 + _width(neutral)), height + 18
+    body.append("</g>")
 
     if desc is None:
         desc = (f"Heatmap of {len(models)} models (rows) by {len(countries)} countries (columns); colour from "
                 f"{_fmt(low, legend_digits)} (dark purple) to {_fmt(high, legend_digits)} (yellow); "
-                f"{missing} of {len(models) * len(countries)} cells have no data (hatched grey).")
+                f"{missing} of {len(models) * len(countries)} cells have no data (hatched grey)"
+                + (f"; pale grey: {neutral}." if neutral else "."))
+    elif neutral:
+        desc = f"{desc} Pale grey: {neutral}."
     return _document(width, height, title, desc, body)
 
 

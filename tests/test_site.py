@@ -31,7 +31,7 @@ from cultureboard.evaluators.results.disparity import gaps
 from cultureboard.evaluators.results.reported import DATA as REPORTED
 from cultureboard.evaluators.results.reported import load_reported
 from cultureboard.evaluators.results.stats import rank_ties
-from cultureboard.site import entangle, worldmap
+from cultureboard.site import entangle, plots, worldmap
 from cultureboard.site.render import CSP, build_site
 from cultureboard.site.topics import load_topics
 from cultureboard.site.write import Column, Site
@@ -761,7 +761,7 @@ def test_world_map_page_colours_countries_by_value(world):
     assert (data["vmin"], data["vmax"]) == (min(every), max(every))  # one scale for every choice
     values = dict(zip(data["countries"], data["choices"][0]["values"]))
     cis = dict(zip(data["countries"], zip(data["choices"][0]["low"], data["choices"][0]["high"])))
-    assert paths == worldmap.colours(values, data["vmin"], data["vmax"], cis)  # grey where the CIs say noise
+    assert paths == worldmap.colours(values, data["vmin"], data["vmax"], cis, data["smallest"], data["centre"])
     mean = np.mean([next(e["value"] for e in summaries(world)[s]["metrics"]
                          if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "country", "IT"))
                     for s in (ALPHA, BETA, world["hostile"])])
@@ -771,7 +771,11 @@ def test_world_map_page_colours_countries_by_value(world):
     fills = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', svg))
     low, high = min(values, key=values.get), max(values, key=values.get)
     assert worldmap.noise(values, cis) is None  # the tiny scorers' countries differ by more than their CIs are wide
-    assert (fills[low], fills[high]) == ("#440154", "#fde725")  # the static map spans the means: viridis' ends
+    assert fills == worldmap.colours(values, min(values.values()), max(values.values()), cis, data["smallest"])
+    mean = np.mean(list(values.values()))  # the static map spans the means: viridis' ends, where they clear d
+    for iso, end in ((low, "#440154"), (high, "#fde725")):
+        clear = plots.meaningful(values[iso], *cis[iso], mean, data["smallest"])
+        assert fills[iso] == (end if clear else worldmap.UNCOLOURED)
 
 
 def test_map_shapes_cover_the_countries_and_cross_the_antimeridian_cleanly():
