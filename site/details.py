@@ -21,7 +21,8 @@ from .board import Board
 from .figures import map_page, scale
 from .leaderboards import leaderboard, prompt_set_page
 from .models import model_page
-from .names import direction_text, is_cross, is_ordered, slice_name, slice_order, slice_path, sort_rule, type_label, type_order
+from .names import (STANDIN, direction_text, is_cross, is_ordered, slice_name, slice_order, slice_path, sort_rule,
+                    standin_marks, type_label, type_order)
 from .write import Column, Site
 
 #: submission.yaml fields never published (a person's address).
@@ -91,7 +92,7 @@ def _gap_rows(board: Board, r, metrics: list[str]) -> list[dict]:
                 row["_marks"] = {"gap": [{"label": "under-represented", "title": f"The gap lies on the worse side of "
                                            f"zero ({direction_text(card)}) with a Benjamini-Hochberg q below "
                                            f"{SIGNIFICANT} over this model's gaps: the model serves this country "
-                                           "worse than its own average."}]}
+                                           "worse than its own average."}] + ([STANDIN] if r.standin else [])}
             rows.append(row)
     return rows
 
@@ -120,7 +121,8 @@ def _all_metrics(site: Site, board: Board, page: str, r, group) -> object:
                Column("direction", "Direction", "text"), Column("rank", "Rank", "rank", better="lower")]
     rows = [{"metric": {"text": board.cards[m]["title"], "href": f"metric/{m}.html"},
              "value": r.entries.get((m, "overall", "all")), "direction": direction_text(board.cards[m]),
-             "rank": None if r.control else board.ranks(group, m, "overall", "all").get(r.sid)}
+             "rank": None if r.control else board.ranks(group, m, "overall", "all").get(r.sid),
+             "_marks": standin_marks(r)}
             for m in group.metrics if (m, "overall", "all") in r.entries]
     return site.table(page, "metrics", columns, rows)
 

@@ -5,6 +5,8 @@ chosen), all drawn from the summaries and scores, none knowing a family:
   page per shown metric where a submission can be chosen (``map/<group>/<metric>.html``);
 * bars per era;
 * a curve per submission over each *ordered* family slice type (integer slices, e.g. an edit step);
+* on the bars and curves, the chance level as a reference line and the controls drawn faded and dashed
+  (:mod:`.beside`);
 * a heatmap submission x crossed slice for each crossed slice type (e.g. country x category);
 * the disparity ranking: each submission's Global North minus Global South gap with its paired bootstrap CI and
   Benjamini-Hochberg q (:mod:`cultureboard.evaluators.results.disparity`), ranked by the gap's size as well as
@@ -19,9 +21,10 @@ import math
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented
 from cultureboard.evaluators.results.stats import rank_ties
 
-from . import plots, worldmap
+from . import beside, plots, worldmap
 from .board import Board, Group
-from .names import country_name, is_cross, is_ordered, slice_name, slice_order, sort_rule, type_label, type_order
+from .names import (country_name, is_cross, is_ordered, slice_name, slice_order, sort_rule, standin_marks, type_label,
+                    type_order)
 from .write import Column, Site, Table
 
 #: Curves drawn per plot (the best ranked first); the download holds every submission.
@@ -60,7 +63,9 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
             for r in ranked
             for (m, t, s), e in sorted(_entries(r, metric, "era"), key=lambda kv: slice_order("era", kv[0][2]))]
     if eras:
-        out.append({"src": site.plot(page, f"{group.name}-eras", plots.era_bars_svg(eras, f"{title} by era")),
+        svg = plots.era_bars_svg(eras, f"{title} by era", chance=beside.chance_value(group, metric),
+                                 controls=[r.label for r in group.controls])
+        out.append({"src": site.plot(page, f"{group.name}-eras", svg),
                     "alt": f"Bars of {title} per era, with 95% CIs"})
     # the family's own slices (an edit step) of the headline, or else of the group's first metric that has them
     # (ECB's headline is one value per chain; its per-step accuracy shows what each edit does)
@@ -70,10 +75,13 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
         values = {s for r in ranked for (m, t, s) in r.entries if m == sliced and t == slice_type}
         label = type_label(slice_type)
         if is_ordered(values):
+            models = [r for r in ranked if not r.control]  # the first by rank, then every control
             curves = [{"model": r.label, "x": int(s), "value": e["value"], "low": e["ci_low"], "high": e["ci_high"]}
-                      for r in ranked[:MAX_CURVES] for (m, t, s), e in r.entries.items() if m == sliced and t == slice_type]
-            more = f" (the first {MAX_CURVES} of {len(ranked)} by rank)" if len(ranked) > MAX_CURVES else ""
-            svg = plots.curve_svg(curves, f"{sliced_title} by {label.lower()}{more}", x_label=label)
+                      for r in models[:MAX_CURVES] + [r for r in ranked if r.control] for (m, t, s), e in r.entries.items()
+                      if m == sliced and t == slice_type]
+            more = f" (the first {MAX_CURVES} of {len(models)} by rank)" if len(models) > MAX_CURVES else ""
+            svg = plots.curve_svg(curves, f"{sliced_title} by {label.lower()}{more}", x_label=label,
+                                  chance=beside.chance_value(group, sliced), controls=[r.label for r in group.controls])
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
                         "alt": f"{sliced_title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
         elif is_cross(slice_type):
@@ -220,7 +228,8 @@ def disparity_table(site: Site, board: Board, page: str, group: Group) -> Table 
                     "q": None if x["rank"] is None else x["gap"].p_adjusted,
                     "worst": None if w is None else f"{country_name(w.name)} ({w.name}): {w.value:+.3f} "
                                                     f"[{w.low:+.3f}, {w.high:+.3f}], q = {w.p_adjusted:.3f}",
-                    "n_worse": x["n_worse"], "_marks": {"gap": [UNTESTED]} if x["rank"] is None else {}})
+                    "n_worse": x["n_worse"], "_marks": ({"gap": [UNTESTED]} if x["rank"] is None else {})
+                    | standin_marks(r) | standin_marks(r, "level_rank")})
     return site.table(page, f"{group.name}-disparity", columns, out)
 
 

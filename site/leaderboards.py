@@ -16,9 +16,9 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
 from cultureboard.evaluators.results.tiers import ranked_tier
 
-from . import country_answer, country_sources, figures, gaming, held_out
+from . import beside, country_answer, country_sources, figures, gaming, held_out
 from .board import Board, Group
-from .names import direction_text, slice_name, slice_path, sort_rule, type_label
+from .names import direction_text, slice_name, slice_path, sort_rule, standin_marks, type_label
 from .write import Column, Site, Table
 
 #: Rows of a prompt set's leaderboard shown on the overview (the full table is on the prompt set's page).
@@ -78,7 +78,7 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
     if held_column is not None:  # beside the headline (site/held_out.py)
         columns.insert(3, held_column)
     variants = board.variants(metrics[0], group.metrics)
-    if len(variants) > 1 and slice_type == "overall":
+    if len(variants) > 1 and slice_type == "overall" and not unranked:  # ranks per scorer: only for a ranked headline
         columns.append(Column("spread", f"Rank spread over {len(variants)} scorers", "range",
                               f"{main['title']} recomputed with each scorer variant ({', '.join(variants)}): each "
                               "submission ranked by value within each variant, its worst rank minus its best (ranks, "
@@ -93,7 +93,7 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                "weights": str(r.spec.get("model", {}).get("weights")),
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
                **{m: r.entries.get((m, slice_type, slice_)) for m in metrics},
-               "_marks": marks(board, r, metrics, slice_type, slice_)}
+               "_marks": marks(board, r, metrics, slice_type, slice_) | standin_marks(r)}
         if held_column is not None and not r.control:
             row["held_out"], badges = held_out.cell(board, r.sid, metrics[0])
             if badges:
@@ -178,7 +178,8 @@ def _prompt_set_parts(site: Site, board: Board, page: str, slice_type: str, slic
             table = leaderboard(site, board, page, g, slice_type, slice_, g.headline if headline_only else None,
                                 limit=limit, name=prefix + g.name)
             if table is not None:
-                tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows)})
+                tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows),
+                               "beside": beside.context(board, g, g.metrics[0], slice_type, slice_)})
         if tables:
             out.append({"prompt_set": prompt_set, "href": prompt_set_page(prompt_set),
                         "family": board.family_for(prompt_set),
@@ -203,7 +204,8 @@ def prompt_set_pages(site: Site, board: Board) -> None:
             parts.append({"group": g, "table": leaderboard(site, board, page, g, "overall", "all"),
                           "figures": figures.group_figures(site, board, page, g),
                           "disparity": figures.disparity_table(site, board, page, g),
-                          "gaming": gaming.group_standings(board, g, g.metrics[0])})
+                          "gaming": gaming.group_standings(board, g, g.metrics[0]),
+                          "beside": beside.context(board, g, g.metrics[0])})
         family = board.family_for(prompt_set)
         site.page(page, "prompt_set.html", f"Leaderboard: {prompt_set}", prompt_set=prompt_set, parts=parts,
                   family=family, main=board.cards[groups[0].metrics[0]], several=len(groups) > 1)

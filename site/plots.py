@@ -14,6 +14,9 @@ top to bottom, heatmap columns left to right, in order of first appearance).
 * :func:`gap_svg`: one bar per model from zero to its gap (e.g. Global North minus Global South), with its CI.
 * :func:`era_bars_svg`: per model, one bar per era, with CIs.
 * :func:`curve_svg`: per model, a line over an ordered slice (an edit step), with a CI whisker at each point.
+
+Both draw the metric's chance level as a dashed reference line labelled "chance" where it is given, and the rows of
+the ``controls`` they are given (submissions the project made, never ranked) faded and dashed, with a legend entry.
 * :func:`frontier_svg`: one point per model at (level, gap) with both CIs; the models no other beats on both
   (higher level and smaller gap) joined as the frontier.
 
@@ -457,12 +460,25 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
     return _document(width, height, title, desc, body)
 
 
-def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> str:
+CHANCE = "#000"  # the chance level's reference line
+CONTROL_DASH = "4 2"  # the outline of a control's bar, the stroke of its curve
+
+
+def _chance_line(x1: float, y1: float, x2: float, y2: float) -> str:
+    return (f'<line class="chance" x1="{_n(x1)}" x2="{_n(x2)}" y1="{_n(y1)}" y2="{_n(y2)}" stroke="{CHANCE}" '
+            'stroke-width="1.2" stroke-dasharray="6 3"/>')
+
+
+def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None, chance: float | None = None,
+                 controls: Iterable[str] = ()) -> str:
     """Grouped horizontal bars: per model, one bar per era with its CI whisker.
 
     ``rows`` = ``[{model, era, value, low, high}]``; eras are coloured in order of first appearance
-    and listed in a legend. A (model, era) pair that is absent or has value None shows "no data".
+    and listed in a legend. A (model, era) pair that is absent or has value None shows "no data". ``chance``: the
+    metric's chance level, a dashed vertical line labelled above the bars; ``controls``: the models that are
+    controls, their bars faded with a dashed outline (``class="bar control"``) and a legend entry.
     """
+    controls = set(controls)
     if not rows:
         return _empty(title, "Era bars")
     models = _unique(str(r["model"]) for r in rows)
@@ -473,16 +489,18 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         if key in data:
             raise ValueError(f"era_bars_svg: two rows for model {key[0]!r} and era {key[1]!r}")
         data[key] = (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
-    ticks = _domain(v for triple in data.values() for v in triple)
+    ticks = _domain([v for triple in data.values() for v in triple] + [_num(chance)])
     digits = _ci_digits(data.values(), ticks)
     bar_h, gap_h, plot_w = 14.0, 9.0, 320.0  # a bar per era, as tall as its 11 px note
     band = bar_h * len(eras) + gap_h
     left = 12 + max(_width(_short(m)) for m in models)
-    top = 52.0
+    top = 52.0 + (16 if _num(chance) is not None else 0)  # room for the chance line's label
     note_x = left + plot_w + 12
     notes = [_width(f"{_short(era, 12)}: {_ci_text(*data[(m, era)], digits)}")
              for m in models for era in eras if (m, era) in data]
-    width = max(note_x + max(notes + [0.0]) + 8, 8 + sum(_width(e) + 30 for e in eras))
+    shown_controls = [m for m in models if m in controls]
+    control_key = "faded, dashed: a control (never ranked)" if shown_controls else ""
+    width = max(note_x + max(notes + [0.0]) + 8, 8 + sum(_width(e) + 30 for e in eras) + _width(control_key) + 24)
     bottom = top + band * len(models)
     height = bottom + 42
 
@@ -495,8 +513,14 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         body += [f'<rect x="{_n(lx)}" y="28" width="12" height="10" fill="{CATEGORICAL[k % len(CATEGORICAL)]}"/>',
                  _text(lx + 16, 37, era)]
         lx += _width(era) + 30
+    if control_key:
+        body += [f'<rect class="control" x="{_n(lx)}" y="28" width="12" height="10" fill="{CATEGORICAL[0]}" '
+                 f'fill-opacity="0.35" stroke="{TEXT}" stroke-dasharray="{CONTROL_DASH}"/>', _text(lx + 16, 37, control_key)]
     body.append("</g>")
     body += _x_axis(ticks, x, top - 4, bottom)
+    if _num(chance) is not None:
+        body += [_chance_line(x(chance), top - 4, x(chance), bottom),
+                 _text(x(chance), top - 8, f"chance {_fmt(chance, digits)}", anchor="middle", extra=' class="chance-label"')]
     for i, model in enumerate(models):
         y0 = top + i * band + gap_h / 2
         body.append(_text(left - 6, y0 + bar_h * len(eras) / 2 + 4, _short(model), anchor="end"))
@@ -508,8 +532,11 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
                 body.append(_text(x(0) + 4, cy + 3.5, f"{era}: no data", extra=' class="missing" fill="#777"'))
                 continue
             x0, x1 = sorted((x(0), x(value)))
-            body.append(f'<rect class="bar" x="{_n(x0)}" y="{_n(cy - bar_h / 2 + 1)}" width="{_n(max(x1 - x0, 1))}" '
-                        f'height="{_n(bar_h - 2)}" fill="{CATEGORICAL[k % len(CATEGORICAL)]}">'
+            faded = (f' fill-opacity="0.35" stroke="{TEXT}" stroke-dasharray="{CONTROL_DASH}"' if model in controls
+                     else "")
+            body.append(f'<rect class="bar{" control" if model in controls else ""}" x="{_n(x0)}" '
+                        f'y="{_n(cy - bar_h / 2 + 1)}" width="{_n(max(x1 - x0, 1))}" '
+                        f'height="{_n(bar_h - 2)}" fill="{CATEGORICAL[k % len(CATEGORICAL)]}"{faded}>'
                         f"<title>{_esc(f'{model}, {era}: {summary}')}</title></rect>")
             if low is not None and high is not None:
                 body.append(_whisker(x(low), x(high), cy, half=3))
@@ -518,15 +545,26 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
     if desc is None:
         missing = sum(data.get((m, e), (None,))[0] is None for m in models for e in eras)
         desc = (f"Grouped bars for {len(models)} models and {len(eras)} eras ({', '.join(eras)}); whiskers are 95% "
-                f"confidence intervals; {missing} model-era pairs have no data.")
+                f"confidence intervals; {missing} model-era pairs have no data."
+                + _context_desc(chance, shown_controls, digits))
     return _document(width, height, title, desc, body)
+
+
+def _context_desc(chance: float | None, controls: list[str], digits: int) -> str:
+    """The description's sentence on the chance line and the controls."""
+    out = f" The dashed line is the chance level, {_fmt(chance, digits)}." if _num(chance) is not None else ""
+    return out + (f" Controls (never ranked), drawn faded and dashed: {', '.join(controls)}." if controls else "")
 
 
 # --- curves over an ordered slice ---------------------------------------------------------------
 
-def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = None) -> str:
+def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = None, chance: float | None = None,
+              controls: Iterable[str] = ()) -> str:
     """One line per model over ordered x values (``rows`` = ``[{model, x, value, low, high}]``, x numbers), with a
-    CI whisker at each point and a legend. Points without a value break the line ("no data")."""
+    CI whisker at each point and a legend. Points without a value break the line ("no data"). ``chance``: a dashed
+    horizontal line at the chance level, labelled at its right end; ``controls``: those models' lines are dashed
+    (``class="line control"``), as is their legend swatch, named "(control)"."""
+    controls = set(controls)
     rows = [r for r in rows if _num(r.get("x")) is not None]
     if not rows:
         return _empty(title, "Curves")
@@ -535,12 +573,13 @@ def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = 
     data = {(str(r["model"]), float(r["x"])): (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
             for r in rows}
     values = [v for triple in data.values() for v in triple if v is not None]
+    values += [chance] if _num(chance) is not None and values else []
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
     if low == high:
         low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
     ticks = _nice_ticks(low, high)
     plot_w, plot_h, left, top = 360.0, 200.0, 56.0, 40.0
-    legend_w = max(_width(_short(m)) for m in models) + 30
+    legend_w = max(_width(_short(m) + (" (control)" if m in controls else "")) for m in models) + 30
     width = left + plot_w + 24 + legend_w
     height = max(top + plot_h + 46, top + 16 * len(models) + 10)
 
@@ -557,8 +596,13 @@ def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = 
         body.append(_text(x(v), top + plot_h + 16, _fmt(v, _tick_digits(xs)), anchor="middle"))
     body.append(_text(left + plot_w / 2, top + plot_h + 34, x_label, anchor="middle"))
     digits = _ci_digits(data.values(), ticks)
+    if _num(chance) is not None:
+        body += [_chance_line(left, y(chance), left + plot_w, y(chance)),
+                 _text(left + plot_w - 4, y(chance) - 4, f"chance {_fmt(chance, digits)}", anchor="end",
+                       extra=' class="chance-label"')]
     for k, model in enumerate(models):
         colour = CATEGORICAL[k % len(CATEGORICAL)]
+        dash = f' stroke-dasharray="{CONTROL_DASH}"' if model in controls else ""
         path, pen = [], "M"
         for v in xs:
             value, lo, hi = data.get((model, v), (None, None, None))
@@ -574,13 +618,15 @@ def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = 
                         f"<title>{_esc(f'{model}, {x_label} {_fmt(v, _tick_digits(xs))}: {_ci_text(value, lo, hi, digits)}')}"
                         "</title></circle>")
         if path:
-            body.append(f'<path class="line" d="{"".join(path)}" stroke="{colour}" stroke-width="1.6" fill="none"/>')
+            body.append(f'<path class="line{" control" if dash else ""}" d="{"".join(path)}" stroke="{colour}" '
+                        f'stroke-width="1.6" fill="none"{dash}/>')
         ly = top + 8 + 16 * k
-        body += [f'<rect x="{_n(left + plot_w + 24)}" y="{_n(ly - 8)}" width="14" height="3" fill="{colour}"/>',
-                 _text(left + plot_w + 42, ly - 3, _short(model))]
+        body += [f'<path d="M{_n(left + plot_w + 24)} {_n(ly - 6.5)}h14" stroke="{colour}" stroke-width="3"{dash}/>',
+                 _text(left + plot_w + 42, ly - 3, _short(model) + (" (control)" if dash else ""))]
     if desc is None:
         desc = (f"Lines of {len(models)} models over {x_label} ({', '.join(_fmt(v, _tick_digits(xs)) for v in xs)}); "
-                "whiskers are 95% confidence intervals.")
+                "whiskers are 95% confidence intervals." + _context_desc(chance, [m for m in models if m in controls],
+                                                                         digits))
     return _document(width, height, title, desc, body)
 
 

@@ -271,3 +271,42 @@ def test_a_heatmap_cell_whose_difference_does_not_clear_the_smallest_meaningful_
 def test_meaningful_is_the_interval_of_the_difference_against_the_threshold(value, low, high, reference, smallest,
                                                                             coloured):
     assert meaningful(value, low, high, reference, smallest) is coloured
+
+
+def test_era_bars_draw_the_chance_level_and_mark_the_controls():
+    """A dashed line at x(chance) labelled "chance 0.33" above the bars; the control's bars faded and dashed, with a
+    legend entry; the description names both. Without them: no line, no faded bar."""
+    rows = [{"model": m, "era": e, "value": v, "low": v - 0.01, "high": v + 0.01}
+            for m, v in (("model-a", 0.6), ("words [control: text-only]", 0.7)) for e in ("traditional", "modern")]
+    root = parse(era_bars_svg(rows, "t", chance=1 / 3, controls=["words [control: text-only]"]))
+    (line,) = by_class(root, "line", "chance")
+    assert line.get("stroke-dasharray") and line.get("x1") == line.get("x2")
+    grid = {float(g.get("x1")) for g in root.iter(f"{NS}line") if g.get("class") in ("zero", "grid")}
+    ticks = {float(t.text): float(t.get("x")) for t in root.iter(f"{NS}text") if float(t.get("x")) in grid
+             and re.fullmatch(r"-?\d+(\.\d+)?", t.text or "")}
+    step = ticks[0.2] - ticks[0.0]  # the axis is linear from zero
+    assert float(line.get("x1")) == pytest.approx(ticks[0.0] + step * (1 / 3) / 0.2, abs=0.1)
+    assert [t.text for t in by_class(root, "text", "chance-label")] == ["chance 0.33"]
+    faded = by_class(root, "rect", "control")
+    assert len([r for r in faded if "bar" in r.get("class")]) == 2 and all(r.get("fill-opacity") == "0.35" for r in faded)
+    assert "control (never ranked)" in all_text(root)
+    desc = root.find(f"{NS}desc").text
+    assert "chance level, 0.33" in desc and "words [control: text-only]" in desc
+    plain = parse(era_bars_svg(rows, "t"))
+    assert not by_class(plain, "line", "chance") and not by_class(plain, "rect", "control")
+
+
+def test_curves_draw_the_chance_level_and_dash_the_controls():
+    from cultureboard.site.plots import curve_svg
+
+    rows = [{"model": m, "x": x, "value": v + 0.01 * x, "low": None, "high": None}
+            for m, v in (("model-a", 0.5), ("same [control: unedited]", 0.6)) for x in (0, 1, 2)]
+    root = parse(curve_svg(rows, "t", x_label="step", chance=0.2, controls=["same [control: unedited]"]))
+    (line,) = by_class(root, "line", "chance")
+    assert line.get("y1") == line.get("y2")
+    assert [t.text for t in by_class(root, "text", "chance-label")] == ["chance 0.20"]
+    lines = by_class(root, "path", "line")
+    assert [bool(p.get("stroke-dasharray")) for p in lines] == [False, True]
+    assert "same [control: unedited] (control)" in all_text(root)
+    ys = sorted(float(t.get("y")) for t in root.iter(f"{NS}text") if t.text in ("0.2", "0.20", "0.6", "0.60"))
+    assert float(line.get("y1")) == pytest.approx(ys[-1] - 4, abs=0.1)  # the tick label of 0.2 sits 4 px below its line

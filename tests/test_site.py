@@ -303,8 +303,24 @@ def test_display_names_stand_in_banner_and_footer(world, tmp_path):
         for s in summary["provenance"]["scorers"]:
             s.pop("standin", None)
 
+    # every shown rank of a stand-in row carries the stand-in mark beside it: boards, answers, model pages
+    ranked = 0
+    for page in pages(world["site"]):
+        for tid in page.tables:
+            for row in page.table(tid):
+                for key, cell in row.items():
+                    if key in ("rank", "level_rank") and cell["attrs"].get("class", "").startswith("rank"):
+                        ranked += 1
+                        assert any(a.get("title", "").startswith("Scored by tiny random stand-in") for _, a in
+                                   cell["tags"]), f"{page.path}: rank {cell['text']!r} without the stand-in mark"
+    assert ranked > 20
+    answer = (world["site"] / "country" / "NG.html").read_text().split('id="answer"')[1].split("</section>")[0]
+    assert answer.count(">stand-in</span>") == answer.count("</a>") > 0  # one mark per model named in the answer
+    assert "<span class=\"badge\">stand-in</span> the row was scored by tiny random stand-in" in index.source
     site = rebuild(world, tmp_path, no_standin)
     assert "class=\"banner\"" not in (site / "index.html").read_text()
+    assert ">stand-in</span> " not in (site / "index.html").read_text().split("</details>", 1)[1]
+    assert ">stand-in</span>" not in (site / "country" / "NG.html").read_text().split('id="answer"')[1]
 
 
 # --- leaderboards
