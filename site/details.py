@@ -52,7 +52,7 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
     rows = [{"slice_type": type_label(st),
              "slice": {"text": slice_name(st, s), "href": slice_path(st, s) or prompt_set_page(group.prompt_set)},
              "rank": None if r.control else board.ranks(group, headline, st, s).get(r.sid),
-             **{m: r.entries.get((m, st, s)) for m in group.shown}} for st, s in plain]
+             **{m: r.entries.get((m, st, s)) for m in group.shown}, "_marks": standin_marks(r)} for st, s in plain]
     everything = _all_metrics(site, board, page, r, group)
     gap_rows = _gap_rows(board, r, [m for m in group.shown if board.cards[m]["direction"] != "none"])
     gap_columns = [Column("metric", "Metric", "text"), Column("kind", "Gap", "text"),
