@@ -314,13 +314,24 @@ def test_display_names_stand_in_banner_and_footer(world, tmp_path):
                         assert any(a.get("title", "").startswith("Scored by tiny random stand-in") for _, a in
                                    cell["tags"]), f"{page.path}: rank {cell['text']!r} without the stand-in mark"
     assert ranked > 20
-    answer = (world["site"] / "country" / "NG.html").read_text().split('id="answer"')[1].split("</section>")[0]
+    country = (world["site"] / "country" / "NG.html").read_text()
+    answer = country.split('id="answer"')[1].split("</section>")[0]
+    # beside every board of the country page: the chance level (CUBE's, recorded as 1/3 for its 3 countries) and
+    # each control's value at its interval's precision
+    besides = re.findall(r'<p class="note beside">(.*?)</p>', country, flags=re.S)
+    assert len(besides) >= 2 and any('chance level <strong class="chance">0.333</strong> (1 / number of countries'
+                                     in b for b in besides)
+    assert all('<strong class="chance"></strong>' not in b for b in besides)
+    assert any(re.search(r'control <span class="control-value">text-only: \d\.\d+ \[\d\.\d+, \d\.\d+\]</span>', b)
+               for b in besides)
+    eras = (world["site"] / "plots" / f"leaderboard-{PROMPT_SET}-{PROMPT_SET}-g1-eras.svg").read_text()
+    assert 'class="chance"' in eras and "chance 0.33" in eras  # the figure's reference line
     assert answer.count(">stand-in</span>") == answer.count("</a>") > 0  # one mark per model named in the answer
     assert "<span class=\"badge\">stand-in</span> the row was scored by tiny random stand-in" in index.source
     site = rebuild(world, tmp_path, no_standin)
     assert "class=\"banner\"" not in (site / "index.html").read_text()
     assert ">stand-in</span> " not in (site / "index.html").read_text().split("</details>", 1)[1]
-    assert ">stand-in</span>" not in (site / "country" / "NG.html").read_text().split('id="answer"')[1]
+    assert ">stand-in</span>" not in (site / "country" / "NG.html").read_text().split('id="answer"')[1].split("</section>")[0]
 
 
 # --- leaderboards

@@ -161,10 +161,11 @@ def map_site(root: Path) -> tuple[Site, Board]:
     return site, board
 
 
-def write_map_page(root: Path) -> tuple[Path, dict]:
+def write_map_page(root: Path, smallest: float | None = None) -> tuple[Path, dict]:
     """The map page of :data:`MAP_RESULTS` under ``root`` (with the site's static files and search index) and its
-    data-map."""
+    data-map; ``smallest``: the card's smallest meaningful difference."""
     site, board = map_site(root)
+    board.cards[HEAD]["smallest_difference"] = smallest
     figures.map_pages(site, board)
     write_search_index(site, board)
     shutil.copytree(Path(figures.__file__).parent / "static", root / "static")
