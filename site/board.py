@@ -88,6 +88,7 @@ class Board:
     trust_rows: list[dict] = field(default_factory=list)
     order_by: str = "value"  # a key of ORDERS
     held_out: dict = field(default_factory=lambda: {"split": None, "records": {}})  # site/held_out.py's load()
+    human: dict = field(default_factory=dict)  # submission id -> its human scores (site/human.py's load_human())
 
     def __post_init__(self):
         if self.order_by not in ORDERS:

@@ -8,7 +8,7 @@ as Jinja's autoescaping does); the result is :class:`markupsafe.Markup` for the 
   prompt, shows its ``ci_note``, "no CI: 1 prompt"),
   n = images / prompts with their title, the caveat badge and any cell badges;
   ``data-sort`` = the value (empty without one), or its distance to the column's target;
-* ``rank``: the rank, or "best–worst" with a title when tied; ``range``: a rank spread with its best and worst
+* ``rank``: the rank, or "best–worst" with a title when tied, and its badges (the stand-in mark); ``range``: a rank spread with its best and worst
   ranks and the variants that gave them;
 * ``link``, ``num`` (integers as they are, others to 3 decimals), ``pct``, ``text``;
 * a ``sticky`` column's header and cells carry ``sticky s<k>`` (it stays in view while the table scrolls
@@ -122,9 +122,10 @@ def cell(c, v, marks, root: str) -> str:
                 f"{badge}{_badges(marks)}</td>")
     if kind == "rank":
         if v["best"] == v["worst"]:
-            return f'<td class="rank" data-sort="{escape(v["rank"])}">{escape(v["best"])}</td>'
+            return f'<td class="rank" data-sort="{escape(v["rank"])}">{escape(v["best"])}{_badges(marks)}</td>'
         return (f'<td class="rank tie" data-sort="{escape(v["rank"])}" title="Tied: the 95% CI overlaps others\', so the '
-                f'rank is anywhere from {escape(v["best"])} to {escape(v["worst"])}">{escape(v["best"])}–{escape(v["worst"])}</td>')
+                f'rank is anywhere from {escape(v["best"])} to {escape(v["worst"])}">{escape(v["best"])}–{escape(v["worst"])}'
+                f'{_badges(marks)}</td>')
     if kind == "range":
         return (f'<td class="num" data-sort="{escape(v["value"])}" title="best rank {escape(v["best"][1])} with '
                 f'{escape(v["best"][0])}, worst rank {escape(v["worst"][1])} with {escape(v["worst"][0])}">'

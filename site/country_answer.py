@@ -35,15 +35,15 @@ class Ranking:
     slice: str  # the slice ranked on ("NG", "cuisine")
     group: str  # the comparability group's name where the prompt set has several; "" otherwise
     metric: str  # the headline's title
-    rows: list[dict]  # ranked: {key, model, href, value, ci_low, ci_high, rank, best, worst}, by rank then name
-    unranked: list[dict] = field(default_factory=list)  # {model, href, why}
+    rows: list[dict]  # ranked: {key, model, href, standin, value, ci_low, ci_high, rank, best, worst}, by rank then name
+    unranked: list[dict] = field(default_factory=list)  # {model, href, standin, why}
     why: str = ""  # why nobody is ranked (a descriptive or diagnostic headline); "" otherwise
 
 
 @dataclass
 class Answer:
     rankings: list[Ranking]
-    overall: list[dict]  # {key, model, href, median, ranks: {family: rank}, families, agree}; [] with < 2 families
+    overall: list[dict]  # {key, model, href, standin, median, ranks: {family: rank}, families, agree}; [] with < 2 families
 
 
 def answer(board: Board, country: str) -> Answer:
@@ -73,13 +73,13 @@ def _ranking(board: Board, group, family: tuple[str, str], slice_type: str, slic
     if not present:
         return None
     card = board.cards[metric]
-    why = ("descriptive: never ranked" if card["direction"] == "none" else
-           "only a diagnostic here: not ranked" if board.diagnostic(metric, slice_type, slice_) else "")
+    why = board.unranked(group, metric, slice_type, slice_)  # descriptive, an unranked tier, diagnostic, a cheat on top
     ranks = board.ranks(group, metric, slice_type, slice_)
     rows, unranked = [], []
     for r in present:
         e, mkey = r.entries[key], model_key(r.spec)
-        who = {"key": mkey, "model": display_name({**r.spec, "tag": None}, mkey), "href": model_page(mkey)}
+        who = {"key": mkey, "model": display_name({**r.spec, "tag": None}, mkey), "href": model_page(mkey),
+               "standin": r.standin}
         if r.sid in ranks:
             rows.append(who | {"value": e["value"], "ci_low": e["ci_low"], "ci_high": e["ci_high"]} | ranks[r.sid])
         elif not why:
@@ -97,7 +97,8 @@ def _overall(rankings: list[Ranking]) -> list[dict]:
     for ranking in rankings:
         for row in ranking.rows:
             per.setdefault(row["key"], {}).setdefault(ranking.family, []).append(row)
-            who[row["key"]] = {"key": row["key"], "model": row["model"], "href": row["href"]}
+            standin = row["standin"] or who.get(row["key"], {}).get("standin", False)
+            who[row["key"]] = {"key": row["key"], "model": row["model"], "href": row["href"], "standin": standin}
     if len({f for fams in per.values() for f in fams}) < 2:
         return []
     out = []

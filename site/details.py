@@ -19,10 +19,11 @@ from cultureboard.errors import CultureboardError
 
 from . import gaming, held_out, plots, written_share
 from .board import Board
-from .figures import map_page
+from .figures import map_page, scale
 from .leaderboards import leaderboard, prompt_set_page
 from .models import model_page
-from .names import direction_text, is_cross, is_ordered, slice_name, slice_order, slice_path, sort_rule, type_label, type_order
+from .names import (STANDIN, direction_text, is_cross, is_ordered, slice_name, slice_order, slice_path, sort_rule,
+                    standin_marks, type_label, type_order)
 from .write import Column, Site
 
 #: submission.yaml fields never published (a person's address).
@@ -52,7 +53,7 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
     rows = [{"slice_type": type_label(st),
              "slice": {"text": slice_name(st, s), "href": slice_path(st, s) or prompt_set_page(group.prompt_set)},
              "rank": None if r.control else board.ranks(group, headline, st, s).get(r.sid),
-             **{m: r.entries.get((m, st, s)) for m in group.shown}} for st, s in plain]
+             **{m: r.entries.get((m, st, s)) for m in group.shown}, "_marks": standin_marks(r)} for st, s in plain]
     everything = _all_metrics(site, board, page, r, group)
     gap_rows = _gap_rows(board, r, [m for m in group.shown if board.cards[m]["direction"] != "none"])
     gap_columns = [Column("metric", "Metric", "text"), Column("kind", "Gap", "text"),
@@ -102,7 +103,7 @@ def _gap_rows(board: Board, r, metrics: list[str]) -> list[dict]:
                 row["_marks"] = {"gap": [{"label": "under-represented", "title": f"The gap lies on the worse side of "
                                            f"zero ({direction_text(card)}) with a Benjamini-Hochberg q below "
                                            f"{SIGNIFICANT} over this model's gaps: the model serves this country "
-                                           "worse than its own average."}]}
+                                           "worse than its own average."}] + ([STANDIN] if r.standin else [])}
             rows.append(row)
     return rows
 
@@ -131,7 +132,8 @@ def _all_metrics(site: Site, board: Board, page: str, r, group) -> object:
                Column("direction", "Direction", "text"), Column("rank", "Rank", "rank", better="lower")]
     rows = [{"metric": {"text": board.cards[m]["title"], "href": f"metric/{m}.html"},
              "value": r.entries.get((m, "overall", "all")), "direction": direction_text(board.cards[m]),
-             "rank": None if r.control else board.ranks(group, m, "overall", "all").get(r.sid)}
+             "rank": None if r.control else board.ranks(group, m, "overall", "all").get(r.sid),
+             "_marks": standin_marks(r)}
             for m in group.metrics if (m, "overall", "all") in r.entries]
     return site.table(page, "metrics", columns, rows)
 
@@ -158,7 +160,7 @@ def _model_figures(site: Site, board: Board, page: str, r, group) -> list[dict]:
                 if len(parts) == 2:
                     cells.append({"model": slice_name(a, parts[0]), "country": slice_name(b, parts[1]), "value": e["value"],
                                   "low": e["ci_low"], "high": e["ci_high"]})
-            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}",
+            svg = plots.heatmap_svg(cells, f"{title} by {label.lower()}", **scale(board.cards[metric]),
                                     desc=f"Heatmap of {title} for {r.display}: {type_label(a).lower()} (rows) by "
                                          f"{type_label(b).lower()} (columns).")
         else:

@@ -5,6 +5,8 @@ chosen), all drawn from the summaries and scores, none knowing a family:
   page per shown metric where a submission can be chosen (``map/<group>/<metric>.html``);
 * bars per era;
 * a curve per submission over each *ordered* family slice type (integer slices, e.g. an edit step);
+* on the bars and curves, the chance level as a reference line and the controls drawn faded and dashed
+  (:mod:`.beside`);
 * a heatmap submission x crossed slice for each crossed slice type (e.g. country x category);
 * the disparity ranking: each submission's Global North minus Global South gap with its paired bootstrap CI and
   Benjamini-Hochberg q (:mod:`cultureboard.evaluators.results.disparity`), ranked by the gap's size as well as
@@ -19,9 +21,10 @@ import math
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, under_represented
 from cultureboard.evaluators.results.stats import rank_ties
 
-from . import plots, worldmap
+from . import beside, plots, worldmap
 from .board import Board, Group
-from .names import country_name, is_cross, is_ordered, slice_name, slice_order, sort_rule, type_label, type_order
+from .names import (country_name, is_cross, is_ordered, slice_name, slice_order, sort_rule, standin_marks, type_label,
+                    type_order)
 from .write import Column, Site, Table
 
 #: Curves drawn per plot (the best ranked first); the download holds every submission.
@@ -42,7 +45,8 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
     ranked = board.order(group, metric, "overall", "all")
     out = []
     if countries := _by_country(ranked, metric):
-        out.append({"src": site.plot(page, f"{group.name}-heatmap", plots.heatmap_svg(countries, f"{title} by country")),
+        out.append({"src": site.plot(page, f"{group.name}-heatmap",
+                                     plots.heatmap_svg(countries, f"{title} by country", **scale(board.cards[metric]))),
                     "alt": f"Heatmap of {title}, submissions by country", "href": map_page(group, metric)})
         for shown in group.headline:  # the headline, and its language-parity gap where there is one
             means, cis = _country_means(group.results, shown)
@@ -50,7 +54,7 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                 continue
             what = title.replace(board.cards[metric]["title"], board.cards[shown]["title"], 1)
             svg = worldmap.map_svg(means, f"{what}: mean of the ranked submissions per country", cis=cis,
-                                   names={c: country_name(c) for c in means}, centre=board.cards[shown].get("target"))
+                                   names={c: country_name(c) for c in means}, **scale(board.cards[shown]))
             out.append({"src": site.plot(page, f"{group.name}-map" + ("-parity" if shown != metric else ""), svg),
                         "href": map_page(group, shown),
                         "alt": f"World map of {what}, the mean of the ranked submissions per country; open the map "
@@ -59,7 +63,9 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
             for r in ranked
             for (m, t, s), e in sorted(_entries(r, metric, "era"), key=lambda kv: slice_order("era", kv[0][2]))]
     if eras:
-        out.append({"src": site.plot(page, f"{group.name}-eras", plots.era_bars_svg(eras, f"{title} by era")),
+        svg = plots.era_bars_svg(eras, f"{title} by era", chance=beside.chance_value(group, metric),
+                                 controls=[r.label for r in group.controls])
+        out.append({"src": site.plot(page, f"{group.name}-eras", svg),
                     "alt": f"Bars of {title} per era, with 95% CIs"})
     # the family's own slices (an edit step) of the headline, or else of the group's first metric that has them
     # (ECB's headline is one value per chain; its per-step accuracy shows what each edit does)
@@ -69,10 +75,13 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
         values = {s for r in ranked for (m, t, s) in r.entries if m == sliced and t == slice_type}
         label = type_label(slice_type)
         if is_ordered(values):
+            models = [r for r in ranked if not r.control]  # the first by rank, then every control
             curves = [{"model": r.label, "x": int(s), "value": e["value"], "low": e["ci_low"], "high": e["ci_high"]}
-                      for r in ranked[:MAX_CURVES] for (m, t, s), e in r.entries.items() if m == sliced and t == slice_type]
-            more = f" (the first {MAX_CURVES} of {len(ranked)} by rank)" if len(ranked) > MAX_CURVES else ""
-            svg = plots.curve_svg(curves, f"{sliced_title} by {label.lower()}{more}", x_label=label)
+                      for r in models[:MAX_CURVES] + [r for r in ranked if r.control] for (m, t, s), e in r.entries.items()
+                      if m == sliced and t == slice_type]
+            more = f" (the first {MAX_CURVES} of {len(models)} by rank)" if len(models) > MAX_CURVES else ""
+            svg = plots.curve_svg(curves, f"{sliced_title} by {label.lower()}{more}", x_label=label,
+                                  chance=beside.chance_value(group, sliced), controls=[r.label for r in group.controls])
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
                         "alt": f"{sliced_title} per {label.lower()}, one line per submission{more}, with 95% CIs"})
         elif is_cross(slice_type):
@@ -80,7 +89,7 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                       "high": e["ci_high"]}
                      for r in ranked for (m, t, s), e in sorted(_entries(r, sliced, slice_type),
                                                                  key=lambda kv: slice_order(*kv[0][1:]))]
-            svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}",
+            svg = plots.heatmap_svg(cells, f"{sliced_title} by {label.lower()}", **scale(board.cards[sliced]),
                                     desc=f"Heatmap of {sliced_title}: submissions (rows) by {label.lower()} (columns).")
             out.append({"src": site.plot(page, f"{group.name}-{slice_type}", svg),
                         "alt": f"Heatmap of {sliced_title}, submissions by {label.lower()}"})
@@ -89,6 +98,13 @@ def group_figures(site: Site, board: Board, page: str, group: Group) -> list[dic
                     "alt": f"Level versus Global North - South gap of {title}: the frontier joins the submissions no "
                            "other beats on both"})
     return out
+
+
+def scale(card: dict) -> dict:
+    """What a colour scale of ``card``'s metric needs beyond its values: its centre (a target metric's target) and
+    the card's smallest meaningful difference, below which a difference from the reference is drawn neutral
+    (:func:`.plots.meaningful`)."""
+    return {"centre": card.get("target"), "smallest": card.get("smallest_difference")}
 
 
 def _by_country(results, metric: str) -> list[dict]:
@@ -212,7 +228,8 @@ def disparity_table(site: Site, board: Board, page: str, group: Group) -> Table 
                     "q": None if x["rank"] is None else x["gap"].p_adjusted,
                     "worst": None if w is None else f"{country_name(w.name)} ({w.name}): {w.value:+.3f} "
                                                     f"[{w.low:+.3f}, {w.high:+.3f}], q = {w.p_adjusted:.3f}",
-                    "n_worse": x["n_worse"], "_marks": {"gap": [UNTESTED]} if x["rank"] is None else {}})
+                    "n_worse": x["n_worse"], "_marks": ({"gap": [UNTESTED]} if x["rank"] is None else {})
+                    | standin_marks(r) | standin_marks(r, "level_rank")})
     return site.table(page, f"{group.name}-disparity", columns, out)
 
 
@@ -237,7 +254,9 @@ def _frontier(board: Board, group: Group, metric: str, title: str) -> str | None
 def map_pages(site: Site, board: Board) -> None:
     """map/<group>/<metric>.html for each shown metric with country values: the world map (the ranked
     submissions' mean, or one chosen submission: app.js recolours it from the figure's data-map, which holds each
-    choice's values and 95% CIs, and leaves it uncoloured where worldmap.noise would), and the heatmap beside it."""
+    choice's values and 95% CIs, and leaves it uncoloured where worldmap.noise would, and each country whose
+    difference from the reference does not clear the card's smallest meaningful difference: the data's ``centre``
+    and ``smallest``), and the heatmap beside it."""
     for groups in board.groups.values():
         for group in groups:
             metrics = [m for m in group.shown if _by_country(group.everyone, m)]
@@ -264,11 +283,12 @@ def _map_page(site: Site, board: Board, group: Group, metric: str, metrics: list
             ch[key] = [None if v is None else round(v, 6) for v in ch[key]]
     vmin, vmax, digits = worldmap.scale_of((v for ch in choices for v in ch["values"]), card.get("target"))
     data = {"countries": countries, "digits": digits, "vmin": vmin, "vmax": vmax,
-            "names": [names[c] for c in countries], "choices": choices}
+            "names": [names[c] for c in countries], "choices": choices, **scale(card)}
     svg = worldmap.map_body(dict(zip(countries, choices[0]["values"])), f"World map of {card['title']} per country",
                             names=names, vmin=vmin, vmax=vmax, digits=digits,
-                            cis=dict(zip(countries, zip(choices[0]["low"], choices[0]["high"]))))
-    heat = site.plot(page, "heatmap", plots.heatmap_svg(_by_country(members, metric), f"{card['title']} by country"))
+                            cis=dict(zip(countries, zip(choices[0]["low"], choices[0]["high"]))), **scale(card))
+    heat = site.plot(page, "heatmap", plots.heatmap_svg(_by_country(members, metric), f"{card['title']} by country",
+                                                        **scale(card)))
     site.page(page, "map.html", f"Map: {card['title']}, {group.prompt_set}", group=group, card=card, svg=svg,
               data=json.dumps(data, separators=(",", ":"), allow_nan=False), choices=choices, heatmap=heat,
               metrics=[{"name": m, "title": board.cards[m]["title"], "href": map_page(group, m)} for m in metrics],

@@ -8,7 +8,8 @@ the values of the ranked submissions of its comparability group, compared by the
 - ``higher``: g(v) = v; ``lower``: g(v) = -v; ``target``: g(v) = -|v - target| (closer to the target is better);
   ``none``: descriptive, never placed and never badged.
 - ``beats``: how many models the control is strictly better than; ``rank``: the rank it would take among the
-  models and itself, 1 + the models strictly better than it (a tie takes the better rank, as in a ranking by value).
+  models and itself, 1 + the models strictly better than it (a tie takes the better rank, as in a ranking by value),
+  said only for a metric whose validity tier gets rank numbers (``ranked``; otherwise only ``beats`` is shown).
 - A **cheat** (:data:`CHEATS`: a control that does not do the task: the prompt's words as a picture, a CuRe ladder
   answered with its category's images, an ECB editor that returns its input, the artifact's name written in large type) that is strictly better than every
   model *tops* the metric: the metric rewards the cheat, so it is gameable that way. Point values are compared: a
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cultureboard.evaluators.results.stats import goodness
+from cultureboard.evaluators.results.tiers import ranked_tier
 
 from .cells import at_precision
 from .names import MIN_PROMPTS
@@ -48,6 +50,7 @@ class Standing:
     smallest: float = 0.0  # the card's smallest meaningful difference
     low: float | None = None  # the control's interval, where its entry has one
     high: float | None = None
+    ranked: bool = True  # whether the card's tier gets rank numbers (else no "would rank" is said)
 
     @property
     def tops(self) -> bool:
@@ -67,11 +70,12 @@ class Standing:
     @property
     def text(self) -> str:
         """Where the control lands, its value printed with its interval at the interval's precision
-        (:func:`.cells.at_precision`: 0.3401 [0.3398, 0.3404], never 0.340 [0.340, 0.340])."""
+        (:func:`.cells.at_precision`: 0.3401 [0.3398, 0.3404], never 0.340 [0.340, 0.340]); "would rank" only
+        where the card's tier gets rank numbers."""
         score = (f"{self.value:.3f}" if self.low is None else
                  "{} [{}, {}]".format(*at_precision(self.value, self.low, self.high)))
-        return (f"{self.control} ({self.kind}) scores {score}: beats {self.beats} of {self.models} model(s), "
-                f"would rank {self.rank} of {self.models + 1}")
+        rank = f", would rank {self.rank} of {self.models + 1}" if self.ranked else ""
+        return f"{self.control} ({self.kind}) scores {score}: beats {self.beats} of {self.models} model(s){rank}"
 
 
 def standings(card: dict, models: list[float | None], controls: list[tuple[str, str, float | None]]) -> list[Standing]:
@@ -90,7 +94,7 @@ def standings(card: dict, models: list[float | None], controls: list[tuple[str, 
         g = float(goodness([value], card["direction"], card.get("target"))[0])
         out.append(Standing(sid, kind, value, beats=sum(g > m for m in scored), models=len(scored),
                             rank=1 + sum(m > g for m in scored), margin=g - max(scored),
-                            smallest=card.get("smallest_difference") or 0.0))
+                            smallest=card.get("smallest_difference") or 0.0, ranked=ranked_tier(card)))
     return out
 
 
@@ -130,5 +134,6 @@ def badge(board, group, metric: str) -> dict | None:
 
 def marks(board, group, sid: str, metric: str, slice_type: str, slice_: str) -> list[dict]:
     """A control row's mark on a leaderboard: where it lands among the models on ``metric`` in the slice."""
-    return [{"label": f"would rank {s.rank} of {s.models + 1}" + (", gameable" if s.gameable else ""), "title": s.text}
+    return [{"label": (f"would rank {s.rank} of {s.models + 1}" if s.ranked else f"beats {s.beats} of {s.models}")
+             + (", gameable" if s.gameable else ""), "title": s.text}
             for s in group_standings(board, group, metric, slice_type, slice_) if s.control == sid]

@@ -16,9 +16,9 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
 from cultureboard.evaluators.results.tiers import ranked_tier
 
-from . import country_answer, country_sources, figures, gaming, held_out, written_share
+from . import beside, country_answer, country_sources, figures, gaming, held_out, written_share
 from .board import Board, Group
-from .names import direction_text, slice_name, slice_path, sort_rule, type_label
+from .names import direction_text, slice_name, slice_path, sort_rule, standin_marks, type_label
 from .write import Column, Site, Table
 
 #: Rows of a prompt set's leaderboard shown on the overview (the full table is on the prompt set's page).
@@ -47,6 +47,28 @@ def score_column(board: Board, group: Group, metric: str, slice_type: str, slice
                   muted=any(b["label"] == "diagnostic here" for b in badges), href=f"metric/{metric}.html")
 
 
+#: The badge of a human score's column: what it is, beside the automatic metrics' tiers.
+HUMAN = {"label": "validated measure", "title": "People's ratings of these images (imported with `cultureboard import "
+         "ratings`): the measure the automatic metrics stand in for, shown first."}
+
+
+def human_columns(board: Board, members) -> list[tuple[Column, object]]:
+    """(column, row -> its entry) for each (study, question) that people rated among ``members``' images
+    (:mod:`.human`), in study then question order: higher is better on each rating scale kept."""
+    found = sorted({(h["study"], h["question"], h["scale"]) for r in members for h in board.human.get(r.sid, ())})
+    out = []
+    for study, question, scale in found:
+        def entry(r, key=(study, question, scale)):
+            h = next((h for h in board.human.get(r.sid, ()) if (h["study"], h["question"], h["scale"]) == key), None)
+            return None if h is None else {**h, "n_images": h["n_items"], "coverage": None, "complete": True}
+
+        out.append((Column(f"human.{study}.{question}", f"Human: {question}", "score",
+                           f"Human rating, {study} study, question {question!r} on {scale}: the mean over the rated "
+                           "images of their raters' mean answer, 95% Wilson interval at the image level; n = rated "
+                           "images / their prompts", better="higher", badges=[HUMAN]), entry))
+    return out
+
+
 def tier_badge(card: dict) -> dict:
     """The validity tier of a card (a ``metrics_info`` entry), titled with why it is there
     (:mod:`~cultureboard.evaluators.results.tiers`); only validated and indicative metrics carry rank numbers."""
@@ -60,7 +82,9 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
     """The group's submissions ranked on the first of ``metrics`` (default: the group's shown metrics) in one
     slice, its controls after them, marked; None when none has an entry. ``limit``: show only the first rows
     (the downloads still hold every row). Columns: rank, submission, the metrics (the headline first), the rank
-    spread, weights, coverage; the submission and the headline stay in view while the table scrolls sideways."""
+    spread, weights, coverage; the submission and the headline stay in view while the table scrolls sideways. Over
+    all prompts, the human scores of rated submissions (:func:`human_columns`) come first, before the automatic
+    metrics: the validated measure above the proxies."""
     metrics = metrics or group.shown
     main = board.cards[metrics[0]]
     members = [r for r in board.order(group, metrics[0], slice_type, slice_)
@@ -72,13 +96,15 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
     columns = [Column("rank", "Rank", "rank", f"Rank range on {main['title']}: entries whose 95% CIs overlap are "
                       f"tied{'; ' + unranked if unranked else ''}", better="lower"),
                Column("submission", "Submission", "link", "Organisation / model (tag), from submission.yaml", sticky=True)]
+    human = human_columns(board, members) if slice_type == "overall" else []
+    columns += [c for c, _ in human]  # the validated measure first, before the automatic metrics
     columns += [score_column(board, group, m, slice_type, slice_) for m in metrics]
-    columns[2].sticky = True  # the headline beside the submission: on screen on a phone, and while scrolling
+    columns[2 + len(human)].sticky = True  # the headline beside the submission: on screen on a phone, and scrolling
     held_column = held_out.column(board, members, metrics[0], slice_type)
     if held_column is not None:  # beside the headline (site/held_out.py)
-        columns.insert(3, held_column)
+        columns.insert(3 + len(human), held_column)
     variants = board.variants(metrics[0], group.metrics)
-    if len(variants) > 1 and slice_type == "overall":
+    if len(variants) > 1 and slice_type == "overall" and not unranked:  # ranks per scorer: only for a ranked headline
         columns.append(Column("spread", f"Rank spread over {len(variants)} scorers", "range",
                               f"{main['title']} recomputed with each scorer variant ({', '.join(variants)}): each "
                               "submission ranked by value within each variant, its worst rank minus its best (ranks, "
@@ -102,7 +128,8 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
                "_filter": declared, "made": f"generated by {r.generated_by}; scored by {r.scored_by}",
                "coverage": r.entries.get((metrics[0], slice_type, slice_), {}).get("coverage"),
                **{m: r.entries.get((m, slice_type, slice_)) for m in metrics},
-               "_marks": marks(board, r, metrics, slice_type, slice_)}
+               **{c.key: find(r) for c, find in human},
+               "_marks": marks(board, r, metrics, slice_type, slice_) | standin_marks(r)}
         if held_column is not None and not r.control:
             row["held_out"], badges = held_out.cell(board, r.sid, metrics[0])
             if badges:
@@ -222,7 +249,8 @@ def _prompt_set_parts(site: Site, board: Board, page: str, slice_type: str, slic
             table = leaderboard(site, board, page, g, slice_type, slice_, g.headline if headline_only else None,
                                 limit=limit, name=prefix + g.name)
             if table is not None:
-                tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows)})
+                tables.append({"group": g, "table": table, "more": len(g.everyone) - len(table.rows),
+                               "beside": beside.context(board, g, g.metrics[0], slice_type, slice_)})
         if tables:
             out.append({"prompt_set": prompt_set, "href": prompt_set_page(prompt_set),
                         "family": board.family_for(prompt_set),
@@ -247,7 +275,8 @@ def prompt_set_pages(site: Site, board: Board) -> None:
             parts.append({"group": g, "table": leaderboard(site, board, page, g, "overall", "all"),
                           "figures": figures.group_figures(site, board, page, g),
                           "disparity": figures.disparity_table(site, board, page, g),
-                          "gaming": gaming.group_standings(board, g, g.metrics[0])})
+                          "gaming": gaming.group_standings(board, g, g.metrics[0]),
+                          "beside": beside.context(board, g, g.metrics[0])})
         family = board.family_for(prompt_set)
         site.page(page, "prompt_set.html", f"Leaderboard: {prompt_set}", prompt_set=prompt_set, parts=parts,
                   family=family, main=board.cards[groups[0].metrics[0]], several=len(groups) > 1)

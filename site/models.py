@@ -30,7 +30,8 @@ from cultureboard.evaluators.submission.format import MODEL_IDENTITY, get, model
 from . import plots
 from .board import Board
 from .leaderboards import entangled_badge, gap_badge, prompt_set_page
-from .names import direction_text, display_name, model_page, slice_name, slice_order, slice_path, sort_rule
+from .names import (STANDIN, direction_text, display_name, model_page, slice_name, slice_order, slice_path, sort_rule,
+                    standin_marks)
 from .write import Column, Site
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -90,7 +91,8 @@ def _prompt_set_table(board: Board, results: list, image_pages: dict[str, str]) 
                      "metric": {"text": board.cards[metric]["title"], "href": f"metric/{metric}.html"},
                      "headline": r.entries.get((metric, "overall", "all")),
                      "rank": board.ranks(board.group_of[r.sid], metric, "overall", "all").get(r.sid),
-                     "images": {"text": "browse", "href": image_pages[r.sid]}} | ({"_marks": {"headline": badge}} if badge else {}))
+                     "images": {"text": "browse", "href": image_pages[r.sid]},
+                     "_marks": ({"headline": badge} if badge else {}) | standin_marks(r)})
     return columns, rows
 
 
@@ -111,7 +113,7 @@ def _country_table(board: Board, results: list) -> tuple[list[Column], list[dict
     for c in sorted(countries, key=lambda c: slice_order("country", c)):
         row = {"country": {"text": slice_name("country", c), "href": slice_path("country", c)},
                **{f"s{i}": r.entries.get((_headline(board, r), "country", c)) for i, r in enumerate(results)}}
-        marks = {f"s{i}": [UNDER] for i in range(len(results)) if c in under[i]}
+        marks = {f"s{i}": [UNDER] + ([STANDIN] if r.standin else []) for i, r in enumerate(results) if c in under[i]}
         rows.append(row | ({"_marks": marks} if marks else {}))
     return columns, rows
 

@@ -127,6 +127,17 @@ def pct(x) -> str:
     return "unknown" if x is None else f"{100 * x:.0f}%"
 
 
+#: The mark beside the rank of every row scored by tiny random stand-in scorers (``Result.standin``; the banner
+#: names them), on boards, country and topic answers and model pages: its rank and badges measure nothing.
+STANDIN = {"label": "stand-in", "title": "Scored by tiny random stand-in scorers (see the banner): this value, its "
+           "rank and its badges measure nothing"}
+
+
+def standin_marks(result, key: str = "rank") -> dict[str, list[dict]]:
+    """``{key: [STANDIN]}`` for a row of a result scored by stand-ins (the cell ``key`` carries the mark), else {}."""
+    return {key: [STANDIN]} if result.standin else {}
+
+
 def caveat(entry: dict) -> dict | None:
     """The "too little data" badge of a summary entry: {label, title}, or None when it has enough.
 

@@ -8,10 +8,15 @@ several plots can be inlined in one HTML page. Items the caller gives keep the c
 top to bottom, heatmap columns left to right, in order of first appearance).
 
 * :func:`heatmap_svg`: model x country grid of values; missing cells hatched grey ("no data"); not coloured at all
-  when the values spread less than their typical 95% CI is wide (:func:`colour_is_noise`): the plot says so.
+  when the values spread less than their typical 95% CI is wide (:func:`colour_is_noise`): the plot says so; with
+  the card's smallest meaningful difference, a cell whose difference from the reference does not clear it is drawn
+  neutral (:func:`meaningful`), and the legend says so.
 * :func:`gap_svg`: one bar per model from zero to its gap (e.g. Global North minus Global South), with its CI.
 * :func:`era_bars_svg`: per model, one bar per era, with CIs.
 * :func:`curve_svg`: per model, a line over an ordered slice (an edit step), with a CI whisker at each point.
+
+Both draw the metric's chance level as a dashed reference line labelled "chance" where it is given, and the rows of
+the ``controls`` they are given (submissions the project made, never ranked) faded and dashed, with a legend entry.
 * :func:`frontier_svg`: one point per model at (level, gap) with both CIs; the models no other beats on both
   (higher level and smaller gap) joined as the frontier.
 
@@ -25,6 +30,8 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 
+from cultureboard.evaluators.results.disparity import clears
+
 __all__ = ["curve_svg", "era_bars_svg", "frontier_svg", "gap_svg", "heatmap_svg"]
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -32,7 +39,7 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
 FONT_SIZE = 11
 LABEL_CHARS = 44  # longer labels are shortened on the plot (full text stays in the tooltip)
 TEXT, GRID, AXIS, MISSING = "#222", "#ddd", "#555", "#e6e6e6"
-UNCOLOURED = "#f4f4f4"  # a heatmap cell whose colour would paint noise (colour_is_noise)
+UNCOLOURED = "#f4f4f4"  # a heatmap cell whose colour would paint noise (colour_is_noise), or no difference (meaningful)
 VIRIDIS = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 CATEGORICAL = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -250,8 +257,42 @@ def colour_is_noise(cells: Iterable[dict]) -> tuple[float, float] | None:
     return (spread, typical) if spread < typical else None
 
 
+def reference_of(values: Iterable[float | None], centre: float | None = None) -> float | None:
+    """What a colour scale's differences are taken from: the ``centre`` it is drawn about where it has one (a
+    target metric's target), else the mean of the finite ``values`` (None when there are none)."""
+    if centre is not None:
+        return centre
+    finite = [v for v in (_num(x) for x in values) if v is not None]
+    return sum(finite) / len(finite) if finite else None
+
+
+def meaningful(value: float | None, low: float | None, high: float | None, reference: float | None,
+               smallest: float | None) -> bool:
+    """Whether a cell may take a colour of the scale: its difference from ``reference`` clears the card's smallest
+    meaningful difference ``smallest`` (:func:`~cultureboard.evaluators.results.disparity.clears`: the interval
+    [low - reference, high - reference] lies wholly beyond +-smallest; without a CI the point difference
+    |value - reference| must reach it). Always True where the card declares no ``smallest`` (or the scale has no
+    reference); never for a missing value."""
+    value = _num(value)
+    if value is None:
+        return False
+    if not smallest or smallest <= 0 or reference is None:
+        return True
+    low, high = _num(low), _num(high)
+    if low is None or high is None:
+        low = high = value
+    return clears(low - reference, high - reference, smallest)
+
+
+def neutral_text(reference: float, smallest: float, digits: int, centre: bool) -> str:
+    """The legend's line for the neutral swatch (:func:`meaningful`)."""
+    what = "the target" if centre else "the mean"
+    return f"difference from {what} ({_fmt(reference, digits)}) not clearly beyond ±{smallest:g}"
+
+
 def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin: float | None = None,
-                vmax: float | None = None, digits: int = 2) -> str:
+                vmax: float | None = None, digits: int = 2, smallest: float | None = None,
+                centre: float | None = None) -> str:
     """A model (rows) x country (columns) heatmap of ``cells`` = ``[{model, country, value, low?, high?}]``
     (``low``, ``high``: the value's 95% CI).
 
@@ -260,7 +301,10 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     (``class="missing"``). Values are printed in the cells when the grid has at most
     ``MAX_PRINTED_CELLS`` cells; every cell has a tooltip with its model, country and value. Where the values
     spread less than their typical CI is wide (:func:`colour_is_noise`), no cell is coloured (all pale grey,
-    values printed) and a note under the grid says why, in place of the legend.
+    values printed) and a note under the grid says why, in place of the legend. With ``smallest`` (the card's
+    smallest meaningful difference), a cell whose difference from the reference (``centre``, else the mean of the
+    cells: :func:`reference_of`) does not clear it is drawn pale grey (``class="cell neutral"``,
+    :func:`meaningful`), and a legend line says so.
     """
     models = _unique(str(c["model"]) for c in cells)
     countries = _unique(str(c["country"]) for c in cells)
@@ -273,6 +317,9 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
             raise ValueError(f"heatmap_svg: two cells for model {key[0]!r} and country {key[1]!r}")
         grid[key] = _num(c.get("value"))
     values = [v for v in grid.values() if v is not None]
+    reference = reference_of(values, centre) if smallest else None
+    coloured = {(str(c["model"]), str(c["country"])): meaningful(c.get("value"), c.get("low"), c.get("high"),
+                                                                 reference, smallest) for c in cells}
     noise = colour_is_noise(cells)
     low = vmin if vmin is not None else (min(values) if values else 0.0)
     high = vmax if vmax is not None else (max(values) if values else 1.0)
@@ -309,8 +356,9 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
                 missing += 1
                 body += _missing_cell(x, y, cell_w, cell_h, tooltip)
                 continue
-            fill = UNCOLOURED if noise else _colour((value - low) / span)
-            body.append(f'<rect class="cell" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
+            plain = noise or not coloured[(model, country)]
+            fill = UNCOLOURED if plain else _colour((value - low) / span)
+            body.append(f'<rect class="cell{"" if noise or not plain else " neutral"}" x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
                         f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{_esc(tooltip)}</title></rect>')
             if printed:
                 body.append(_text(x + cell_w / 2, y + cell_h / 2 + 4, _fmt(value, cell_digits), anchor="middle",
@@ -338,12 +386,22 @@ def heatmap_svg(cells: list[dict], title: str, *, desc: str | None = None, vmin:
     for frac, value, anchor in zip((0, 0.5, 1), ends, ("start", "middle", "end")):
         body.append(_text(lx + frac * ramp_w, ly + 24, _fmt(value, legend_digits), anchor=anchor))
     body += [f'<rect x="{_n(lx + ramp_w + 24)}" y="{_n(ly)}" width="14" height="10" fill="{MISSING}" stroke="#aaa"/>',
-             _text(lx + ramp_w + 42, ly + 9, "no data"), "</g>"]
+             _text(lx + ramp_w + 42, ly + 9, "no data")]
+    neutral = ""
+    if reference is not None:  # the neutral swatch, on a line of its own under the ramp
+        neutral = neutral_text(reference, smallest, legend_digits, centre is not None)
+        body += [f'<rect class="neutral" x="{_n(lx)}" y="{_n(ly + 32)}" width="14" height="10" fill="{UNCOLOURED}" '
+                 f'stroke="#aaa"/>', _text(lx + 18, ly + 41, neutral)]
+        width, height = max(width, lx + 26 + _width(neutral)), height + 18
+    body.append("</g>")
 
     if desc is None:
         desc = (f"Heatmap of {len(models)} models (rows) by {len(countries)} countries (columns); colour from "
                 f"{_fmt(low, legend_digits)} (dark purple) to {_fmt(high, legend_digits)} (yellow); "
-                f"{missing} of {len(models) * len(countries)} cells have no data (hatched grey).")
+                f"{missing} of {len(models) * len(countries)} cells have no data (hatched grey)"
+                + (f"; pale grey: {neutral}." if neutral else "."))
+    elif neutral:
+        desc = f"{desc} Pale grey: {neutral}."
     return _document(width, height, title, desc, body)
 
 
@@ -402,12 +460,25 @@ def gap_svg(rows: list[dict], title: str, *, desc: str | None = None, positive: 
     return _document(width, height, title, desc, body)
 
 
-def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> str:
+CHANCE = "#000"  # the chance level's reference line
+CONTROL_DASH = "4 2"  # the outline of a control's bar, the stroke of its curve
+
+
+def _chance_line(x1: float, y1: float, x2: float, y2: float) -> str:
+    return (f'<line class="chance" x1="{_n(x1)}" x2="{_n(x2)}" y1="{_n(y1)}" y2="{_n(y2)}" stroke="{CHANCE}" '
+            'stroke-width="1.2" stroke-dasharray="6 3"/>')
+
+
+def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None, chance: float | None = None,
+                 controls: Iterable[str] = ()) -> str:
     """Grouped horizontal bars: per model, one bar per era with its CI whisker.
 
     ``rows`` = ``[{model, era, value, low, high}]``; eras are coloured in order of first appearance
-    and listed in a legend. A (model, era) pair that is absent or has value None shows "no data".
+    and listed in a legend. A (model, era) pair that is absent or has value None shows "no data". ``chance``: the
+    metric's chance level, a dashed vertical line labelled above the bars; ``controls``: the models that are
+    controls, their bars faded with a dashed outline (``class="bar control"``) and a legend entry.
     """
+    controls = set(controls)
     if not rows:
         return _empty(title, "Era bars")
     models = _unique(str(r["model"]) for r in rows)
@@ -418,16 +489,18 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         if key in data:
             raise ValueError(f"era_bars_svg: two rows for model {key[0]!r} and era {key[1]!r}")
         data[key] = (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
-    ticks = _domain(v for triple in data.values() for v in triple)
+    ticks = _domain([v for triple in data.values() for v in triple] + [_num(chance)])
     digits = _ci_digits(data.values(), ticks)
     bar_h, gap_h, plot_w = 14.0, 9.0, 320.0  # a bar per era, as tall as its 11 px note
     band = bar_h * len(eras) + gap_h
     left = 12 + max(_width(_short(m)) for m in models)
-    top = 52.0
+    top = 52.0 + (16 if _num(chance) is not None else 0)  # room for the chance line's label
     note_x = left + plot_w + 12
     notes = [_width(f"{_short(era, 12)}: {_ci_text(*data[(m, era)], digits)}")
              for m in models for era in eras if (m, era) in data]
-    width = max(note_x + max(notes + [0.0]) + 8, 8 + sum(_width(e) + 30 for e in eras))
+    shown_controls = [m for m in models if m in controls]
+    control_key = "faded, dashed: a control (never ranked)" if shown_controls else ""
+    width = max(note_x + max(notes + [0.0]) + 8, 8 + sum(_width(e) + 30 for e in eras) + _width(control_key) + 24)
     bottom = top + band * len(models)
     height = bottom + 42
 
@@ -440,8 +513,14 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
         body += [f'<rect x="{_n(lx)}" y="28" width="12" height="10" fill="{CATEGORICAL[k % len(CATEGORICAL)]}"/>',
                  _text(lx + 16, 37, era)]
         lx += _width(era) + 30
+    if control_key:
+        body += [f'<rect class="control" x="{_n(lx)}" y="28" width="12" height="10" fill="{CATEGORICAL[0]}" '
+                 f'fill-opacity="0.35" stroke="{TEXT}" stroke-dasharray="{CONTROL_DASH}"/>', _text(lx + 16, 37, control_key)]
     body.append("</g>")
     body += _x_axis(ticks, x, top - 4, bottom)
+    if _num(chance) is not None:
+        body += [_chance_line(x(chance), top - 4, x(chance), bottom),
+                 _text(x(chance), top - 8, f"chance {_fmt(chance, digits)}", anchor="middle", extra=' class="chance-label"')]
     for i, model in enumerate(models):
         y0 = top + i * band + gap_h / 2
         body.append(_text(left - 6, y0 + bar_h * len(eras) / 2 + 4, _short(model), anchor="end"))
@@ -453,8 +532,11 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
                 body.append(_text(x(0) + 4, cy + 3.5, f"{era}: no data", extra=' class="missing" fill="#777"'))
                 continue
             x0, x1 = sorted((x(0), x(value)))
-            body.append(f'<rect class="bar" x="{_n(x0)}" y="{_n(cy - bar_h / 2 + 1)}" width="{_n(max(x1 - x0, 1))}" '
-                        f'height="{_n(bar_h - 2)}" fill="{CATEGORICAL[k % len(CATEGORICAL)]}">'
+            faded = (f' fill-opacity="0.35" stroke="{TEXT}" stroke-dasharray="{CONTROL_DASH}"' if model in controls
+                     else "")
+            body.append(f'<rect class="bar{" control" if model in controls else ""}" x="{_n(x0)}" '
+                        f'y="{_n(cy - bar_h / 2 + 1)}" width="{_n(max(x1 - x0, 1))}" '
+                        f'height="{_n(bar_h - 2)}" fill="{CATEGORICAL[k % len(CATEGORICAL)]}"{faded}>'
                         f"<title>{_esc(f'{model}, {era}: {summary}')}</title></rect>")
             if low is not None and high is not None:
                 body.append(_whisker(x(low), x(high), cy, half=3))
@@ -463,15 +545,26 @@ def era_bars_svg(rows: list[dict], title: str, *, desc: str | None = None) -> st
     if desc is None:
         missing = sum(data.get((m, e), (None,))[0] is None for m in models for e in eras)
         desc = (f"Grouped bars for {len(models)} models and {len(eras)} eras ({', '.join(eras)}); whiskers are 95% "
-                f"confidence intervals; {missing} model-era pairs have no data.")
+                f"confidence intervals; {missing} model-era pairs have no data."
+                + _context_desc(chance, shown_controls, digits))
     return _document(width, height, title, desc, body)
+
+
+def _context_desc(chance: float | None, controls: list[str], digits: int) -> str:
+    """The description's sentence on the chance line and the controls."""
+    out = f" The dashed line is the chance level, {_fmt(chance, digits)}." if _num(chance) is not None else ""
+    return out + (f" Controls (never ranked), drawn faded and dashed: {', '.join(controls)}." if controls else "")
 
 
 # --- curves over an ordered slice ---------------------------------------------------------------
 
-def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = None) -> str:
+def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = None, chance: float | None = None,
+              controls: Iterable[str] = ()) -> str:
     """One line per model over ordered x values (``rows`` = ``[{model, x, value, low, high}]``, x numbers), with a
-    CI whisker at each point and a legend. Points without a value break the line ("no data")."""
+    CI whisker at each point and a legend. Points without a value break the line ("no data"). ``chance``: a dashed
+    horizontal line at the chance level, labelled at its right end; ``controls``: those models' lines are dashed
+    (``class="line control"``), as is their legend swatch, named "(control)"."""
+    controls = set(controls)
     rows = [r for r in rows if _num(r.get("x")) is not None]
     if not rows:
         return _empty(title, "Curves")
@@ -480,12 +573,13 @@ def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = 
     data = {(str(r["model"]), float(r["x"])): (_num(r.get("value")), _num(r.get("low")), _num(r.get("high")))
             for r in rows}
     values = [v for triple in data.values() for v in triple if v is not None]
+    values += [chance] if _num(chance) is not None and values else []
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
     if low == high:
         low, high = low - (abs(low) or 1) * 0.5, high + (abs(high) or 1) * 0.5
     ticks = _nice_ticks(low, high)
     plot_w, plot_h, left, top = 360.0, 200.0, 56.0, 40.0
-    legend_w = max(_width(_short(m)) for m in models) + 30
+    legend_w = max(_width(_short(m) + (" (control)" if m in controls else "")) for m in models) + 30
     width = left + plot_w + 24 + legend_w
     height = max(top + plot_h + 46, top + 16 * len(models) + 10)
 
@@ -502,8 +596,13 @@ def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = 
         body.append(_text(x(v), top + plot_h + 16, _fmt(v, _tick_digits(xs)), anchor="middle"))
     body.append(_text(left + plot_w / 2, top + plot_h + 34, x_label, anchor="middle"))
     digits = _ci_digits(data.values(), ticks)
+    if _num(chance) is not None:
+        body += [_chance_line(left, y(chance), left + plot_w, y(chance)),
+                 _text(left + plot_w - 4, y(chance) - 4, f"chance {_fmt(chance, digits)}", anchor="end",
+                       extra=' class="chance-label"')]
     for k, model in enumerate(models):
         colour = CATEGORICAL[k % len(CATEGORICAL)]
+        dash = f' stroke-dasharray="{CONTROL_DASH}"' if model in controls else ""
         path, pen = [], "M"
         for v in xs:
             value, lo, hi = data.get((model, v), (None, None, None))
@@ -519,13 +618,15 @@ def curve_svg(rows: list[dict], title: str, *, x_label: str, desc: str | None = 
                         f"<title>{_esc(f'{model}, {x_label} {_fmt(v, _tick_digits(xs))}: {_ci_text(value, lo, hi, digits)}')}"
                         "</title></circle>")
         if path:
-            body.append(f'<path class="line" d="{"".join(path)}" stroke="{colour}" stroke-width="1.6" fill="none"/>')
+            body.append(f'<path class="line{" control" if dash else ""}" d="{"".join(path)}" stroke="{colour}" '
+                        f'stroke-width="1.6" fill="none"{dash}/>')
         ly = top + 8 + 16 * k
-        body += [f'<rect x="{_n(left + plot_w + 24)}" y="{_n(ly - 8)}" width="14" height="3" fill="{colour}"/>',
-                 _text(left + plot_w + 42, ly - 3, _short(model))]
+        body += [f'<path d="M{_n(left + plot_w + 24)} {_n(ly - 6.5)}h14" stroke="{colour}" stroke-width="3"{dash}/>',
+                 _text(left + plot_w + 42, ly - 3, _short(model) + (" (control)" if dash else ""))]
     if desc is None:
         desc = (f"Lines of {len(models)} models over {x_label} ({', '.join(_fmt(v, _tick_digits(xs)) for v in xs)}); "
-                "whiskers are 95% confidence intervals.")
+                "whiskers are 95% confidence intervals." + _context_desc(chance, [m for m in models if m in controls],
+                                                                         digits))
     return _document(width, height, title, desc, body)
 
 

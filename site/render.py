@@ -60,6 +60,7 @@ from .names import MIN_PROMPTS
 from .search_index import write_search_index
 from .submissions_page import submissions_page
 from .thumbs import start_media
+from .human import load_human
 from .trust import load_trust
 from .write import CSP, HERE, Site
 
@@ -73,7 +74,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     (``<id>/submission.yaml``, ``metadata.jsonl`` and images) and ``dataset`` (prompt texts) into ``out``.
 
     ``ratings``: a ratings folder (or its ``validity.json`` / ``correlations.json``), or a list of them, whose
-    correlations with human judgements are shown on the metric pages and the trust page; a metric that is only a
+    correlations with human judgements are shown on the metric pages and the trust page (and whose
+    ``ratings.parquet``, where it has one, gives each rated submission a human score, shown first on its boards:
+    :mod:`.human`); a metric that is only a
     diagnostic on a slice is greyed there and never ranks it. ``built``: the build date shown in every footer
     (default: ``SOURCE_DATE_EPOCH`` if set, else today, UTC). ``workers``: thumbnail worker processes (default:
     the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
@@ -95,7 +98,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
     given = [] if ratings is None else list(ratings) if isinstance(ratings, (list, tuple)) else [ratings]
     board = Board({r.sid: r for r in loaded}, prompts, load_trust(given), order_by=order,
-                  held_out=held_out_site.load(held_out, dataset))
+                  held_out=held_out_site.load(held_out, dataset), human=load_human(given))
     with atomic_dir(out, kind="site") as tmp:
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
                           "galleries": gallery.gallery_links(board),

@@ -15,7 +15,10 @@ Colours are the plots' viridis ramp; a country of the data without a value is mi
 data pale. Where the values spread less than their typical 95% CI is wide (:func:`.plots.colour_is_noise`, the
 heatmaps' rule), every country with a value is one light grey (values and CIs stay in the tooltips) and a note
 under the map says so with both numbers, in place of the legend; ``app.js`` applies the same rule to each choice
-of a map page. Countries too small for the 1:110m shapes (Singapore) are named in the caption instead.
+of a map page. With the card's smallest meaningful difference d, a country whose difference from the reference
+(the scale's centre where it has one, a target metric's target; else the mean of the countries' values) does not
+clear d (:func:`.plots.meaningful`: the interval of the difference lies wholly beyond +-d) is that light grey too,
+and the legend says so (``app.js`` again the same). Countries too small for the 1:110m shapes (Singapore) are named in the caption instead.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import json
 import math
 from pathlib import Path
 
-from .plots import _colour, _distinct_digits, _document, _esc, _fmt, _n, _text, colour_is_noise
+from .plots import (_colour, _distinct_digits, _document, _esc, _fmt, _n, _text, colour_is_noise, meaningful,
+                    neutral_text, reference_of)
 
 DATA = Path(__file__).parent / "data"
 TOPOLOGY = DATA / "world-atlas" / "countries-110m.json"
@@ -149,19 +153,30 @@ def noise(values: dict[str, float | None], cis: Cis | None) -> tuple[float, floa
                            for iso, v in values.items())
 
 
-def colours(values: dict[str, float | None], vmin: float, vmax: float, cis: Cis | None = None) -> dict[str, str]:
+def colours(values: dict[str, float | None], vmin: float, vmax: float, cis: Cis | None = None,
+            smallest: float | None = None, centre: float | None = None) -> dict[str, str]:
     """iso2 -> fill: the viridis colour of its value on [vmin, vmax], grey where it has none; light grey for every
-    value where their spread is narrower than their typical CI (:func:`noise`)."""
+    value where their spread is narrower than their typical CI (:func:`noise`), and for a value whose difference
+    from the reference (``centre``, else the values' mean) does not clear ``smallest`` (:func:`.plots.meaningful`)."""
     span = (vmax - vmin) or 1.0
     flat = noise(values, cis) is not None
-    return {iso: NO_VALUE if v is None else UNCOLOURED if flat else _colour((v - vmin) / span)
-            for iso, v in values.items()}
+    reference = reference_of(values.values(), centre)
+    cis = cis or {}
+
+    def fill(iso, v):
+        if v is None:
+            return NO_VALUE
+        if flat or not meaningful(v, *cis.get(iso, (None, None)), reference, smallest):
+            return UNCOLOURED
+        return _colour((v - vmin) / span)
+
+    return {iso: fill(iso, v) for iso, v in values.items()}
 
 
 def _paths(values: dict[str, float | None], cis: Cis | None, vmin: float, vmax: float, names: dict[str, str],
-           digits: int) -> list[str]:
+           digits: int, smallest: float | None = None, centre: float | None = None) -> list[str]:
     paths, _, _ = shapes()
-    fills = colours(values, vmin, vmax, cis)
+    fills = colours(values, vmin, vmax, cis, smallest, centre)
     out = []
     for iso, d in paths.items():
         if iso in values:
@@ -176,7 +191,8 @@ def _paths(values: dict[str, float | None], cis: Cis | None, vmin: float, vmax: 
     return out
 
 
-def _legend(vmin: float, vmax: float, y: float, digits: int, hidden: bool = False) -> list[str]:
+def _legend(vmin: float, vmax: float, y: float, digits: int, hidden: bool = False,
+            neutral: str | None = None) -> list[str]:
     ramp_w, steps = 220.0, 40
     body = ['<g class="legend"' + (' display="none">' if hidden else ">")]
     for k in range(steps):
@@ -188,8 +204,11 @@ def _legend(vmin: float, vmax: float, y: float, digits: int, hidden: bool = Fals
     body += [f'<rect x="{_n(8 + ramp_w + 24)}" y="{_n(y)}" width="14" height="10" fill="{NO_VALUE}" stroke="#999"/>',
              _text(8 + ramp_w + 42, y + 9, "no value"),
              f'<rect x="{_n(8 + ramp_w + 120)}" y="{_n(y)}" width="14" height="10" fill="{OUTSIDE}" stroke="#ccc"/>',
-             _text(8 + ramp_w + 138, y + 9, "not in this prompt set"), "</g>"]
-    return body
+             _text(8 + ramp_w + 138, y + 9, "not in this prompt set")]
+    if neutral is not None:  # the swatch of a value that does not clear the smallest meaningful difference
+        body += [f'<rect class="neutral" x="{_n(8 + ramp_w + 290)}" y="{_n(y)}" width="14" height="10" '
+                 f'fill="{UNCOLOURED}" stroke="#999"/>', _text(8 + ramp_w + 308, y + 9, neutral, extra=' class="neutral-text"')]
+    return body + ["</g>"]
 
 
 def _note(found: tuple[float, float] | None, y: float, digits: int) -> tuple[list[str], str]:
@@ -219,23 +238,35 @@ def scale_of(values, centre: float | None = None) -> tuple[float, float, int]:
     return vmin, vmax, _distinct_digits([vmin, (vmin + vmax) / 2, vmax], 2)
 
 
+def neutral_label(values, smallest: float | None, centre: float | None, digits: int) -> str | None:
+    """The legend's words for the neutral swatch of a map of ``values`` (None where the card has no ``smallest``)."""
+    reference = reference_of(values, centre)
+    if not smallest or reference is None:
+        return None
+    return neutral_text(reference, smallest, digits, centre is not None)
+
+
 def map_svg(values: dict[str, float | None], title: str, *, names: dict[str, str], cis: Cis | None = None,
             vmin: float | None = None, vmax: float | None = None, desc: str | None = None,
-            centre: float | None = None) -> str:
+            centre: float | None = None, smallest: float | None = None) -> str:
     """A standalone SVG world map of ``values`` (iso2 -> value or None; the countries of the data) with ``cis``
-    (iso2 -> the value's 95% CI); ``centre``: see :func:`scale_of`. Not coloured where :func:`noise` says so."""
+    (iso2 -> the value's 95% CI); ``centre``: see :func:`scale_of`. Not coloured where :func:`noise` says so; a
+    country whose difference from the reference does not clear ``smallest`` (the card's smallest meaningful
+    difference) is light grey (:func:`colours`)."""
     low, high, digits = scale_of(values.values(), centre)
     vmin, vmax = low if vmin is None else vmin, high if vmax is None else vmax
     _, width, height = shapes()
     top = 28.0
     found = noise(values, cis)
     note, why = _note(found, top + height + 10, digits)
-    body = [f'<g transform="translate(0 {_n(top)})">', *_paths(values, cis, vmin, vmax, names, digits), "</g>",
-            *(note if found else _legend(vmin, vmax, top + height + 10, digits))]
+    neutral = neutral_label(values.values(), smallest, centre, digits)
+    body = [f'<g transform="translate(0 {_n(top)})">', *_paths(values, cis, vmin, vmax, names, digits, smallest, centre),
+            "</g>", *(note if found else _legend(vmin, vmax, top + height + 10, digits, neutral=neutral))]
     if desc is None:
         shown = sorted((v, names.get(k, k)) for k, v in values.items() if v is not None)
         scale = (f". {why} Values" if found else
-                 f" coloured from {_fmt(vmin, digits)} (dark purple) to {_fmt(vmax, digits)} (yellow)")
+                 f" coloured from {_fmt(vmin, digits)} (dark purple) to {_fmt(vmax, digits)} (yellow)"
+                 + (f", light grey: {neutral}" if neutral else ""))
         desc = (f"World map of {len(values)} countries{scale}: "
                 + "; ".join(f"{n}: {_fmt(v, digits)}" for v, n in shown) + ".")
     elif found:
@@ -244,13 +275,16 @@ def map_svg(values: dict[str, float | None], title: str, *, names: dict[str, str
 
 
 def map_body(values: dict[str, float | None], label: str, *, names: dict[str, str], vmin: float, vmax: float,
-             digits: int, cis: Cis | None = None) -> str:
+             digits: int, cis: Cis | None = None, smallest: float | None = None, centre: float | None = None) -> str:
     """The map as an inline ``<svg>`` (no XML declaration, no ids) for a page whose script recolours it: both the
-    legend and the note are drawn, the one that does not apply to ``values`` hidden."""
+    legend and the note are drawn, the one that does not apply to ``values`` hidden; the legend's neutral line
+    (``class="neutral-text"``) names the reference of ``values``, which the script rewrites for each choice."""
     _, width, height = shapes()
     found = noise(values, cis)
-    body = (_paths(values, cis, vmin, vmax, names, digits)
-            + _legend(vmin, vmax, height + 10, digits, hidden=found is not None) + _note(found, height + 10, digits)[0])
+    neutral = neutral_label(values.values(), smallest, centre, digits)
+    body = (_paths(values, cis, vmin, vmax, names, digits, smallest, centre)
+            + _legend(vmin, vmax, height + 10, digits, hidden=found is not None, neutral=neutral)
+            + _note(found, height + 10, digits)[0])
     return (f'<svg class="worldmap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_n(width)} {_n(height + 44)}" '
             f'width="{_n(width)}" height="{_n(height + 44)}" role="img" aria-label="{_esc(label)}" '
             f'font-family="system-ui, sans-serif" font-size="11" fill="#222">' + "".join(body) + "</svg>")

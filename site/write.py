@@ -36,7 +36,7 @@ import jinja2
 
 from . import cells
 from .load import Result
-from .names import caveat, direction_text, link, num, pct
+from .names import STANDIN, caveat, direction_text, link, num, pct
 
 HERE = Path(__file__).parent
 #: What a build records of each page and table download it made, {path: [key, sha256 of the file's bytes]}: the
@@ -90,7 +90,7 @@ class Site:
                                       undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.env.filters.update(num=num, pct=pct, direction=direction_text)
         self.env.globals.update(csp=CSP, caveat=caveat, link=link, table_head=cells.head, table_body=cells.body, image_list=cells.image_list,
-                                **self.globals)
+                                standin_mark=STANDIN, **self.globals)
         self.sizes: dict[str, int] = {}
         self.keys: dict[str, list[str]] = {}  # path -> [key, sha256 of its bytes]: this build's MANIFEST
         self._folders: set[Path] = set()

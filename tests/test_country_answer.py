@@ -132,7 +132,7 @@ def test_a_headline_only_diagnostic_on_the_country_ranks_nobody_there():
     rows = [{"metric": CUBE, "slice_type": "country", "slice": "NG", "n": 40, "diagnostic": True}]
     results = [result("a", CUBE, 0.8), result("b", CUBE, 0.2)]
     ranking = answer(Board({r.sid: r for r in results}, {}, trust_rows=rows), "NG").rankings[0]
-    assert (ranking.rows, ranking.why) == ([], "only a diagnostic here: not ranked")
+    assert (ranking.rows, ranking.why) == ([], "not ranked: only a diagnostic here")  # the board's own reason
 
 
 def test_country_page_opens_with_the_answer(tmp_path, board):

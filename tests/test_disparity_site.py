@@ -23,7 +23,7 @@ METRIC = "m.score"
 def result(sid: str, value: float) -> SimpleNamespace:
     entry = {"value": value, "ci_low": value - 0.1, "ci_high": value + 0.1, "n_images": 10, "n_prompts": 5,
              "coverage": 1.0, "complete": True}
-    return SimpleNamespace(sid=sid, display=sid, label=sid, entries={(METRIC, "overall", "all"): entry})
+    return SimpleNamespace(sid=sid, display=sid, label=sid, standin=False, entries={(METRIC, "overall", "all"): entry})
 
 
 @pytest.fixture(scope="module")

@@ -70,16 +70,18 @@ def test_only_a_cheat_makes_a_metric_gameable():
 
 
 def test_nothing_to_place():
-    card = {"direction": "higher", "target": None}
+    card = {"direction": "higher", "target": None, "tier": "validated"}
     assert standings({"direction": "none", "target": None}, MODELS, [("c", "unedited", 0.9)]) == []  # never ranked
     assert standings(card, [None], [("c", "unedited", 0.9)]) == []  # no model to compare with
     assert standings(card, [None, 0.5], [("c", "unedited", None)]) == []  # the control has no value
     [s] = standings(card, [None, 0.5], [("c", "unedited", 0.4)])  # a model without a value is left out
     assert (s.beats, s.models, s.rank) == (0, 1, 2)
     assert s.text == "c (unedited) scores 0.400: beats 0 of 1 model(s), would rank 2 of 2"
+    [s] = standings(dict(card, tier="diagnostic"), [None, 0.5], [("c", "unedited", 0.4)])  # a tier without ranks
+    assert s.text == "c (unedited) scores 0.400: beats 0 of 1 model(s)" and not s.ranked
 
 
-def _board(direction, models, controls, metric="m", target=None):
+def _board(direction, models, controls, metric="m", target=None, tier="validated"):
     """A duck-typed board and group: results' and controls' overall entries of ``metric``, and one slice."""
     def result(sid, value, control=None):
         return SimpleNamespace(sid=sid, control=control, entries={
@@ -88,7 +90,7 @@ def _board(direction, models, controls, metric="m", target=None):
             (metric, "country", "NG"): {"value": value, "n_prompts": MIN_PROMPTS - 1}})
     group = SimpleNamespace(results=[result(f"lab__m{k}", v) for k, v in enumerate(models)],
                             controls=[result(f"control__{kind}", v, kind) for kind, v in controls])
-    return SimpleNamespace(cards={metric: {"direction": direction, "target": target}}), group
+    return SimpleNamespace(cards={metric: {"direction": direction, "target": target, "tier": tier}}), group
 
 
 def test_badge_and_marks_of_a_group():
@@ -104,6 +106,8 @@ def test_badge_and_marks_of_a_group():
     # in another slice the values differ (negated here): the unedited control is then last
     assert marks(board, group, "control__unedited", "m", "country", "IT")[0]["label"] == "would rank 3 of 3"
     assert marks(board, group, "lab__m0", "m", "overall", "all") == []  # a model row has no such mark
+    unranked, group_u = _board("lower", [0.3, 0.4], [("unedited", 0.0)], tier="diagnostic")
+    assert marks(unranked, group_u, "control__unedited", "m", "overall", "all")[0]["label"] == "beats 2 of 2, gameable"
     assert marks(board, group, "control__unedited", "m", "country", "NG") == []  # too few prompts to rank
     board, group = _board("higher", [0.3, 0.4], [("unedited", 0.0), ("reference-photos", 0.9)])
     assert badge(board, group, "m") is None  # only the ceiling tops the models

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cultureboard.site.plots import UNCOLOURED, colour_is_noise, era_bars_svg, gap_svg, heatmap_svg
+from cultureboard.site.plots import UNCOLOURED, colour_is_noise, era_bars_svg, gap_svg, heatmap_svg, meaningful
 
 NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert(\"x\")</script> & 'quoted' \x01"
@@ -238,3 +238,75 @@ def test_a_gap_plot_of_values_apart_by_rounding_only_draws():
     svg = gap_svg([{"model": "IT", "gap": 0.0, "low": 0.0, "high": 1e-17}, {"model": "NG", "gap": -1e-17, "low": None,
                                                                              "high": None}], "flat gaps")
     assert svg.startswith("<svg") and "IT" in svg
+
+
+def test_a_heatmap_cell_whose_difference_does_not_clear_the_smallest_meaningful_difference_is_neutral():
+    """Mean 0.50; smallest meaningful difference 0.02: the cells 0.01 from the mean are pale grey (``neutral``),
+    those 0.1 from it keep their colour, and a legend line says what pale grey means."""
+    cells = [{"model": "m", "country": c, "value": v, "low": v - 0.002, "high": v + 0.002}
+             for c, v in zip(COUNTRIES, (0.40, 0.49, 0.51, 0.60))]
+    root = parse(heatmap_svg(cells, "t", smallest=0.02))
+    fill = {r.find(f"{NS}title").text.split(": ")[0].split(" × ")[1]: r.get("fill") for r in by_class(root, "rect", "cell")}
+    assert (fill["CN"], fill["DE"]) == (UNCOLOURED, UNCOLOURED)
+    assert (fill["BR"], fill["EG"]) == ("#440154", "#fde725")
+    assert {r.find(f"{NS}title").text.split(": ")[0] for r in by_class(root, "rect", "neutral") if r.find(f"{NS}title") is not None} == {"m × CN", "m × DE"}
+    legend = " ".join(by_class(root, "g", "legend")[0].itertext())
+    assert "difference from the mean (0.50) not clearly beyond ±0.02" in legend
+    assert "Pale grey" in root.find(f"{NS}desc").text or "pale grey" in root.find(f"{NS}desc").text
+    plain = parse(heatmap_svg(cells, "t"))  # no threshold: four colours, no neutral line
+    assert len({r.get("fill") for r in by_class(plain, "rect", "cell")}) == 4 and not by_class(plain, "rect", "neutral")
+    centred = parse(heatmap_svg(cells, "t", smallest=0.02, centre=0.6))  # from the target: France is on it
+    assert [r.get("fill") for r in by_class(centred, "rect", "cell")][3] == UNCOLOURED
+
+
+@pytest.mark.parametrize(("value", "low", "high", "reference", "smallest", "coloured"), [
+    (0.51, 0.508, 0.512, 0.50, 0.02, False),  # 0.01 < 0.02
+    (0.60, 0.598, 0.602, 0.50, 0.02, True),  # 0.1 clears it
+    (0.40, 0.398, 0.402, 0.50, 0.02, True),  # below as well as above
+    (0.53, 0.515, 0.545, 0.50, 0.02, False),  # the point clears, the interval does not
+    (0.52, None, None, 0.50, 0.02, True),  # no CI: the point difference reaches it
+    (0.51, 0.508, 0.512, 0.50, None, True),  # no threshold declared
+    (None, None, None, 0.50, 0.02, False),
+])
+def test_meaningful_is_the_interval_of_the_difference_against_the_threshold(value, low, high, reference, smallest,
+                                                                            coloured):
+    assert meaningful(value, low, high, reference, smallest) is coloured
+
+
+def test_era_bars_draw_the_chance_level_and_mark_the_controls():
+    """A dashed line at x(chance) labelled "chance 0.33" above the bars; the control's bars faded and dashed, with a
+    legend entry; the description names both. Without them: no line, no faded bar."""
+    rows = [{"model": m, "era": e, "value": v, "low": v - 0.01, "high": v + 0.01}
+            for m, v in (("model-a", 0.6), ("words [control: text-only]", 0.7)) for e in ("traditional", "modern")]
+    root = parse(era_bars_svg(rows, "t", chance=1 / 3, controls=["words [control: text-only]"]))
+    (line,) = by_class(root, "line", "chance")
+    assert line.get("stroke-dasharray") and line.get("x1") == line.get("x2")
+    grid = {float(g.get("x1")) for g in root.iter(f"{NS}line") if g.get("class") in ("zero", "grid")}
+    ticks = {float(t.text): float(t.get("x")) for t in root.iter(f"{NS}text") if float(t.get("x")) in grid
+             and re.fullmatch(r"-?\d+(\.\d+)?", t.text or "")}
+    step = ticks[0.2] - ticks[0.0]  # the axis is linear from zero
+    assert float(line.get("x1")) == pytest.approx(ticks[0.0] + step * (1 / 3) / 0.2, abs=0.1)
+    assert [t.text for t in by_class(root, "text", "chance-label")] == ["chance 0.33"]
+    faded = by_class(root, "rect", "control")
+    assert len([r for r in faded if "bar" in r.get("class")]) == 2 and all(r.get("fill-opacity") == "0.35" for r in faded)
+    assert "control (never ranked)" in all_text(root)
+    desc = root.find(f"{NS}desc").text
+    assert "chance level, 0.33" in desc and "words [control: text-only]" in desc
+    plain = parse(era_bars_svg(rows, "t"))
+    assert not by_class(plain, "line", "chance") and not by_class(plain, "rect", "control")
+
+
+def test_curves_draw_the_chance_level_and_dash_the_controls():
+    from cultureboard.site.plots import curve_svg
+
+    rows = [{"model": m, "x": x, "value": v + 0.01 * x, "low": None, "high": None}
+            for m, v in (("model-a", 0.5), ("same [control: unedited]", 0.6)) for x in (0, 1, 2)]
+    root = parse(curve_svg(rows, "t", x_label="step", chance=0.2, controls=["same [control: unedited]"]))
+    (line,) = by_class(root, "line", "chance")
+    assert line.get("y1") == line.get("y2")
+    assert [t.text for t in by_class(root, "text", "chance-label")] == ["chance 0.20"]
+    lines = by_class(root, "path", "line")
+    assert [bool(p.get("stroke-dasharray")) for p in lines] == [False, True]
+    assert "same [control: unedited] (control)" in all_text(root)
+    ys = sorted(float(t.get("y")) for t in root.iter(f"{NS}text") if t.text in ("0.2", "0.20", "0.6", "0.60"))
+    assert float(line.get("y1")) == pytest.approx(ys[-1] - 4, abs=0.1)  # the tick label of 0.2 sits 4 px below its line

@@ -31,7 +31,7 @@ from cultureboard.evaluators.results.disparity import gaps
 from cultureboard.evaluators.results.reported import DATA as REPORTED
 from cultureboard.evaluators.results.reported import load_reported
 from cultureboard.evaluators.results.stats import rank_ties
-from cultureboard.site import entangle, worldmap
+from cultureboard.site import entangle, plots, worldmap
 from cultureboard.site.render import CSP, build_site
 from cultureboard.site.topics import load_topics
 from cultureboard.site.write import Column, Site
@@ -100,6 +100,11 @@ def rebuild(world, tmp_path: Path, edit=None, scores=None, **options) -> Path:
     return site
 
 
+#: The title of the stand-in mark (site/names.py STANDIN): a cell's text is read without it (``cell["standin"]``
+#: says it was there), so the tests of ranks and values read the same whether stand-ins scored the world or not.
+STANDIN_TITLE = "Scored by tiny random stand-in scorers"
+
+
 class Page(HTMLParser):
     """A parsed page: its tags, script bodies, text, and each table's column keys, header cells and body cells."""
 
@@ -111,7 +116,7 @@ class Page(HTMLParser):
         self.text: list[str] = []
         self.tables: dict[str, dict] = {}
         self._table = self._cell = self._script = self._head = None
-        self._body = False
+        self._body = self._mark = False
         self.feed(self.source)
         self.close()
 
@@ -136,11 +141,15 @@ class Page(HTMLParser):
             self._script = []
         if self._cell is not None and tag != "td":
             self._cell["tags"].append((tag, attrs))
+            if tag == "span" and (attrs.get("title") or "").startswith(STANDIN_TITLE):
+                self._cell["standin"] = self._mark = True
         if self._head is not None and tag != "th":
             self._head.setdefault("tags", []).append((tag, attrs))
 
     def handle_endtag(self, tag):
-        if tag == "td" and self._cell is not None:
+        if tag == "span" and self._mark:
+            self._mark = False
+        elif tag == "td" and self._cell is not None:
             self._cell["text"] = " ".join("".join(self._cell["text"]).split())
             self._cell = None
         elif tag == "th" and self._head is not None:
@@ -156,7 +165,8 @@ class Page(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
-        for sink in (self._cell and self._cell["text"], self._head and self._head["text"], self._script):
+        for sink in (None if self._mark else self._cell and self._cell["text"], self._head and self._head["text"],
+                     self._script):
             if sink is not None:
                 sink.append(data)
 
@@ -303,8 +313,34 @@ def test_display_names_stand_in_banner_and_footer(world, tmp_path):
         for s in summary["provenance"]["scorers"]:
             s.pop("standin", None)
 
+    # every shown rank of a stand-in row carries the stand-in mark beside it: boards, answers, model pages
+    ranked = 0
+    for page in pages(world["site"]):
+        for tid in page.tables:
+            for row in page.table(tid):
+                for key, cell in row.items():
+                    if key in ("rank", "level_rank") and cell["attrs"].get("class", "").startswith("rank"):
+                        ranked += 1
+                        assert cell.get("standin"), f"{page.path}: rank {cell['text']!r} without the stand-in mark"
+    assert ranked > 20
+    country = (world["site"] / "country" / "NG.html").read_text()
+    answer = country.split('id="answer"')[1].split("</section>")[0]
+    # beside every board of the country page: the chance level (CUBE's, recorded as 1/3 for its 3 countries) and
+    # each control's value at its interval's precision
+    besides = re.findall(r'<p class="note beside">(.*?)</p>', country, flags=re.S)
+    assert len(besides) >= 2 and any('chance level <strong class="chance">0.333</strong> (1 / number of countries'
+                                     in b for b in besides)
+    assert all('<strong class="chance"></strong>' not in b for b in besides)
+    assert any(re.search(r'control <span class="control-value">text-only: \d\.\d+ \[\d\.\d+, \d\.\d+\]</span>', b)
+               for b in besides)
+    eras = (world["site"] / "plots" / f"leaderboard-{PROMPT_SET}-{PROMPT_SET}-g1-eras.svg").read_text()
+    assert 'class="chance"' in eras and "chance 0.33" in eras  # the figure's reference line
+    assert answer.count(">stand-in</span>") == answer.count("</a>") > 0  # one mark per model named in the answer
+    assert "<span class=\"badge\">stand-in</span> the row was scored by tiny random stand-in" in index.source
     site = rebuild(world, tmp_path, no_standin)
     assert "class=\"banner\"" not in (site / "index.html").read_text()
+    assert ">stand-in</span> " not in (site / "index.html").read_text().split("</details>", 1)[1]
+    assert ">stand-in</span>" not in (site / "country" / "NG.html").read_text().split('id="answer"')[1].split("</section>")[0]
 
 
 # --- leaderboards
@@ -777,7 +813,7 @@ def test_world_map_page_colours_countries_by_value(world):
     assert (data["vmin"], data["vmax"]) == (min(every), max(every))  # one scale for every choice
     values = dict(zip(data["countries"], data["choices"][0]["values"]))
     cis = dict(zip(data["countries"], zip(data["choices"][0]["low"], data["choices"][0]["high"])))
-    assert paths == worldmap.colours(values, data["vmin"], data["vmax"], cis)  # grey where the CIs say noise
+    assert paths == worldmap.colours(values, data["vmin"], data["vmax"], cis, data["smallest"], data["centre"])
     mean = np.mean([next(e["value"] for e in summaries(world)[s]["metrics"]
                          if (e["metric"], e["slice_type"], e["slice"]) == (MAIN, "country", "IT"))
                     for s in (ALPHA, BETA, world["hostile"])])
@@ -787,7 +823,11 @@ def test_world_map_page_colours_countries_by_value(world):
     fills = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', svg))
     low, high = min(values, key=values.get), max(values, key=values.get)
     assert worldmap.noise(values, cis) is None  # the tiny scorers' countries differ by more than their CIs are wide
-    assert (fills[low], fills[high]) == ("#440154", "#fde725")  # the static map spans the means: viridis' ends
+    assert fills == worldmap.colours(values, min(values.values()), max(values.values()), cis, data["smallest"])
+    mean = np.mean(list(values.values()))  # the static map spans the means: viridis' ends, where they clear d
+    for iso, end in ((low, "#440154"), (high, "#fde725")):
+        clear = plots.meaningful(values[iso], *cis[iso], mean, data["smallest"])
+        assert fills[iso] == (end if clear else worldmap.UNCOLOURED)
 
 
 def test_map_shapes_cover_the_countries_and_cross_the_antimeridian_cleanly():

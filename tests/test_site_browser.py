@@ -478,7 +478,8 @@ def test_world_map_is_drawn_and_recoloured(watched, root, tmp_path):
             page.select_option("select.map-select", str(k))
         fills = dict(page.eval_on_selector_all("path[data-iso]", "els => els.map(e => [e.dataset.iso, e.getAttribute('fill')])"))
         cis = dict(zip(data["countries"], zip(choice["low"], choice["high"])))
-        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"], cis)
+        expected = worldmap.colours(dict(zip(data["countries"], choice["values"])), data["vmin"], data["vmax"], cis,
+                                    data["smallest"], data["centre"])  # neutral where d is not cleared (app.js too)
         for iso, colour in expected.items():
             got, want = (np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in (fills[iso], colour))
             assert np.abs(got - want).max() <= 1, (choice["label"], iso, fills[iso], colour)
@@ -487,7 +488,8 @@ def test_world_map_is_drawn_and_recoloured(watched, root, tmp_path):
     pixels = image.reshape(-1, 3)
     first = data["choices"][0]
     for iso, colour in worldmap.colours(dict(zip(data["countries"], first["values"])), data["vmin"], data["vmax"],
-                                        dict(zip(data["countries"], zip(first["low"], first["high"])))).items():
+                                        dict(zip(data["countries"], zip(first["low"], first["high"]))),
+                                        data["smallest"], data["centre"]).items():
         want = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
         assert (np.abs(pixels - want).max(axis=1) <= 3).sum() > 20, f"{iso}'s colour {colour} is not on the map"
     pale = np.array([0xf1, 0xf1, 0xf1])
@@ -531,6 +533,40 @@ def test_world_map_choices_narrower_than_their_cis_are_not_coloured(browser, tmp
                 tooltip = page.locator("path[data-iso='NG'] title").text_content()
                 assert tooltip == "Nigeria: 0.52 (95% CI 0.47 to 0.57)", tooltip
         assert set(greyed) == MAP_GREY
+        assert not watched.problems, watched.report()
+    finally:
+        watched.close()
+
+
+def test_world_map_choices_colour_only_differences_that_clear_the_smallest_one(browser, tmp_path):
+    """app.js applies site/plots.py's meaningful to each choice: with a smallest meaningful difference of 0.05, a
+    country whose interval of the difference from the choice's mean does not clear it is grey, and the legend's
+    neutral line names that choice's mean."""
+    from test_worldmap import write_map_page
+
+    from cultureboard.site import worldmap
+
+    page_file, data = write_map_page(tmp_path, smallest=0.05)
+    watched = Watched(browser, tmp_path.as_uri() + "/")
+    try:
+        page = watched.page
+        watched.goto(page_file.as_uri())
+        neutral = 0
+        for k, choice in enumerate(data["choices"]):
+            page.select_option("select.map-select", str(k))
+            fills = dict(page.eval_on_selector_all("path[data-iso]",
+                                                   "els => els.map(e => [e.dataset.iso, e.getAttribute('fill')])"))
+            values = dict(zip(data["countries"], choice["values"]))
+            cis = dict(zip(data["countries"], zip(choice["low"], choice["high"])))
+            expected = worldmap.colours(values, data["vmin"], data["vmax"], cis, 0.05)
+            for iso, colour in expected.items():
+                got, want = (np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in (fills[iso], colour))
+                assert np.abs(got - want).max() <= 1, (choice["label"], iso, fills[iso], colour)
+            neutral += worldmap.noise(values, cis) is None and worldmap.UNCOLOURED in expected.values()
+            mean = sum(v for v in values.values() if v is not None) / sum(v is not None for v in values.values())
+            line = page.locator("text.neutral-text").text_content()
+            assert line == f"difference from the mean ({mean:.{data['digits']}f}) not clearly beyond ±0.05", line
+        assert neutral, "no choice tried the rule (a coloured map with a grey country)"
         assert not watched.problems, watched.report()
     finally:
         watched.close()

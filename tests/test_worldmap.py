@@ -161,10 +161,11 @@ def map_site(root: Path) -> tuple[Site, Board]:
     return site, board
 
 
-def write_map_page(root: Path) -> tuple[Path, dict]:
+def write_map_page(root: Path, smallest: float | None = None) -> tuple[Path, dict]:
     """The map page of :data:`MAP_RESULTS` under ``root`` (with the site's static files and search index) and its
-    data-map."""
+    data-map; ``smallest``: the card's smallest meaningful difference."""
     site, board = map_site(root)
+    board.cards[HEAD]["smallest_difference"] = smallest
     figures.map_pages(site, board)
     write_search_index(site, board)
     shutil.copytree(Path(figures.__file__).parent / "static", root / "static")
@@ -187,7 +188,8 @@ def test_the_map_pages_data_carry_each_choices_cis_and_the_mean_is_drawn_by_the_
         assert grey == (label in MAP_GREY), label
     drawn = dict(re.findall(r'data-iso="(\w\w)" d="[^"]*" fill="(#[0-9a-f]{6})"', page.read_text()))
     assert drawn == worldmap.colours(dict(zip(data["countries"], mean["values"])), data["vmin"], data["vmax"],
-                                     dict(zip(data["countries"], zip(mean["low"], mean["high"]))))
+                                     dict(zip(data["countries"], zip(mean["low"], mean["high"]))), data["smallest"],
+                                     data["centre"])
 
 
 def test_the_leaderboards_map_of_the_means_follows_the_rule(tmp_path):
@@ -205,3 +207,40 @@ def test_the_leaderboards_map_of_the_means_follows_the_rule(tmp_path):
     figures.group_figures(site, board, f"leaderboard/{PS}.html", group)
     svg = (tmp_path / f"plots/leaderboard-{PS}-{group.name}-map.svg").read_text()
     assert worldmap.UNCOLOURED not in fills(svg).values() and set(groups(svg)) == {"legend"}
+
+
+TOY = {"IT": 0.40, "NG": 0.49, "ES": 0.51, "FR": 0.60}  # mean 0.50: Nigeria and Spain 0.01 from it, Italy and France 0.1
+
+
+def test_a_country_whose_difference_does_not_clear_the_smallest_meaningful_difference_is_neutral():
+    """Smallest meaningful difference 0.02: a 0.01 difference from the mean is light grey, a 0.1 one coloured; the
+    legend says what the grey means; a difference whose interval reaches into the band is grey too."""
+    bounds = {iso: (v - 0.002, v + 0.002) for iso, v in TOY.items()}
+    svg = worldmap.map_svg(TOY, "t", names=NAMES, cis=bounds, smallest=0.02)
+    got = fills(svg)
+    assert (got["NG"], got["ES"]) == (worldmap.UNCOLOURED, worldmap.UNCOLOURED)
+    assert (got["IT"], got["FR"]) == ("#440154", "#fde725")
+    legend = "".join(groups(svg)["legend"].itertext())
+    assert "difference from the mean (0.50) not clearly beyond ±0.02" in legend
+    assert "light grey: difference from the mean" in ET.fromstring(svg).find(f"{NS}desc").text
+    assert worldmap.colours(TOY, 0.4, 0.6, bounds) == {"IT": "#440154", "NG": got_colour(0.49), "ES": got_colour(0.51),
+                                                       "FR": "#fde725"}  # no threshold: every value coloured
+    wide = dict(bounds, FR=(0.55, 0.65))  # 0.1 from the mean, but its interval reaches 0.05 of it: still clears
+    assert worldmap.colours(TOY, 0.4, 0.6, wide, 0.02)["FR"] == "#fde725"
+    reaching = dict(bounds, FR=(0.515, 0.65))  # the interval of the difference starts at 0.015 < 0.02
+    assert worldmap.colours(TOY, 0.4, 0.6, reaching, 0.02)["FR"] == worldmap.UNCOLOURED
+    assert worldmap.colours(TOY, 0.4, 0.6, None, 0.02) == got  # no CI: the point difference against 0.02
+    centred = worldmap.colours(TOY, 0.4, 0.6, bounds, 0.02, centre=0.41)  # a target metric: from its target
+    assert (centred["IT"], centred["NG"]) == (worldmap.UNCOLOURED, got_colour(0.49))
+
+
+def got_colour(t_value: float) -> str:
+    from cultureboard.site.plots import _colour
+
+    return _colour((t_value - 0.4) / 0.2)
+
+
+def test_map_body_names_the_reference_for_the_script_to_rewrite():
+    svg = worldmap.map_body(TOY, "label", names=NAMES, vmin=0.4, vmax=0.6, digits=2, smallest=0.02)
+    assert '<text x="536" y="' in svg and 'class="neutral-text">difference from the mean (0.50) not clearly' in svg
+    assert fills(svg) == worldmap.colours(TOY, 0.4, 0.6, None, 0.02)

@@ -13,7 +13,10 @@
 // paths of figure ID from the figure's data-map JSON {countries, names, vmin, vmax, digits, choices: [{label,
 // values, low, high}]} with the same viridis ramp as the SVG; where a choice's values spread less than the median
 // width of their 95% CIs (site/plots.py colour_is_noise: fewer than two values or no CI: coloured), every value is
-// one light grey and the map's note (spread, width) replaces its legend.
+// one light grey and the map's note (spread, width) replaces its legend; with the card's smallest meaningful
+// difference (data.smallest), a value whose difference from the reference (data.centre, else the choice's mean)
+// does not clear it (site/plots.py meaningful) is that light grey too, and the legend's neutral line names the
+// reference.
 (function () {
   "use strict";
 
@@ -136,6 +139,20 @@
     return spread < typical ? [spread, typical] : null;
   }
 
+  // the choice's reference (plots.reference_of): the data's centre, else the mean of its values
+  function reference(data, choice) {
+    if (data.centre !== null && data.centre !== undefined) return data.centre;
+    var values = choice.values.filter(function (v) { return v !== null; });
+    return values.length ? values.reduce(function (a, b) { return a + b; }, 0) / values.length : null;
+  }
+
+  // whether the value's difference from ref clears data.smallest (plots.meaningful, disparity.clears)
+  function meaningful(data, value, low, high, ref) {
+    if (!data.smallest || data.smallest <= 0 || ref === null) return true;
+    if (low === null || high === null) { low = value; high = value; }
+    return low - ref >= data.smallest || high - ref <= -data.smallest;
+  }
+
   document.querySelectorAll("select.map-select").forEach(function (select) {
     var figure = document.getElementById(select.getAttribute("data-target"));
     if (!figure) return;
@@ -145,12 +162,13 @@
     var legend = figure.querySelector(".legend"), note = figure.querySelector(".uncoloured");
     select.addEventListener("change", function () {
       var choice = data.choices[Number(select.value)], found = noise(choice), d = data.digits;
+      var ref = reference(data, choice), neutral = figure.querySelector(".neutral-text");
       data.countries.forEach(function (iso, k) {
         var value = choice.values[k], low = choice.low[k], high = choice.high[k];
         var ci = value !== null && low !== null && high !== null ?
           " (95% CI " + low.toFixed(d) + " to " + high.toFixed(d) + ")" : "";
         figure.querySelectorAll('path[data-iso="' + iso + '"]').forEach(function (path) {
-          var fill = found ? UNCOLOURED : colour((value - data.vmin) / span);
+          var fill = found || !meaningful(data, value, low, high, ref) ? UNCOLOURED : colour((value - data.vmin) / span);
           path.setAttribute("fill", value === null ? NO_VALUE : fill);
           var title = path.querySelector("title");
           if (title) title.textContent = data.names[k] + ": " + (value === null ? "no data" : value.toFixed(d)) + ci;
@@ -160,6 +178,10 @@
         while (d < 6 && found[0] !== found[1] && found[0].toFixed(d) === found[1].toFixed(d)) d++;
         note.querySelector(".spread").textContent = found[0].toFixed(d);
         note.querySelector(".width").textContent = found[1].toFixed(d);
+      }
+      if (neutral && ref !== null) {  // plots.neutral_text
+        neutral.textContent = "difference from " + (data.centre !== null && data.centre !== undefined ? "the target" :
+          "the mean") + " (" + ref.toFixed(d) + ") not clearly beyond \u00b1" + data.smallest;
       }
       legend.setAttribute("display", found ? "none" : "inline");
       note.setAttribute("display", found ? "inline" : "none");
