@@ -67,7 +67,7 @@ def test_the_first_readme_command_chooses_the_cpu_build_without_a_gpu():
     assert module.pip_options(gpu=True, index_reachable=True) == []
     assert module.pip_options(gpu=False, index_reachable=False) == []  # an offline mirror: PyPI's build
     readme = (ROOT / "README.md").read_text()
-    assert "pip install -c constraints.txt $(python3 tools/torch_index.py) -e . && cultureboard demo" in readme
+    assert "pip install -c constraints.txt $(python3 tools/torch_index.py) -e '.[ocr]' && cultureboard demo" in readme
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "torch_index.py")], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and done.stdout.strip() in ("", f"--extra-index-url {module.CPU_INDEX}")
