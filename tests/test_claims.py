@@ -29,8 +29,10 @@ def _board(card, models, controls=()):
             "value": v[0], "ci_low": v[1], "ci_high": v[2], "n_prompts": MIN_PROMPTS}})
     group = SimpleNamespace(name="g", results=[result(f"lab__m{k}", v) for k, v in enumerate(models)],
                             controls=[result(f"control__{kind}", v, kind) for kind, v in controls])
-    board = SimpleNamespace(cards={"m": card}, _ranks={}, order_by="value", diagnostic=lambda *a: None)
-    board.unranked = lambda *a: Board.unranked(board, *a)
+    group.everyone = group.results + group.controls
+    board = SimpleNamespace(cards={"m": card}, _ranks={}, _gated={}, order_by="value", diagnostic=lambda *a: None)
+    for method in ("unranked", "gated", "_gate"):
+        setattr(board, method, lambda *a, method=method: getattr(Board, method)(board, *a))
     return board, group
 
 
