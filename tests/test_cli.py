@@ -222,7 +222,7 @@ def test_demo_shows_the_reference_photos_controls_as_unranked_rows(demo_runs):
         else:  # SSIM(x, x) = 1 would be among an image's values if its own photograph were compared
             assert max(v for d in rows.detail for v in json.loads(d)["per_reference"]) < 0.99
         page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
-        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control"')[1:] if f"model/{sid}.html" in r]
         assert "control: reference-photos" in row
         assert row.split("<td", 2)[1].startswith(' class="na" data-sort="">—')  # the rank cell: none
         table = demo / "site" / "data" / f"leaderboard-{prompt_set}-{prompt_set}-g1.csv"
@@ -258,7 +258,7 @@ def test_demo_shows_where_the_cheats_land_and_badges_what_they_top(demo_runs):
         assert results[sid]["provenance"]["submission"]["id"] == sid
         assert f"control {sid}: " in demo_runs["first"].stdout and "copied from demo__tiny-" in demo_runs["first"].stdout
         page = (demo / "site" / "leaderboard" / f"{prompt_set}.html").read_text()
-        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+        [row] = [r.split("</tr>", 1)[0] for r in page.split('<tr class="control"')[1:] if f"model/{sid}.html" in r]
         assert f"control: {kind}" in row and "would rank " in row
         assert "Where each control lands on" in page and f"{sid} ({kind}) scores " in page
     # the written-prompt cheat is read by the OCR's real weights: nearly every image spells its prompt
@@ -304,7 +304,7 @@ def test_a_cheat_that_tops_the_headline_badges_it_gameable(demo_runs, tmp_path):
     board = (tmp_path / "site" / "leaderboard" / "ecb.html").read_text()
     head = board.split(f'data-key="{headline}"', 1)[1].split("</th>", 1)[0]  # the headline's column header
     assert ">gameable</span>" in head
-    [row] = [r.split("</tr>", 1)[0] for r in board.split('<tr class="control">')[1:] if f"model/{sid}.html" in r]
+    [row] = [r.split("</tr>", 1)[0] for r in board.split('<tr class="control"')[1:] if f"model/{sid}.html" in r]
     assert "would rank 1 of 2, gameable" in row
     assert "not ranked: a cheat tops every model" in board  # the cheat unranks the board
     downloaded = list(csv.DictReader((tmp_path / "site" / "data" / "leaderboard-ecb-ecb-g1.csv").open()))
