@@ -109,7 +109,7 @@ def test_spec_mistakes_name_the_field_meant_and_the_allowed_values(team, tmp_pat
     line(lines, "spec.yaml: organisation is not a field of the format (did you mean organization?)", again)
     line(lines, "model.licence is not a field of the format (did you mean model.license?)", "rename model.licence")
     line(lines, "model.weights is 'Closed', not one of open, closed (did you mean closed?)", "write model.weights:")
-    line(lines, "date 2999-01-01 is in the future", "fix: write the date the images were generated in the spec")
+    line(lines, "date 2999-01-01 is in the future", "fix: write the generation date in the spec")
     spec["model"]["license"] = spec["model"].pop("licence")
     spec["organization"] = spec.pop("organisation")
     lines = package(team, tmp_path, team["rows"], spec)
