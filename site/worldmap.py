@@ -30,6 +30,7 @@ import json
 import math
 from pathlib import Path
 
+from .cells import at_precision
 from .plots import (_colour, _distinct_digits, _document, _esc, _fmt, _n, _text, colour_is_noise, meaningful,
                     neutral_text, reference_of)
 
@@ -182,8 +183,9 @@ def _paths(values: dict[str, float | None], cis: Cis | None, vmin: float, vmax: 
         if iso in values:
             label = f"{names.get(iso, iso)}: {_fmt(values[iso], digits)}"
             low, high = (cis or {}).get(iso, (None, None))
-            if values[iso] is not None and low is not None and high is not None:
-                label += f" (95% CI {_fmt(low, digits)} to {_fmt(high, digits)})"
+            if values[iso] is not None and low is not None and high is not None:  # bounds that print apart
+                value, low, high = at_precision(values[iso], low, high, digits)
+                label = f"{names.get(iso, iso)}: {value} (95% CI {low} to {high})"
             out.append(f'<path class="country" data-iso="{_esc(iso)}" d="{d}" fill="{fills[iso]}" stroke="#fff" '
                        f'stroke-width="0.5"><title>{_esc(label)}</title></path>')
         else:

@@ -56,6 +56,13 @@ def test_a_map_over_a_spread_narrower_than_the_cis_is_grey_and_says_why():
     assert "<title>Japan: no data</title>" in svg
 
 
+def test_a_countrys_tooltip_prints_its_interval_at_the_intervals_precision():
+    svg = worldmap.map_svg({"NG": 0.3401, "ES": 0.52}, "t", names=NAMES,
+                           cis={"NG": (0.3398, 0.3404), "ES": (0.47, 0.57)})
+    assert "<title>Nigeria: 0.3401 (95% CI 0.3398 to 0.3404)</title>" in svg  # never 0.34 (95% CI 0.34 to 0.34)
+    assert "<title>Spain: 0.52 (95% CI 0.47 to 0.57)</title>" in svg
+
+
 def test_a_map_over_a_spread_wider_than_the_cis_is_coloured_with_a_legend():
     svg = worldmap.map_svg(VALUES, "t", names=NAMES, cis=cis(0.005))  # spread 0.02, every CI 0.01 wide
     got = fills(svg)

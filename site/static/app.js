@@ -164,14 +164,16 @@
       var choice = data.choices[Number(select.value)], found = noise(choice), d = data.digits;
       var ref = reference(data, choice), neutral = figure.querySelector(".neutral-text");
       data.countries.forEach(function (iso, k) {
-        var value = choice.values[k], low = choice.low[k], high = choice.high[k];
-        var ci = value !== null && low !== null && high !== null ?
-          " (95% CI " + low.toFixed(d) + " to " + high.toFixed(d) + ")" : "";
+        var value = choice.values[k], low = choice.low[k], high = choice.high[k], e = d;
+        var ci = value !== null && low !== null && high !== null;
+        while (ci && low !== high && e < 10 && low.toFixed(e) === high.toFixed(e)) e++;  // bounds that print apart
+        var text = ci ? value.toFixed(e) + " (95% CI " + low.toFixed(e) + " to " + high.toFixed(e) + ")" :
+          value === null ? "no data" : value.toFixed(d);
         figure.querySelectorAll('path[data-iso="' + iso + '"]').forEach(function (path) {
           var fill = found || !meaningful(data, value, low, high, ref) ? UNCOLOURED : colour((value - data.vmin) / span);
           path.setAttribute("fill", value === null ? NO_VALUE : fill);
           var title = path.querySelector("title");
-          if (title) title.textContent = data.names[k] + ": " + (value === null ? "no data" : value.toFixed(d)) + ci;
+          if (title) title.textContent = data.names[k] + ": " + text;
         });
       });
       if (found) {  // as many decimals as tell the two numbers apart (plots._distinct_digits)
