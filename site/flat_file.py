@@ -2,7 +2,8 @@
 ``data/scores.parquet``, linked from the home page.
 
 One row per (submission, metric, slice) that a board reads (each result's entries): who (model key, organisation,
-model, submission id and its display name, tag, open or closed weights), what (prompt
+model, submission id and its display name, tag, open or closed weights, release date and parameter count where
+declared, who generated the images and who scored them), what (prompt
 set, family, comparability group, slice type and slice, metric, its version and direction), the value with its 95%
 CI, n images and prompts, coverage and the number of refused prompts, the flags (control kind, tiny random
 stand-in scorers, a text-only control scoring high, a caveat such as "2 prompts: not ranked"), and the provenance
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 from cultureboard.evaluators.submission.format import model_key
 
 from .board import Board
+from .leaderboards import filter_fields
 from .names import caveat, get
 from .write import Site, csv_cell
 
@@ -30,7 +32,8 @@ CSV, PARQUET = "data/scores.csv", "data/scores.parquet"
 #: The columns, in order, with their Arrow types.
 SCHEMA = pa.schema([
     ("model_key", pa.string()), ("organization", pa.string()), ("model", pa.string()), ("submission", pa.string()),
-    ("display_name", pa.string()), ("tag", pa.string()), ("weights", pa.string()),
+    ("display_name", pa.string()), ("tag", pa.string()), ("weights", pa.string()), ("release_date", pa.string()),
+    ("parameters", pa.float64()), ("generated_by", pa.string()), ("scored_by", pa.string()),
     ("prompt_set", pa.string()), ("family", pa.string()), ("group", pa.string()),
     ("slice_type", pa.string()), ("slice", pa.string()), ("metric", pa.string()), ("metric_version", pa.string()),
     ("direction", pa.string()), ("value", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()),
@@ -54,7 +57,8 @@ def flat_rows(board: Board) -> list[dict]:
         scorers = "; ".join(f"{s.get('name')}={s.get('model_id')}@{s.get('revision')}" for s in p.get("scorers", []))
         who = {"model_key": model_key(r.spec), "organization": _text(get(r.spec, "organization")),
                "model": _text(get(r.spec, "model.name")), "submission": r.sid, "display_name": r.display,
-               "tag": _text(get(r.spec, "tag")), "weights": _text(get(r.spec, "model.weights")),
+               "tag": _text(get(r.spec, "tag")), **filter_fields(r.spec),
+               "generated_by": r.generated_by or None, "scored_by": r.scored_by or None,
                "prompt_set": r.prompt_set,
                "family": _text(p.get("family")), "group": groups.get(r.sid)}
         made = {"control": r.control or None, "stand_in": r.sid in board.standin,

@@ -902,6 +902,10 @@ def test_the_flat_file_holds_the_boards_values(world):
                 got = tuple(None if pd.isna(v) else v for v in (r.value, r.ci_low, r.ci_high, r.n_images, r.n_prompts))
                 assert got == (
                     row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"], row[f"{m}_n_images"], row[f"{m}_n_prompts"]), (path.name, m)
+                who = [k for k in ("generated_by", "scored_by", "release_date", "parameters") if k in row]
+                assert who[:2] == ["generated_by", "scored_by"], path.name
+                assert tuple(None if pd.isna(getattr(r, k)) else getattr(r, k) for k in who) == tuple(
+                    row.get(k) or None for k in who), (path.name, m)
                 checked += 1
     assert checked > 50, checked
 
