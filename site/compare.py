@@ -3,7 +3,8 @@
 sibling script but not ``fetch()`` a JSON file).
 
 A model's data: per submission (prompt set) its headline over all prompts, per country and per category (with
-the category's topic, :mod:`.topics`), each as [value, CI low, CI high, n prompts], and the thumbnails of its first
+the category's topic, :mod:`.topics`), each as [value, CI low, CI high, n prompts], the headline's chance level
+where its card states one, whether the row was scored by tiny stand-ins (shown marked), and the thumbnails of its first
 images on the prompt set's first :data:`SAMPLE_PROMPTS` prompts (by prompt id, so two models of one prompt set show
 the same prompts side by side). Two models are compared on
 what both were scored on, prompt set by prompt set (each on its own headline and scale, never across sets): the
@@ -49,7 +50,8 @@ def sample_images(board: Board, r, media: dict) -> dict[str, list[str]]:
 
 
 def model_data(board: Board, key: str, results: list, topics, media: dict | None = None) -> dict:
-    """{key, name, prompt_sets: [{prompt_set, metric, title, direction, target, overall, countries: {name: cell},
+    """{key, name, prompt_sets: [{prompt_set, metric, title, direction, target, chance, standin, overall,
+    countries: {name: cell},
     topics: {"topic: category": cell}, images: {prompt id: [thumbnail, prompt text]}}]}, a cell [value, ci_low,
     ci_high, n_prompts] (:func:`_cell`); ``images`` from :func:`sample_images` (empty without ``media``)."""
     out = []
@@ -66,7 +68,8 @@ def model_data(board: Board, key: str, results: list, topics, media: dict | None
                 topic = topic_of(topics, slice_)
                 by_topic[f"{topic.title if topic else 'no topic'}: {slice_}"] = cell
         out.append({"prompt_set": r.prompt_set, "metric": metric, "title": card["title"],
-                    "direction": card["direction"], "target": card.get("target"),
+                    "direction": card["direction"], "target": card.get("target"), "chance": card.get("chance"),
+                    "standin": r.sid in board.standin,
                     "overall": _cell(r.entries.get((metric, "overall", "all"))), "countries": countries,
                     "topics": by_topic, "images": sample_images(board, r, media or {})})
     return {"key": key, "name": display_name({**results[0].spec, "tag": None}, key), "prompt_sets": out}

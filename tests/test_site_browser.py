@@ -782,6 +782,7 @@ def test_two_models_compare_side_by_side_offline(watched, root):
         a, b = headline["lab__v1"], headline["lab__v0"]
         assert cells[2].split()[0] == a[cells[0]] and cells[3].split()[0] == b[cells[0]], cells
         assert cells[4].startswith(("differ: ", "CIs overlap", "descriptive")), cells
+        assert all(c.endswith("stand-in: measures nothing") for c in cells[2:4]), cells  # tiny stand-in scorers
     assert watched.page.locator("#compare-countries tbody tr").count() > 0
     assert watched.page.locator("#compare-topics tbody tr").count() > 0
     pairs = watched.page.locator("#compare-images figure.pair")  # both models' thumbnails of the same prompts

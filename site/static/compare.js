@@ -1,5 +1,5 @@
 // cultureboard: compare two models (compare.html). Each model's data is a script, models/<key>.data.js, that adds
-// window.cultureboardModels[key] = {key, name, prompt_sets: [{prompt_set, title, direction, target, overall,
+// window.cultureboardModels[key] = {key, name, prompt_sets: [{prompt_set, title, direction, target, chance, standin, overall,
 // countries, topics, images: {prompt_id: [thumbnail, prompt text]}}]}, a cell [value, ci_low, ci_high, n_prompts]; a chosen model's script is added to the page
 // (a page opened from file:// may load a sibling script, not fetch a file). ?a=KEY&b=KEY preselects the two.
 // Everything is built as text nodes: no name is read as HTML.
@@ -26,10 +26,12 @@
     while (low !== high && d < 10 && low.toFixed(d) === high.toFixed(d)) { d += 1; }
     return d;
   }
-  function shown(cell) {
+  // a cell's value and interval; "stand-in" after the values of a row scored by tiny random stand-ins
+  function shown(cell, set) {
     if (!cell) return "—";
     var d = cell[1] === null ? 3 : digits(cell[1], cell[2]);
-    return fmt(cell[0], d) + (cell[1] === null ? " (no CI)" : " [" + fmt(cell[1], d) + ", " + fmt(cell[2], d) + "]") + " n=" + cell[3];
+    return fmt(cell[0], d) + (cell[1] === null ? " (no CI)" : " [" + fmt(cell[1], d) + ", " + fmt(cell[2], d) + "]") +
+      " n=" + cell[3] + (set && set.standin ? " · stand-in: measures nothing" : "");
   }
   // "A" or "B" where the CIs are apart (the better one by the headline's direction), else "" (not established)
   function better(set, a, b) {
@@ -73,7 +75,7 @@
       Object.keys(set[field]).concat(Object.keys(other[field])).forEach(function (n) { names[n] = true; });
       Object.keys(names).sort().forEach(function (n) {
         var a = set[field][n], b = other[field][n];
-        rows.push([set.prompt_set, n, shown(a), shown(b), verdict(set, a, b)]);
+        rows.push([set.prompt_set, n, shown(a, set), shown(b, other), verdict(set, a, b)]);
       });
     });
     return rows.length ? table("compare-" + field, ["Prompt set", label, A.name, B.name, "Difference"], rows) : el("p", "No " + label.toLowerCase() + " slices in common.");
@@ -111,7 +113,8 @@
     out.appendChild(el("h2", "Headline over all prompts"));
     if (!shared.length) { out.appendChild(el("p", "These two models share no prompt set.", "empty")); return; }
     out.appendChild(table("compare-overall", ["Prompt set", "Headline", A.name, B.name, "Difference"], shared.map(function (p) {
-      return [p[0].prompt_set, p[0].title, shown(p[0].overall), shown(p[1].overall), verdict(p[0], p[0].overall, p[1].overall)];
+      return [p[0].prompt_set, p[0].title + (p[0].chance ? " (chance level: " + p[0].chance + ")" : ""),
+              shown(p[0].overall, p[0]), shown(p[1].overall, p[1]), verdict(p[0], p[0].overall, p[1].overall)];
     })));
     out.appendChild(el("h2", "Per country"));
     out.appendChild(sliced("countries", "Country", A, B, shared));
