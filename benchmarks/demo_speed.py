@@ -58,7 +58,7 @@ def main() -> None:
             rest = steps["total"] - steps["generate"]
             print(f"\nrun {k + 1}: first line after {first['first_line']:.2f} s: {first['first_text']!r}")
             print(f"{'step':<10} {'first run s':>12} {'rerun s':>9}")
-            for step in ("start", "build", "generate", "validate", "evaluate", "site", "total"):
+            for step in steps:  # the demo's own steps, in its order, then its total
                 print(f"{step:<10} {steps[step]:>12.1f} {again['summary']['seconds'][step]:>9.1f}")
             print(f"{'process':<10} {first['wall']:>12.1f} {again['wall']:>9.1f}   (Python start and imports included)")
             print(f"generation / rest of the first run: {steps['generate']:.1f} / {rest:.1f} s = "
