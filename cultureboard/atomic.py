@@ -84,6 +84,7 @@ KINDS = {
     "shard": Kind("one shard of a submission's results (cultureboard evaluate --shard)",
                   ("shard.json", "scores.parquet")),
     "site": Kind("a leaderboard site (cultureboard build site)", ("index.html", "static")),
+    "media": Kind("a site's image files (cultureboard publish media)"),
     "ratings": Kind("imported human ratings (cultureboard import ratings)",
                     ("ratings.parquet", "consensus.parquet")),
     "submission": Kind("a packaged submission (cultureboard package)"),  # package removes the marker afterwards

@@ -2,7 +2,7 @@
 
 Grammar: every command is a verb, then what it acts on. A verb that acts on several kinds of things takes
 the thing as a subcommand (``build dataset | site``, ``import cube-1k | cure | ratings``, ``publish dataset |
-results``, ``train cultdiff-s``); a verb with one object is joined to it (``extract-artifacts``,
+media | results``, ``train cultdiff-s``); a verb with one object is joined to it (``extract-artifacts``,
 ``fetch-references``, ``make-control``, ``list-metrics``, ``merge-shards``, ``compare-results``,
 ``convert-dump``); ``export-prompts``, ``generate``, ``package``, ``validate``, ``evaluate`` and ``demo`` act on submissions.
 The earlier names keep working, hidden from the help (:data:`ALIASES`), and ``build`` alone is ``build
@@ -225,12 +225,19 @@ def _print_rows(out, rows: dict, as_json: bool) -> None:
 @click.option("--held-out", "held_out", type=click.Path(file_okay=False),
               help="Folder of held-out records (`cultureboard evaluate-held-out`, results-held-out/): a held-out column "
                    "beside the headline, the gap on model pages and held-out.html.")
+@click.option("--media", type=click.Choice(["local", "hub"]), default="local", show_default=True,
+              help="Where the pages' images come from: copied into the site (local), or linked from the results "
+                   "dataset on the Hub at the commit `cultureboard publish media` uploaded them in (hub; needs "
+                   "--media-from).")
+@click.option("--media-from", "media_from", type=click.Path(file_okay=False),
+              help="With --media hub: the --out folder of `cultureboard publish media` (its published.json).")
 @json_option
-def build_site(results, dataset, submissions, out, ratings, order, held_out, as_json):
+def build_site(results, dataset, submissions, out, ratings, order, held_out, media, media_from, as_json):
     """Render the leaderboard: overview, slice, model and metric pages, plots and downloads."""
     from cultureboard.site.render import build_site as run
 
-    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order, held_out=held_out)
+    info = run(results, dataset, submissions, out, ratings=list(ratings), order=order, held_out=held_out,
+               media=media, media_from=media_from)
     for entry in info["skipped"]:
         click.echo(f"warning: {entry['source']}: {entry['problem']} (fix: {entry['fix']}); {entry['submission']} is "
                    "left out of the site", err=True)
@@ -352,6 +359,26 @@ def publish_dataset(folder, repo, revision, create_pr, as_json):
                    "(set the repository variable CULTUREBOARD_HELD_OUT_REPO and its secret HELD_OUT_HF_TOKEN)")
         return
     click.echo(f"submissions pin: dataset_revision: {result['commit']}")
+
+
+@publish.command(name="media")
+@click.argument("results", type=click.Path(file_okay=False))
+@click.option("--submissions", required=True, type=click.Path(file_okay=False), help="Submissions folder (images).")
+@click.option("--repo", required=True, help="Hub dataset repository for results, ORG/NAME (the media go under media/).")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for the thumbnails and full-size copies (kept: the next run reuses what is unchanged) and "
+                   "published.json, which `build site --media hub --media-from` reads.")
+@json_option
+def publish_media(results, submissions, repo, out, as_json):
+    """Upload the site's thumbnails and full-size images to the results dataset, for `build site --media hub`."""
+    from cultureboard.site.media_hub import publish_media as run
+
+    info = run(results, submissions, repo, out)
+    for entry in info["problems"]:
+        click.echo(f"warning: {entry['submission']}: image {entry['file']} {entry['problem']} (fix: run `cultureboard "
+                   f"validate` on the submission and fix what it reports); it is not published", err=True)
+    _emit(as_json, info, f"uploaded {info['images']} images to {repo} (media/): commit {info['commit']}; build the "
+                         f"site with --media hub --media-from {out}")
 
 
 @publish.command(name="results")

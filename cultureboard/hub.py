@@ -22,8 +22,9 @@ def check_repo_id(repo: str) -> None:
 
 
 def upload_folder(repo: str, folder: str | Path, message: str, *, api=None, create_pr: bool = False,
-                  ignore_patterns: list[str] | None = None, private: bool = False):
-    """Create the dataset repo if needed and upload ``folder`` as one commit; returns the CommitInfo.
+                  ignore_patterns: list[str] | None = None, private: bool = False, path_in_repo: str | None = None):
+    """Create the dataset repo if needed and upload ``folder`` as one commit (into ``path_in_repo``, default the
+    repository's root); returns the CommitInfo.
     ``private``: the repository is created private, and one that exists and is public is refused before any
     upload. Refusals and transport failures become one-line errors with the fix."""
     from huggingface_hub import HfApi
@@ -40,7 +41,7 @@ def upload_folder(repo: str, folder: str | Path, message: str, *, api=None, crea
         else:
             api.create_repo(repo, repo_type="dataset", exist_ok=True)
         return api.upload_folder(repo_id=repo, repo_type="dataset", folder_path=str(folder), create_pr=create_pr,
-                                 commit_message=message, ignore_patterns=ignore_patterns)
+                                 commit_message=message, ignore_patterns=ignore_patterns, path_in_repo=path_in_repo)
     except CultureboardError:
         raise
     except HfHubHTTPError as exc:

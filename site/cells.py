@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from .media_hub import HUB
 from .names import caveat, link, num, pct
 
 
@@ -154,7 +155,8 @@ def _image(im: dict, root: str) -> str:
     href = escape(im["full"]) if external else f'{root}{escape(im.get("full") or "")}'
     rel = ' rel="noopener noreferrer"' if external else ""
     if im.get("thumb"):
-        img = f'<img src="{root}{escape(im["thumb"])}" alt="{escape(im["alt"])}" loading="lazy">'
+        src = escape(im["thumb"]) if im["thumb"].startswith(HUB + "/") else f"{root}{escape(im['thumb'])}"
+        img = f'<img src="{src}" alt="{escape(im["alt"])}" loading="lazy">'
         return f'<a href="{href}"{rel} title="Full size">{img}</a>' if im.get("full") else img
     if external:
         return f'<a class="na" href="{href}"{rel}>image on the Hub</a>'

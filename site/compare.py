@@ -15,6 +15,7 @@ they overlap the difference is not established.
 from __future__ import annotations
 
 from .board import Board
+from .gallery import thumb_of
 from .models import models_of
 from .names import display_name, slice_name
 from .search_index import safe_json
@@ -45,8 +46,8 @@ def sample_images(board: Board, r, media: dict) -> dict[str, list[str]]:
     for im in r.images:  # sorted by prompt and sample
         if im["sample_idx"] == 0 and media.get((r.sid, im["sha256"]), {}).get("status") == "ok":
             first.setdefault(im["prompt_id"], im)
-    return {p: [f"thumbs/{r.sid}/{first[p]['sha256']}.webp", board.prompts.get(p, {}).get("text") or p]
-            for p in sorted(first)[:SAMPLE_PROMPTS]}
+    return {p: [thumb_of(r.sid, first[p]["sha256"], media[r.sid, first[p]["sha256"]]),
+                board.prompts.get(p, {}).get("text") or p] for p in sorted(first)[:SAMPLE_PROMPTS]}
 
 
 def model_data(board: Board, key: str, results: list, topics, media: dict | None = None) -> dict:

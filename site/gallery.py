@@ -32,6 +32,10 @@ from .write import Column, Site
 PROMPTS_PER_PAGE = 400
 #: Images of one submission a prompt page shows (the rest are one click away, in its image browser).
 PER_SUBMISSION = 4
+#: Submissions (besides the controls) whose images a prompt page shows, the first in leaderboard order; the others
+#: are linked by name to their image browsers. Without a cap a prompt page grows with every submission: at 200
+#: submissions of a prompt set its 1,000 prompt pages alone would be most of the site.
+PROMPT_ROWS = 12
 #: What an explanation shows of a list: its first items.
 MAX_ITEMS = 24
 FILTERS = ("country", "category", "era")
@@ -105,18 +109,23 @@ def _prompt_pages(site: Site, board: Board, prompt_set: str, prompts: list[str],
     members = sorted(members, key=lambda r: (order.get(r.sid, len(order)), r.display, r.sid))
     for prompt_id in prompts:
         row = _prompt_row(board, prompt_set, prompt_id)
-        lines = []
+        lines, others = [], []
         for r in members:
             images = by_prompt.get(prompt_id, {}).get(r.sid, [])
             if not images:
                 continue
             page = 1 + index[r.sid][images[0]["file_name"]] // page_size
+            browser = f"model/{r.sid}/images-{page}.html"
+            if not r.control and sum(not line["r"].control for line in lines) >= PROMPT_ROWS:
+                others.append({"r": r, "browser": browser})
+                continue
             values = r.image_values()
-            lines.append({"r": r, "more": len(images) - PER_SUBMISSION, "browser": f"model/{r.sid}/images-{page}.html",
+            lines.append({"r": r, "more": len(images) - PER_SUBMISSION, "browser": browser,
                           "images": [_image(r, im, media, row["text"], values.get((im["file_name"], headline)))
                                      for im in images[:PER_SUBMISSION]]})
-        site.page(row["href"], "prompt.html", f"Prompt: {row['text'][:80]}", prompt=row, lines=lines, card=card,
-                  prompt_set=prompt_set, fields=_fields(board.prompts.get(prompt_id, {})))
+        site.page(row["href"], "prompt.html", f"Prompt: {row['text'][:80]}", prompt=row, lines=lines, others=others,
+                  card=card, prompt_set=prompt_set, fields=_fields(board.prompts.get(prompt_id, {})),
+                  shown=PROMPT_ROWS)
 
 
 def _fields(prompt: dict) -> list[tuple[str, str]]:
@@ -130,9 +139,17 @@ def _image(r, im: dict, media: dict, text: str, value) -> dict:
     ``external``), status, sample, alt text from the prompt, and a value."""
     found = media.get((r.sid, im["sha256"]), {"status": "not fetched", "full": None})
     hub = None if found["full"] else _hub_url(r, im)
-    return {"thumb": f"thumbs/{r.sid}/{im['sha256']}.webp" if found["status"] == "ok" else None,
-            "status": found["status"], "full": found["full"] or hub, "external": hub is not None,
+    return {"thumb": thumb_of(r.sid, im["sha256"], found),
+            "status": found["status"], "full": found["full"] or hub, "external": hub is not None or bool(found.get("external")),
             "sample": im["sample_idx"], "alt": f"{text} (sample {im['sample_idx']})", "value": value}
+
+
+def thumb_of(sid: str, sha: str, found: dict) -> str | None:
+    """The thumbnail of a published image: its site path, or its address on the Hub (``--media hub``); None when
+    the image was not published."""
+    if found.get("status") != "ok":
+        return None
+    return found.get("thumb") or f"thumbs/{sid}/{sha}.webp"
 
 
 def _hub_url(r, im: dict) -> str | None:

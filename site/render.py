@@ -26,6 +26,7 @@ served; no page requests anything from another site)::
     data/scores.csv|.parquet            every (submission, metric, slice) value with CI, flags and provenance
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
     thumbs/<id>/<sha256>.webp           thumbnails, longer side ``thumb_px``; images/<id>/<sha256>.<ext> full size
+                                        (with ``--media hub`` neither: the pages link them on the Hub, site/media_hub.py)
     static/style.css, static/app.js     sorting, filtering and the map's choice (vanilla JS, no network access)
     search-index.js, static/search.js   the header's search box over models, slices, metrics, artifacts, prompts
 
@@ -48,6 +49,7 @@ from pathlib import Path
 
 from cultureboard import __version__
 from cultureboard.atomic import atomic_dir, check_replaceable
+from cultureboard.errors import CultureboardError
 from cultureboard.dataset_folder import read_prompt_set
 from cultureboard.provenance import git_commit
 
@@ -61,15 +63,19 @@ from .search_index import write_search_index
 from .submissions_page import submissions_page
 from .thumbs import start_media
 from .human import load_human
+from .media_hub import HUB_CSP, Published, read_published
 from .trust import load_trust
 from .write import CSP, HERE, Site
 
-__all__ = ["CSP", "build_site"]
+__all__ = ["CSP", "MEDIA", "build_site"]
+#: Where the pages' images come from: copied into the site, or linked from the results dataset on the Hub.
+MEDIA = ("local", "hub")
 
 
 def build_site(results: str | Path, dataset: str | Path, submissions: str | Path, out: str | Path, *,
                ratings=None, page_size: int = 48, thumb_px: int = 256, built: str | dt.date | None = None,
-               workers: int | None = None, order: str = "value", held_out: str | Path | None = None) -> dict:
+               workers: int | None = None, order: str = "value", held_out: str | Path | None = None,
+               media: str = "local", media_from: str | Path | None = None) -> dict:
     """Render the site from ``results`` (``<id>/summary.json`` and ``scores.parquet``), ``submissions``
     (``<id>/submission.yaml``, ``metadata.jsonl`` and images) and ``dataset`` (prompt texts) into ``out``.
 
@@ -82,7 +88,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     the CPU count). ``order``: how ranked submissions are ordered, ``value`` (the point value) or ``lcb`` (the
     pessimistic end of the CI: :data:`.board.ORDERS`); rank ranges are the same either way. ``held_out``: a folder
     of held-out records (``cultureboard evaluate-held-out``): a held-out column, the gap on model pages and
-    held-out.html (site/held_out.py). The image files of an
+    held-out.html (site/held_out.py). ``media``: ``local`` (the images copied into the site) or ``hub`` (linked
+    from the results dataset on the Hub, as ``cultureboard publish media`` recorded them in the folder
+    ``media_from``: :mod:`.media_hub`; no image file is written into the site). The image files of an
     earlier build in ``out`` are reused where they are proven unchanged (:mod:`.thumbs`: the site is then what a fresh
     build would make); ``out`` is replaced atomically. A result that cannot be shown is left out, named in
     every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
@@ -93,6 +101,9 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
+    if media not in MEDIA:
+        raise CultureboardError("--media", f"is {media!r}", f"pass one of {', '.join(MEDIA)}", exit_code=2)
+    published = read_published(media_from) if media == "hub" else None  # before the work
     check_replaceable(out, kind="site")  # before the work
     loaded, skipped = _load_results(results, Path(submissions))
     prompts = {p["prompt_id"]: p for ps in sorted({r.prompt_set for r in loaded}) for p in read_prompt_set(dataset, ps)}
@@ -103,9 +114,12 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
         site = Site(tmp, {"skipped": skipped, "footer": _footer(board, built), "banner": _banner(board),
                           "galleries": gallery.gallery_links(board),
                           "held_out_page": board.held_out["split"] is not None}, previous=out)
+        if published is not None:
+            site.env.globals["csp"] = HUB_CSP
         shutil.copytree(HERE / "static", tmp / "static")
         loaded_at = time.perf_counter()
-        with start_media(board.results.values(), out, tmp, thumb_px, workers=workers) as pending:
+        with (Published(published["media"]) if published is not None else
+              start_media(board.results.values(), out, tmp, thumb_px, workers=workers)) as pending:
             started_at = time.perf_counter()
             # while the workers make the image files: every page that shows no image, the slowest first
             submissions_page(site, Path(submissions), results, Path(dataset), previous=out,

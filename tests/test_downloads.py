@@ -4,6 +4,7 @@ downloaded table cannot be taken for real scores; site/load.py gives each summar
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 
 import pytest
@@ -122,7 +123,7 @@ NARROW = {"value": 0.3401, "ci_low": 0.3398, "ci_high": 0.3404}
 
 
 def test_every_download_prints_values_at_the_precision_of_their_interval(tmp_path):
-    """Table downloads (CSV, JSON) and the flat file (data/scores.csv, .parquet) write each number whole (its
+    """Table downloads (CSV, JSON) and the flat file (data/scores.csv.gz, .parquet) write each number whole (its
     shortest round-trip text), so an interval's bounds always print apart; a control's standing in a badge's
     text prints its value with its interval at the interval's precision (cells.at_precision, as the cells do)."""
     from pathlib import Path
@@ -157,7 +158,7 @@ def test_every_download_prints_values_at_the_precision_of_their_interval(tmp_pat
                     display="lab / m")
     site = Site(tmp_path / "flat", {"banner": None})
     write_flat_file(site, Board({result.sid: result}, {}))
-    with (tmp_path / "flat" / CSV).open(encoding="utf-8") as fh:
+    with gzip.open(tmp_path / "flat" / CSV, "rt", encoding="utf-8") as fh:
         flat = {r["slice"]: r for r in csv.DictReader(fh)}
     assert [flat["all"][k] for k in ("value", "ci_low", "ci_high")] == ["0.3401", "0.3398", "0.3404"]
     assert [float(flat["IT"][k]) for k in ("value", "ci_low", "ci_high")] == [near, near - 1e-9, near + 1e-9]

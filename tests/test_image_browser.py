@@ -81,3 +81,23 @@ def test_a_prompt_page_captions_each_image_with_its_headline_value(headline, val
     gallery._prompt_pages(site, board, "ps", ["p1"], [r], headline, {}, page_size=48)
     [line] = pages[0]["lines"]
     assert [im["value"] for im in line["images"]] == values and line["browser"] == "model/lab__m/images-1.html"
+
+
+def test_a_prompt_page_shows_the_first_submissions_and_every_control_and_links_the_others(monkeypatch, tmp_path):
+    """A prompt page does not grow with every submission: the first PROMPT_ROWS in leaderboard order get images,
+    every control too, and the rest are links to their image browsers, in leaderboard order."""
+    import dataclasses
+
+    first, second, third = (dataclasses.replace(result(), sid=f"lab__{n}", display=f"Lab / {n}") for n in "xyz")
+    control = dataclasses.replace(result(), sid="control__t", display="text-only", control="text-only")
+    ordered = [second, first, third]
+    board = SimpleNamespace(group_of={r.sid: "g" for r in (first, second, third, control)},
+                            cards={"m.b": {"title": "m.b"}}, order=lambda *a: ordered, prompts={"p1": {"text": "A dish"}})
+    site, pages = Site(tmp_path), []
+    site.page = lambda path, template, title, **context: pages.append(context)
+    monkeypatch.setattr(gallery, "PROMPT_ROWS", 1)
+    gallery._prompt_pages(site, board, "ps", ["p1"], [first, second, control, third], "m.b", {}, page_size=48)
+    [page] = pages
+    assert [line["r"].sid for line in page["lines"]] == ["lab__y", "control__t"]
+    assert [(o["r"].sid, o["browser"]) for o in page["others"]] == [("lab__x", "model/lab__x/images-1.html"),
+                                                                    ("lab__z", "model/lab__z/images-1.html")]

@@ -870,13 +870,13 @@ def test_gallery_per_prompt_shows_every_submission_side_by_side(world):
 
 
 def test_the_flat_file_holds_the_boards_values(world):
-    """data/scores.csv and .parquet (linked from the home page) hold the same rows, and every score cell of every
+    """data/scores.csv.gz and .parquet (linked from the home page) hold the same rows, and every score cell of every
     leaderboard and country board download is the flat file's row of that submission, group, metric and slice."""
     site = world["site"]
     links = [a["href"] for t, a in Page(site / "index.html").tags if t == "a"]
-    assert "data/scores.csv" in links and "data/scores.parquet" in links
+    assert "data/scores.csv.gz" in links and "data/scores.parquet" in links
     flat = pd.read_parquet(site / "data" / "scores.parquet")
-    from_csv = pd.read_csv(site / "data" / "scores.csv", keep_default_na=False, dtype=str)
+    from_csv = pd.read_csv(site / "data" / "scores.csv.gz", keep_default_na=False, dtype=str)
     assert list(from_csv.columns) == list(flat.columns) and len(from_csv) == len(flat)
     assert from_csv["value"].tolist() == ["" if pd.isna(v) else repr(float(v)) for v in flat["value"]]
     rows = {(r.display_name, r.group, r.metric, r.slice_type, r.slice): r for r in flat.itertuples()}
