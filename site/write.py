@@ -71,7 +71,7 @@ class Table:
     columns: list[Column]
     rows: list[dict]  # column key -> value; "_marks": {key: [{label, title}]}, "_control": kind of a control row
     csv: str  # site-relative paths of the downloads
-    json: str
+    json: str | None
     partial: bool = False  # the downloads hold more rows than this table (image browser pages)
     filters: bool = False  # a leaderboard: filters by weights, release date and size (static/filters.js)
     caption: str = ""
@@ -168,19 +168,22 @@ class Site:
             known = self._results[id(r)] = (values, self._key(values))
         return known[1]
 
-    def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "") -> Table:
-        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json, or linked from the
-        previous site when the previous build recorded the same key for them (the code, ``page``, ``name``,
-        ``columns``, ``rows`` and whether the site carries the stand-in banner: all that :func:`_downloads`
-        reads)."""
+    def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "",
+              json_download: bool = True) -> Table:
+        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json (the CSV alone
+        without ``json_download``: a table of every image, whose JSON at 1,000 submissions would be a fifth of the
+        site), or linked from the previous site when the previous build recorded the same key for them (the code,
+        ``page``, ``name``, ``columns``, ``rows`` and whether the site carries the stand-in banner: all that
+        :func:`_downloads` reads)."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
-        files = [stem + ".csv", stem + ".json"]
+        files = [stem + ".csv", stem + ".json"][:2 if json_download else 1]
         standin = bool((self.globals.get("banner") or {}).get("count"))
-        key = self._key("table", page, name, columns, rows, standin)
+        key = self._key("table", page, name, columns, rows, standin, json_download)
         if not self._linked(files, key):
             for path, text in zip(files, _downloads(page, name, columns, rows, standin)):
                 self._put_keyed(path, text, key)
-        return Table(name, [c for c in columns if not c.hidden], rows, stem + ".csv", stem + ".json", caption=caption)
+        return Table(name, [c for c in columns if not c.hidden], rows, stem + ".csv",
+                     stem + ".json" if json_download else None, caption=caption)
 
     def plot(self, page: str, name: str, svg: str) -> str:
         path = f"plots/{page.removesuffix('.html').replace('/', '-')}-{name}.svg"

@@ -4,7 +4,7 @@ order; each row links its prompt. Fast: a hand-made result, no evaluator."""
 
 from __future__ import annotations
 
-import json
+import csv
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -55,8 +55,10 @@ def test_the_browser_shows_each_metrics_value_the_notes_in_metric_order_and_the_
     # a.png: m.b and m.c gave the same flag and no explanation: one note naming both, in metric order
     assert a["notes"] == [{"metric": "M.B, M.C", "flag": "no reference", "explained": []}]
     assert b["notes"] == [{"metric": "M.A", "flag": None, "explained": [{"label": "seen", "entries": ["x", "y"]}]}]
-    data = json.loads((tmp_path / "data" / "model-lab__m-images.json").read_text())
-    assert [(r["file_name"], r["m.b"]) for r in data["rows"]] == [("a.png", 6.0), ("b.png", 3.0)]
+    with (tmp_path / "data" / "model-lab__m-images.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["file_name"], r["m.b"]) for r in rows] == [("a.png", "6.0"), ("b.png", "3.0")]
+    assert not (tmp_path / "data" / "model-lab__m-images.json").exists()  # every image's table: the CSV alone
 
 
 @pytest.mark.parametrize("order", [[0, 1], [1, 0]])

@@ -199,6 +199,67 @@ def watched(browser, root):
     w.close()
 
 
+#: The results repository and commit the hub-mode site links its images at.
+HUB_REPO, HUB_COMMIT = "lab/results", "d" * 40
+
+
+@pytest.fixture(scope="session")
+def hub_site(tmp_path_factory, tiny_scorers, site) -> tuple[Path, Path]:
+    """The same results built with ``--media hub``: their media made as ``publish media`` makes them (into a folder
+    that stands in for the results dataset: nothing is uploaded) and the site linking them at :data:`HUB_COMMIT`."""
+    from cultureboard.site import media_hub
+    from cultureboard.site.load import load_results
+    from cultureboard.site.render import build_site
+
+    base = site_worlds.five_families(tmp_path_factory.getbasetemp(), tiny_scorers)
+    results, submissions, media = site.parent / "results", site.parent / "submissions", site.parent / "media"
+    made = media_hub.make_media(load_results(results, submissions)[0], media)
+    media_hub.record(media, HUB_REPO, HUB_COMMIT, made["media"])
+    out = site.parent / "hub-site"
+    build_site(results, base["dataset"], submissions, out, media="hub", media_from=media)
+    return out, media
+
+
+class HubWatched(Watched):
+    """:class:`Watched` for a hub-mode site: the requests for its images on the Hub are answered from ``media``
+    (a missing file: 404, a problem), every other request outside the site is still aborted."""
+
+    def __init__(self, browser, root: str, media: Path):
+        self.hub = f"https://huggingface.co/datasets/{HUB_REPO}/resolve/{HUB_COMMIT}/media/"
+        self.media, self.served = media, 0
+        super().__init__(browser, root)
+
+    def _local(self, url: str) -> bool:
+        return url.startswith(self.hub) or super()._local(url)
+
+    def _route(self, route):
+        url = route.request.url
+        if not url.startswith(self.hub):
+            return super()._route(route)
+        path = self.media / url[len(self.hub):]
+        if path.is_file():
+            self.served += 1
+            route.fulfill(status=200, body=path.read_bytes(), content_type="image/webp" if path.suffix == ".webp"
+                          else "image/png")
+        else:
+            route.fulfill(status=404, body=b"")
+
+
+def test_a_hub_media_site_works_with_its_images_on_the_hub(browser, hub_site):
+    """The crawl, sorting and search of the local site pass on the hub-mode site, whose images load from the Hub."""
+    out, media = hub_site
+    assert not (out / "thumbs").exists() and not (out / "images").exists()
+    w = HubWatched(browser, out.as_uri() + "/", media)
+    try:
+        test_crawl_every_page(w, w.root)
+        assert w.served > 0, "no image of the hub-mode site was requested from the Hub"
+        test_sort_by_clicking_header(w, w.root)
+        test_search_box_lists_and_opens_a_result(w, w.root)
+        assert not w.problems, w.report()
+    finally:
+        w.close()
+
+
 def _is_page(url: str) -> bool:
     path = urlsplit(url).path
     return path.endswith((".html", "/"))
