@@ -186,11 +186,11 @@ def main() -> None:
     if hub:
         print(f"| media made for the results dataset (not in the site) | {media_times[0][0]:.1f} s (CPU "
               f"{media_times[0][1]:.1f} s); after one new submission {media_times[1][0]:.1f} s | |")
-    print(f"| first build | {times[0]:.1f} s (images {first['images']:.1f} s, pages {first['pages']:.1f} s; "
-          f"CPU {cpus[0]:.1f} s) | < {TARGET_FIRST:.0f} s ({times[0] / TARGET_FIRST:.2f}x) |")
+    print(f"| first build | {times[0]:.1f} s (images {first['images']:.1f} s, pages {first['pages']:.1f} s of which "
+          f"validating the folders {first['validation']:.1f} s; CPU {cpus[0]:.1f} s) | < {TARGET_FIRST:.0f} s ({times[0] / TARGET_FIRST:.2f}x) |")
     phases = infos[1]["phases"]
     print(f"| rebuild after one new submission | {times[1]:.1f} s (images {phases['images']:.1f} s, pages "
-          f"{phases['pages']:.1f} s; CPU {cpus[1]:.1f} s) | < {TARGET_REBUILD:.0f} s ({times[1] / TARGET_REBUILD:.2f}x) |")
+          f"{phases['pages']:.1f} s of which validating {phases['validation']:.1f} s; CPU {cpus[1]:.1f} s) | < {TARGET_REBUILD:.0f} s ({times[1] / TARGET_REBUILD:.2f}x) |")
     print(f"| site (every file) | {site_mb:,.1f} MB | < {TARGET_MB:,.0f} MB ({site_mb / TARGET_MB:.2f}x) |")
     print(f"| thumbnails | {infos[0]['thumbnails']:,} published, {infos[0]['missing_images']:,} missing | |")
     print(f"| pages | {sizes['pages']:,} | |")

@@ -240,7 +240,7 @@ def image_pages(site: Site, board: Board, r, media: dict, page_size: int) -> dic
                      "sample_idx": im["sample_idx"], **{m: values.get((im["file_name"], m)) for m in metrics},
                      "notes": _dedupe(notes.get(im["file_name"], [])), "prompt_id": im["prompt_id"],
                      "file_name": im["file_name"], "sha256": im["sha256"]})
-    table = site.table(f"model/{r.sid}.html", "images", columns, rows, json_download=False)
+    table = site.table(f"model/{r.sid}.html", "images", columns, rows, compact=True)
     count = max(1, math.ceil(len(rows) / page_size))
     links = [f"model/{r.sid}/images-{n}.html" for n in range(1, count + 1)]
     for n, path in enumerate(links, 1):

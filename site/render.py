@@ -95,9 +95,10 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
     build would make); ``out`` is replaced atomically. A result that cannot be shown is left out, named in
     every page's footer and in ``skipped``; an image whose bytes are not the declared, valid ones is not published
     and is listed in ``unverified``. Returns {out, pages, largest_page, largest_page_bytes, thumbnails,
-    missing_images, skipped, unverified, seconds, phases: {load, images, pages, replace} seconds}: the images are
-    made while the pages are rendered, so ``images`` is the time this process spent on them (planning the jobs,
-    waiting for the workers when a page needed images not done yet) and ``pages`` the time it spent rendering.
+    missing_images, skipped, unverified, seconds, phases: {load, images, pages, validation, replace} seconds}: the
+    images are made while the pages are rendered, so ``images`` is the time this process spent on them (planning the
+    jobs, waiting for the workers when a page needed images not done yet) and ``pages`` the time it spent rendering
+    (``validation``, part of it: validating the submission folders for submissions.html).
     """
     start = time.perf_counter()
     results, out = Path(results), Path(out)
@@ -122,8 +123,10 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
               start_media(board.results.values(), out, tmp, thumb_px, workers=workers)) as pending:
             started_at = time.perf_counter()
             # while the workers make the image files: every page that shows no image, the slowest first
+            validating_at = time.perf_counter()
             submissions_page(site, Path(submissions), results, Path(dataset), previous=out,
                              summaries={sid: r.summary for sid, r in board.results.items()})
+            validated = time.perf_counter() - validating_at
             topical = topics.topic_pages(site, board)
             site.env.globals["topics"] = topical["topics"]  # the home page's "which model for ...?" links
             site.env.globals["flat"] = flat_file.write_flat_file(site, board)  # linked from the home page
@@ -159,7 +162,7 @@ def build_site(results: str | Path, dataset: str | Path, submissions: str | Path
             "missing_images": sum(s != "ok" for s in statuses), "skipped": skipped, "unverified": unverified,
             "seconds": round(time.perf_counter() - start, 3),
             "phases": {"load": round(loaded_at - start, 3), "images": round(started_at - loaded_at + pending.waited, 3),
-                       "pages": round(pages_at - started_at - pending.waited, 3),
+                       "pages": round(pages_at - started_at - pending.waited, 3), "validation": round(validated, 3),
                        "replace": round(time.perf_counter() - pages_at, 3)}}
 
 

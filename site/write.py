@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gzip
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -151,9 +152,9 @@ class Site:
         self.keys.update(zip(paths, entries))
         return [len(data) for data in found]
 
-    def _put_keyed(self, path: str, text: str, key: str | None) -> int:
-        """:meth:`write`, recording ``key`` and the bytes' sha256 for the next build."""
-        data = text.encode("utf-8")
+    def _put_keyed(self, path: str, text: str | bytes, key: str | None) -> int:
+        """:meth:`write` (text as UTF-8), recording ``key`` and the bytes' sha256 for the next build."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
         if key is not None:
             self.keys[path] = [key, _sha256(data)]
         return self._put(path, data)
@@ -169,21 +170,25 @@ class Site:
         return known[1]
 
     def table(self, page: str, name: str, columns: list[Column], rows: list[dict], caption: str = "",
-              json_download: bool = True) -> Table:
-        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json (the CSV alone
-        without ``json_download``: a table of every image, whose JSON at 1,000 submissions would be a fifth of the
-        site), or linked from the previous site when the previous build recorded the same key for them (the code,
-        ``page``, ``name``, ``columns``, ``rows`` and whether the site carries the stand-in banner: all that
-        :func:`_downloads` reads)."""
+              compact: bool = False) -> Table:
+        """A table of ``page``, with its downloads written to data/<page>-<name>.csv and .json, or linked from the
+        previous site when the previous build recorded the same key for them (the code, ``page``, ``name``,
+        ``columns``, ``rows`` and whether the site carries the stand-in banner: all that :func:`_downloads`
+        reads). ``compact``: the CSV alone, gzipped (``.csv.gz``, with no name or time in its header): a table of
+        every image, whose two plain downloads at 1,000 submissions would be a third of the site."""
         stem = f"data/{page.removesuffix('.html').replace('/', '-')}-{name}"
-        files = [stem + ".csv", stem + ".json"][:2 if json_download else 1]
+        files = [stem + ".csv.gz"] if compact else [stem + ".csv", stem + ".json"]
         standin = bool((self.globals.get("banner") or {}).get("count"))
-        key = self._key("table", page, name, columns, rows, standin, json_download)
+        key = self._key("table", page, name, columns, rows, standin, compact)
         if not self._linked(files, key):
-            for path, text in zip(files, _downloads(page, name, columns, rows, standin)):
-                self._put_keyed(path, text, key)
-        return Table(name, [c for c in columns if not c.hidden], rows, stem + ".csv",
-                     stem + ".json" if json_download else None, caption=caption)
+            texts = _downloads(page, name, columns, rows, standin)
+            if compact:
+                self._put_keyed(files[0], gzip.compress(texts[0].encode("utf-8"), mtime=0), key)
+            else:
+                for path, text in zip(files, texts):
+                    self._put_keyed(path, text, key)
+        return Table(name, [c for c in columns if not c.hidden], rows, files[0],
+                     None if compact else files[1], caption=caption)
 
     def plot(self, page: str, name: str, svg: str) -> str:
         path = f"plots/{page.removesuffix('.html').replace('/', '-')}-{name}.svg"

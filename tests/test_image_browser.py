@@ -5,6 +5,7 @@ order; each row links its prompt. Fast: a hand-made result, no evaluator."""
 from __future__ import annotations
 
 import csv
+import gzip
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -55,10 +56,11 @@ def test_the_browser_shows_each_metrics_value_the_notes_in_metric_order_and_the_
     # a.png: m.b and m.c gave the same flag and no explanation: one note naming both, in metric order
     assert a["notes"] == [{"metric": "M.B, M.C", "flag": "no reference", "explained": []}]
     assert b["notes"] == [{"metric": "M.A", "flag": None, "explained": [{"label": "seen", "entries": ["x", "y"]}]}]
-    with (tmp_path / "data" / "model-lab__m-images.csv").open(encoding="utf-8") as fh:
+    with gzip.open(tmp_path / "data" / "model-lab__m-images.csv.gz", "rt", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["file_name"], r["m.b"]) for r in rows] == [("a.png", "6.0"), ("b.png", "3.0")]
-    assert not (tmp_path / "data" / "model-lab__m-images.json").exists()  # every image's table: the CSV alone
+    assert table.csv == "data/model-lab__m-images.csv.gz" and table.json is None  # every image's table: one gzip CSV
+    assert not (tmp_path / "data" / "model-lab__m-images.json").exists()
 
 
 @pytest.mark.parametrize("order", [[0, 1], [1, 0]])
