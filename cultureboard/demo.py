@@ -15,7 +15,8 @@ ratings).
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
 are made once under ``$CULTUREBOARD_CACHE/standins`` (default ``~/.cache/cultureboard``). The demo's
-dataset and the submissions the stand-ins generate are kept in ``$CULTUREBOARD_CACHE/demo``, each keyed by
+dataset and the submissions the stand-ins generate (their held-out images too) are kept in
+``$CULTUREBOARD_CACHE/demo``, each keyed by
 the sha256 of everything that makes it (options, input files, the dataset's revision, the pipeline's
 files, settings, device, the code and library versions), and the embeddings in the engine's cache: a rerun,
 also into a new folder, builds and generates nothing and loads no model, and gives the same bytes.
