@@ -15,7 +15,8 @@ ratings).
 The stand-ins are the real library classes (diffusers, transformers, open_clip) with random weights, saved
 and loaded through the real loading code (:mod:`cultureboard.standins`): their scores measure nothing. They
 are made once under ``$CULTUREBOARD_CACHE/standins`` (default ``~/.cache/cultureboard``). The demo's
-dataset and the submissions the stand-ins generate are kept in ``$CULTUREBOARD_CACHE/demo``, each keyed by
+dataset and the submissions the stand-ins generate (their held-out images too) are kept in
+``$CULTUREBOARD_CACHE/demo``, each keyed by
 the sha256 of everything that makes it (options, input files, the dataset's revision, the pipeline's
 files, settings, device, the code and library versions), and the embeddings in the engine's cache: a rerun,
 also into a new folder, builds and generates nothing and loads no model, and gives the same bytes.
@@ -212,9 +213,17 @@ def _run(out: Path, scorers: str, pipelines: dict[str, str] | None, countries: l
     if folder in written:
         echo(f"      held-out: {folder.name} on the private prompts of {dataset.name}-held-out -> {held_out}")
         local = Path(models[name]).is_dir()
+        reused = []
+
+        def generator(*args, **settings) -> None:  # a stand-in's held-out images: from the cache when made before
+            reused.append(_cached_generate(*args, **settings))
+
         evaluate_held_out(folder, dataset, private_folder(dataset), results, held_out,
                           pipeline=models[name] if local else None, scorers=scorer_config,
-                          cache=cache_root() / "embeddings")
+                          cache=cache_root() / "embeddings", generator=generator if standin else None)
+        if any(reused):
+            echo("      held-out images reused from the cache (generated from the same inputs)")
+            cached.append("held-out")
     lap("evaluate")
 
     ratings = out / "ratings"
@@ -397,23 +406,35 @@ def _standin_pipelines() -> dict[str, str]:
 def _generate(dataset: Path, prompt_set: str, name: str, pipeline: str, folder: Path, standin: bool,
               bars: bool) -> bool:
     """Generate ``folder``; a stand-in's submission is taken from the cache when one was made from the same
-    inputs (True), else generated and stored there."""
+    inputs (True, :func:`_cached_generate`)."""
     settings = {"organization": "demo", "model_name": name, "tag": prompt_set, "contact": "cultureboard demo"}
     if standin:
-        settings.update(STANDIN_GENERATION)
-        entry = cache_root() / "demo" / "submissions" / _generation_key(dataset, prompt_set, pipeline, settings)
-        if entry.is_dir():
-            _copy_into(entry / folder.name, folder)
-            return True
+        return _cached_generate(dataset, prompt_set, pipeline, folder, progress=bars, **settings, **STANDIN_GENERATION)
+    _generate_now(dataset, prompt_set, pipeline, folder, progress=bars, **settings)
+    return False
+
+
+def _cached_generate(dataset: Path, prompt_set: str, pipeline: str, folder: Path, *, progress: bool = False,
+                     **settings) -> bool:
+    """``generate(dataset, prompt_set, pipeline, folder, **settings)`` of a stand-in pipeline: a copy from
+    ``$CULTUREBOARD_CACHE/demo/submissions`` when one was made from the same inputs (:func:`_generation_key`; True),
+    else generated and stored there (False). The public submissions and the held-out images both come here."""
+    entry = cache_root() / "demo" / "submissions" / _generation_key(dataset, prompt_set, pipeline, settings)
+    if entry.is_dir():
+        _copy_into(entry / folder.name, folder)
+        return True
+    _generate_now(dataset, prompt_set, pipeline, folder, progress=progress, **settings)
+    make_once(entry, lambda tmp: shutil.copytree(folder, tmp / folder.name))
+    return False
+
+
+def _generate_now(dataset: Path, prompt_set: str, pipeline: str, folder: Path, **settings) -> None:
     from diffusers.utils import logging
 
     from .evaluators.submission.generate import generate
 
     logging.disable_progress_bar()  # "Loading pipeline components": the demo prints a line per submission
-    generate(dataset, prompt_set, pipeline, folder, **settings, progress=bars)
-    if standin:
-        make_once(entry, lambda tmp: shutil.copytree(folder, tmp / folder.name))
-    return False
+    generate(dataset, prompt_set, pipeline, folder, **settings)
 
 
 def _generation_key(dataset: Path, prompt_set: str, pipeline: str, settings: dict) -> str:

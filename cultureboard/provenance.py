@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -27,13 +28,21 @@ def git_commit() -> dict:
 
 
 def code_provenance(packages: tuple[str, ...]) -> dict:
-    versions = {}
-    for name in packages:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    """The cultureboard version, its git commit, the Python version and the installed version of each of
+    ``packages`` (None where one is not installed)."""
+    versions = {name: package_version(name) for name in packages}
     return {"cultureboard": __version__, "git": git_commit(), "python": platform.python_version(), "packages": versions}
+
+
+@functools.cache
+def package_version(name: str) -> str | None:
+    """The installed version of the distribution ``name`` (None when not installed), read once a process: each
+    look-up scans every folder of the import path's distributions (tens of ms on a large environment), and a
+    process keeps the modules it imported whatever is installed after."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:

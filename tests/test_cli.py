@@ -415,17 +415,53 @@ def test_demo_rerun_into_a_new_folder_reuses_the_cache(demo_runs):
     summary = json.loads(demo_runs["second"].stdout)
     subs = sorted(p.name for p in (first / "submissions").iterdir())
     generated = [s for s in subs if not s.startswith("control__")]  # the controls (and REFUSED) are made anew
-    assert sorted(summary["cached"]) == sorted(["dataset", *generated]) and len(generated) == len(subs) - len(DEMO_CONTROLS) - 1
+    assert sorted(summary["cached"]) == sorted(["dataset", "held-out", *generated])  # the held-out images too
+    assert len(generated) == len(subs) - len(DEMO_CONTROLS) - 1
     assert set(summary["seconds"]) == {"start", "build", "generate", "validate", "evaluate", "ratings", "site", "total"}
     for study in ("cube", "cultdiff", "cultivate", "cure"):  # the synthetic ratings: seeded, the same bytes
         assert (first / "ratings" / f"{study}.csv").read_bytes() == (second / "ratings" / f"{study}.csv").read_bytes()
-    assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 1
+    assert demo_runs["second"].stderr.count("reused from the cache") == len(generated) + 2
+    assert "held-out images reused from the cache" not in demo_runs["first"].stdout
+    assert (first / "results-held-out").is_dir() and all(  # the held-out record: the same bytes
+        (second / "results-held-out" / p.name).read_bytes() == p.read_bytes() for p in (first / "results-held-out").iterdir())
     for sub in subs:  # the same bytes: images, metadata and submission.yaml
         a, b = first / "submissions" / sub, second / "submissions" / sub
         files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
         assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
         assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files), sub
     assert _results(first) == _results(second)
+
+
+def test_demo_generation_cache_is_keyed_by_its_inputs(demo_runs, tmp_path, monkeypatch):
+    """A stand-in's submission made again from the same inputs is the cached one, the same bytes (True: reused);
+    another setting (3 denoising steps instead of 2) misses, generates and stores its own entry, reused next time."""
+    import torch
+
+    from cultureboard.demo import STANDIN_GENERATION, _cached_generate
+    from cultureboard.standins import standin_pipeline
+
+    monkeypatch.setenv("CULTUREBOARD_CACHE", demo_runs["env"]["CULTUREBOARD_CACHE"])
+    demo, sid = demo_runs["demo"], "demo__tiny-a__cube-awareness"
+    settings = {"organization": "demo", "model_name": "tiny-a", "tag": "cube-awareness", "contact": "cultureboard demo",
+                **STANDIN_GENERATION}
+    pipeline = str(standin_pipeline("tiny-a", 0))
+
+    def files(folder: Path) -> dict:  # the images and metadata (the demo adds release date and size to the spec)
+        return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+                if p.is_file() and p.name != "submission.yaml"}
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the demo runs the stand-ins (the thread count is part of the key)
+    try:
+        assert _cached_generate(demo / "dataset", "cube-awareness", pipeline, tmp_path / "same" / sid, **settings)
+        assert files(tmp_path / "same" / sid) == files(demo / "submissions" / sid)
+        other = {**settings, "steps": 3}
+        assert not _cached_generate(demo / "dataset", "cube-awareness", pipeline, tmp_path / "steps" / sid, **other)
+        assert files(tmp_path / "steps" / sid) != files(demo / "submissions" / sid)
+        assert _cached_generate(demo / "dataset", "cube-awareness", pipeline, tmp_path / "again" / sid, **other)
+        assert files(tmp_path / "again" / sid) == files(tmp_path / "steps" / sid)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_evaluate_with_the_tiny_scorers(demo_runs, tmp_path):

@@ -318,6 +318,36 @@ def test_copied_references_control_is_refused_naming_each_photograph(dataset, tm
     assert "image.copies_reference" in capsys.readouterr().out
 
 
+def test_validating_again_reuses_the_perceptual_hashes_and_a_changed_image_is_hashed_anew(dataset, tmp_path,
+                                                                                            monkeypatch):
+    """A folder validated again in one process decodes no image again (the hashes are remembered by the sha256 of
+    each file's bytes) and gets the same report; an image whose bytes changed (a noise image instead of a copied
+    photograph) is hashed anew, and is no longer reported as a copy."""
+    from cultureboard.evaluators.submission.format import read_spec, write_submission
+    from cultureboard.evaluators.submission.rules import copies
+    from cultureboard.provenance import file_sha256
+
+    out = tmp_path / "control__copied-references"
+    made = make_control("copied-references", dataset, "cube-awareness", out, size=64)
+    monkeypatch.setattr(copies, "_HASHES", {})
+    hashed = []
+    real = copies.image_hashes
+    monkeypatch.setattr(copies, "image_hashes", lambda image: hashed.append(1) or real(image))
+    first = validate(out, dataset)
+    assert len(hashed) == made["images"] > 1
+    again = validate(out, dataset)
+    assert len(hashed) == made["images"] and again.to_text() == first.to_text()
+    rows = read_metadata(out / "metadata.jsonl")
+    changed = next(r for r in rows if not r.get("refused"))
+    Image.fromarray(np.random.default_rng(5).integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(out / changed["file_name"])
+    changed["sha256"] = file_sha256(out / changed["file_name"])
+    write_submission(out, read_spec(out / "submission.yaml"), rows)
+    third = validate(out, dataset)
+    assert len(hashed) == made["images"] + 1
+    copied = {p.file for p in third.errors if p.code == "image.copies_reference"}
+    assert changed["file_name"] not in copied and len(copied) == made["images"] - 1
+
+
 def _as_model(control, dataset, out, images: dict) -> None:
     """``control`` (a valid text-only control) turned into a model's submission ``out``: noise images of its own for
     every slot (so that no two prompts' images look alike), those of ``images`` ({(prompt index, sample): PIL image})

@@ -573,6 +573,29 @@ def test_release_date_and_size_are_optional_and_checked(sub, dataset):
     assert date.file == yaml_line(sub, "  release_date:") and date.message == "model.release_date 2999-01-01 is in the future"
 
 
+def test_read_spec_remembers_parsed_bytes_and_reads_a_changed_file_anew(sub, tmp_path):
+    """format.read_spec parses one file's bytes once a process: the same bytes (at another path too) give an equal
+    spec, a fresh copy each time (changing one changes no later read); changed bytes are parsed anew, and a broken
+    file is an error naming its own path however often it is read."""
+    from cultureboard.evaluators.submission import format as fmt
+
+    path = sub / "submission.yaml"
+    first = fmt.read_spec(path)
+    key = (hashlib.sha256(path.read_bytes()).digest(), False)
+    assert fmt._SPECS[key] == first
+    first["model"]["name"] = "changed here only"
+    other = tmp_path / "elsewhere.yaml"
+    other.write_bytes(path.read_bytes())
+    assert fmt.read_spec(path) == fmt.read_spec(other) == fmt._SPECS[key] != first
+    path.write_text(path.read_text().replace("steps: ", "steps: 1", 1))
+    assert fmt.read_spec(path)["generation"]["steps"] == int("1" + str(fmt._SPECS[key]["generation"]["steps"]))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("model: [unclosed\n")
+    for _ in range(2):
+        with pytest.raises(CultureboardError, match="broken.yaml"):
+            fmt.read_spec(broken)
+
+
 def test_out_of_range_settings_are_each_one_error(sub, dataset):
     """A width of 0 is reported (never a silently skipped size check), with the value and the range."""
     spec = read_spec(sub)

@@ -27,7 +27,6 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -37,7 +36,7 @@ from cultureboard import progress
 from cultureboard.atomic import atomic_write_text
 from cultureboard.device import choose_device, choose_dtype, require_device
 from cultureboard.errors import CultureboardError
-from cultureboard.provenance import FingerprintMemo, folder_sha256
+from cultureboard.provenance import FingerprintMemo, folder_sha256, package_version
 
 from .batching import BATCH_SIZE, probe
 
@@ -358,12 +357,7 @@ class Scorers:
         return out
 
     def _identity_key(self, name: str, entry: Mapping, revision: str) -> str:
-        versions = {}
-        for package in LIBRARIES:
-            try:
-                versions[package] = metadata.version(package)
-            except metadata.PackageNotFoundError:
-                versions[package] = None
+        versions = {package: package_version(package) for package in LIBRARIES}
         key = {"name": name, "entry": {k: v for k, v in entry.items() if k not in ("notes", "role", "training_data")},
                "revision": revision, "device": self.device.split(":")[0], "dtype": self.dtype, "versions": versions,
                "batch_size": BATCH_SIZE}  # the forward-pass probe's verdict holds for this batch size

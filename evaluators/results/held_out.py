@@ -24,6 +24,7 @@ import json
 import math
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from cultureboard.atomic import atomic_write_text
 from cultureboard.errors import CultureboardError
@@ -134,13 +135,14 @@ def _pipeline(spec: dict, pipeline: str | None) -> str:
 
 def evaluate_held_out(submission: str | Path, dataset: str | Path, private: str | Path, results: str | Path,
                       out: str | Path, *, pipeline: str | None = None, scorers=None, device: str | None = None,
-                      cache: str | Path | None = None, work: str | Path | None = None, progress: bool = False) -> dict:
+                      cache: str | Path | None = None, work: str | Path | None = None, progress: bool = False,
+                      generator: Callable | None = None) -> dict:
     """Score ``submission``'s pipeline on the held-out prompts of its prompt set (from ``private``, the split of
     ``dataset``'s release) and write ``out/<submission id>.json``; ``results`` holds its public results. Returns
-    the record."""
+    the record. ``generator`` makes the images, called as :func:`~..submission.generate.generate` is (the
+    default); the demo passes one that reuses the stand-ins' images made from the same inputs."""
     from ..engine.evaluate import evaluate
     from ..submission.format import SUBMISSION_YAML, get, read_spec, submission_id
-    from ..submission.generate import generate
 
     submission, dataset, private, results, out = map(Path, (submission, dataset, private, results, out))
     spec = read_spec(submission / SUBMISSION_YAML)
@@ -161,7 +163,9 @@ def evaluate_held_out(submission: str | Path, dataset: str | Path, private: str 
                 "i2i_pipeline": (get(spec, "generation.extra") or {}).get("i2i_model")}
     with tempfile.TemporaryDirectory(prefix="cultureboard-held-out-", dir=work) as tmp:
         folder = Path(tmp) / "submissions" / sid
-        generate(private, prompt_set, ref, folder, device=device, progress=progress, **settings)
+        if generator is None:
+            from ..submission.generate import generate as generator
+        generator(private, prompt_set, ref, folder, device=device, progress=progress, **settings)
         evaluate(folder, private, Path(tmp) / "results", scorers=scorers, cache=cache, device=device,
                  dtype=settings["dtype"], seed=public["provenance"]["settings"]["seed"],
                  n_boot=public["provenance"]["settings"]["n_boot"], options=public["provenance"]["options"])

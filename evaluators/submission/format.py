@@ -19,7 +19,9 @@ non-string keys; no NaN or infinity; integers within 64 bits).
 
 from __future__ import annotations
 
+import copy
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -282,9 +284,28 @@ def read_spec(path: str | Path, *, partial: bool = False) -> dict:
     path = Path(path)
     fix = "correct it (see submissions/README.md), then run `cultureboard validate` on the submission"
     try:
-        spec = yaml.load(path.read_bytes().decode("utf-8"), Loader=YamlLoader)
+        data = path.read_bytes()
     except OSError as exc:
         raise CultureboardError(path, f"cannot be read ({exc.strerror})", "check that the file exists and is readable") from None
+    key = (hashlib.sha256(data).digest(), partial)
+    if key not in _SPECS:
+        if len(_SPECS) >= _SPECS_KEPT:
+            _SPECS.clear()
+        _SPECS[key] = _parse_spec(path, data, partial, fix)
+    return copy.deepcopy(_SPECS[key])
+
+
+#: The specs read lately (:func:`read_spec`), by the sha256 of the file's bytes and ``partial``: the validator reads
+#: every sibling submission's spec for each submission it checks, so a folder of n submissions of one model reads
+#: n^2 files; parsing (pure-Python YAML) is the cost, and the same bytes give the same spec. Cleared when full.
+_SPECS: dict[tuple[bytes, bool], dict] = {}
+_SPECS_KEPT = 4096
+
+
+def _parse_spec(path: Path, data: bytes, partial: bool, fix: str) -> dict:
+    """:func:`read_spec` of the bytes ``data`` read from ``path``."""
+    try:
+        spec = yaml.load(data.decode("utf-8"), Loader=YamlLoader)
     except UnicodeDecodeError as exc:
         raise CultureboardError(path, f"is not UTF-8 text (byte {exc.start})", "save it as UTF-8") from None
     except yaml.YAMLError as exc:

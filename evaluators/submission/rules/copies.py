@@ -12,6 +12,7 @@ unreadable are left to that report; a dataset whose reference photographs cannot
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -68,12 +69,33 @@ def _hash_images(run: Run) -> list[tuple[int, dict, np.ndarray]]:
         return [(n, row, both) for (n, row), both in zip(todo, hashed) if both is not None]
 
 
+#: The hashes of the images hashed lately (:func:`_hashes`), by the sha256 of their bytes: a folder validated again in
+#: one process (the demo validates each submission, then ``evaluate`` and the site's submissions page do) decodes
+#: nothing again. At most :data:`_HASHES_KEPT` (about 0.5 KB each); cleared when full.
+_HASHES: dict[bytes, np.ndarray | None] = {}
+_HASHES_KEPT = 100_000
+
+
 def _hashes(path: str) -> np.ndarray | None:
+    """:func:`~..perceptual.image_hashes` of the image file at ``path`` (None: featureless, or unreadable), remembered
+    by the sha256 of its bytes (the hashes are a function of them)."""
     try:
-        with Image.open(path) as image:
-            return image_hashes(image)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None  # reported by the image rules
+    key = hashlib.sha256(data).digest()
+    if key in _HASHES:
+        return _HASHES[key]
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            both = image_hashes(image)
     except (OSError, ValueError, Image.DecompressionBombError):
         return None  # reported by the image rules
+    if len(_HASHES) >= _HASHES_KEPT:
+        _HASHES.clear()
+    _HASHES[key] = both
+    return both
 
 
 def _check_references(run: Run, images: list[tuple[int, dict, np.ndarray]]) -> None:
