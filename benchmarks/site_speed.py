@@ -14,7 +14,8 @@
    images are "on the Hub" (no local files, no thumbnails).
 3. With ``--media hub`` the image files are made first, as ``cultureboard publish media`` makes them (timed apart:
    in the workflows they go to the results dataset, not to GitHub Pages; nothing is uploaded here, the record
-   names a stand-in commit), and the site links them there.
+   names a stand-in commit), and the site links them there. The validator's per-process memory of perceptual
+   hashes is turned off: the synthesised submissions share their images' bytes, which real submissions do not.
 4. Times ``build_site`` into an empty folder (every thumbnail made), then, after one more submission of the first
    family is added, a rebuild into the same folder (what the previous build proved unchanged is reused, as when CI
    restores the previous site), and prints a Markdown table with each figure's ratio to its target: first build
@@ -138,7 +139,12 @@ def main() -> None:
     if work.is_dir() and any(work.iterdir()) and not (work / "meta.json").is_file():
         sys.exit(f"{work} holds other files: pass an empty or new --workdir (this script deletes and rewrites it)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from cultureboard.evaluators.submission.rules import copies
     from cultureboard.site.render import build_site
+
+    # The synthesised submissions share their images' bytes, which real ones do not: keep the validator from
+    # remembering perceptual hashes across folders (it would hash each image once for all N copies).
+    copies._HASHES_KEPT = 0
 
     countries = args.countries.split(",") if args.countries else None
     wanted = {"generator": GENERATOR_VERSION, "countries": countries}
