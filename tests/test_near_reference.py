@@ -118,6 +118,26 @@ def test_bad_input_is_one_error(tmp_path):
         near_reference.thresholds(bad)
 
 
+def _benchmark():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "near_reference_threshold.py"
+    spec = importlib.util.spec_from_file_location("near_reference_threshold", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_chooses_the_threshold_by_its_rule():
+    """Separated: the midpoint of the lowest copy and the highest distinct pair, rounded down to 4 decimals; not
+    separated: the smallest 4-decimal value above every distinct pair, with the share of each edit's copies missed."""
+    choose = _benchmark().choose
+    assert choose({"a": np.array([0.95, 0.97])}, np.array([0.5, 0.9])) == (0.925, True, {})
+    t, separated, missed = choose({"a": np.array([0.99, 1.0]), "b": np.array([0.99951, 0.9999]),
+                                   "c": np.array([1.0, 1.0])}, np.array([0.9, 0.99951]))
+    assert (t, separated, missed) == (0.9996, False, {"a": 0.5, "b": 0.5})
+
+
 # ------------------------------------------------------------------------------------------ CultDiff end to end
 
 @pytest.fixture(scope="module")

@@ -169,7 +169,12 @@ def leave_out(rows: list[dict], similarity: Mapping[str, float], check: Check, m
 def note(ctx, check: Check, left_out: Mapping[str, int], checked: int) -> None:
     """Record the check on each metric of ``left_out`` ({metric: images left out of it}): the check itself
     (:meth:`Check.record`, ``NOTE``) and the counts (``counts``, summed over shards): images left out, images
-    checked (those with reference photographs)."""
+    checked (those with reference photographs). The run says what it found, or that it did not check."""
+    from cultureboard import progress
+
+    progress.say(f"near-reference check ({check.scorer}): " + (
+        f"{max(left_out.values(), default=0)} of {checked} images left out (cosine >= {check.threshold})"
+        if check.threshold is not None else check.status))
     for metric, n in left_out.items():
         ctx.note(metric, NOTE, check.record())
         ctx.note(metric, "counts", {LEFT_OUT: int(n), CHECKED: int(checked)})
