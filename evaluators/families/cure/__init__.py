@@ -374,7 +374,7 @@ NEAR_REFERENCE_SCORER = IMAGE_ENCODERS[".dinov2"]
 GT_METRICS = tuple(f"cure.gt{suffix}" for suffix in IMAGE_ENCODERS)
 
 
-def _near_reference(ctx: Context, ladders: dict[str, _Ladder]) -> dict[str, float]:
+def _near_reference(ctx: Context, ladders: dict[str, _Ladder]) -> _Near:
     """s(x) of every ladder image with reference photographs and the near-reference ones among them
     (:class:`_Near`); the check is recorded on every cure.gt metric with the images of P(n) (those cure.gt reads)
     it leaves out."""
