@@ -17,7 +17,7 @@ from cultureboard.evaluators.submission.perceptual import THRESHOLD as COPY_THRE
 
 from cultureboard.errors import CultureboardError
 
-from . import gaming, held_out, plots, written_share
+from . import gaming, held_out, near_reference, plots, written_share
 from .board import Board
 from .figures import map_page, scale
 from .leaderboards import leaderboard, prompt_set_page
@@ -71,7 +71,7 @@ def model_pages(site: Site, board: Board, r, images: dict) -> None:
               overview=None if r.control else model_page(model_key(r.spec)),
               entangled=[{"metric": m, "title": board.cards[m]["title"], "found": found}
                          for m in group.metrics if (found := board.entangled(r, m))],
-              written=written_share.share_text(r.summary),
+              written=written_share.share_text(r.summary), near_reference=near_reference.text(r.summary),
               without=_without_table(site, board, page, r),
               **images)
 
@@ -220,8 +220,10 @@ def metric_pages(site: Site, board: Board) -> None:
         family = board.families.get(card["family"])
         reads_text = any(name in ((r.summary["provenance"].get("written") or {}).get("reads_text") or ())
                          for g in groups for r in g.everyone)
+        near = sorted({(b["status"], b["threshold"], b["model_id"]) for g in groups for r in g.everyone
+                       if (b := (r.summary.get("near_reference") or {}).get(name))}, key=str)
         site.page(page, "metric.html", card["title"], card=card, boards=boards, checkpoints=checkpoints,
-                  copy_threshold=COPY_THRESHOLD, reads_text=reads_text,
+                  copy_threshold=COPY_THRESHOLD, reads_text=reads_text, near_reference=near,
                   ratings=site.table(page, "human-ratings", columns, rows) if rows else None,
                   papers=dict(family.papers) if family else {}, family=family,
                   notes=_notes(board, name))

@@ -6,7 +6,8 @@ One row per (submission, metric, slice) that a board reads (each result's entrie
 model, submission id and its display name, tag, open or closed weights, release date and parameter count where
 declared, who generated the images and who scored them), what (prompt
 set, family, comparability group, slice type and slice, metric, its version and direction), the value with its 95%
-CI, n images and prompts, coverage and the number of refused prompts, the flags (control kind, tiny random
+CI, n images and prompts, coverage and the number of refused prompts, on a similarity-to-reference metric's row over
+all prompts the images its near-reference check left out (empty where it was not checked), the flags (control kind, tiny random
 stand-in scorers, a text-only control scoring high, a caveat such as "2 prompts: not ranked"), and the provenance
 (cultureboard version and git commit, dataset revision, the scorers' model ids and resolved revisions, device and
 dtype, the submission's sha256). Rows are ordered by prompt set, submission id, metric, slice type, slice; the two
@@ -40,6 +41,7 @@ SCHEMA = pa.schema([
     ("slice_type", pa.string()), ("slice", pa.string()), ("metric", pa.string()), ("metric_version", pa.string()),
     ("direction", pa.string()), ("value", pa.float64()), ("ci_low", pa.float64()), ("ci_high", pa.float64()),
     ("n_images", pa.int64()), ("n_prompts", pa.int64()), ("coverage", pa.float64()), ("n_refused", pa.int64()),
+    ("near_reference_left_out", pa.int64()),
     ("control", pa.string()), ("stand_in", pa.bool_()), ("caveat", pa.string()), ("cultureboard", pa.string()),
     ("git_commit", pa.string()), ("dataset_revision", pa.string()), ("scorers", pa.string()), ("device", pa.string()),
     ("dtype", pa.string()), ("submission_sha256", pa.string()),
@@ -67,14 +69,18 @@ def flat_rows(board: Board) -> list[dict]:
                 "cultureboard": p["code"]["cultureboard"], "git_commit": p["code"]["git"].get("commit"),
                 "dataset_revision": p["dataset"]["revision"], "scorers": scorers, "device": p.get("device"),
                 "dtype": p.get("dtype"), "submission_sha256": (p.get("submission") or {}).get("sha256")}
+        near = r.summary.get("near_reference") or {}
         for (metric, slice_type, slice_), e in sorted(r.entries.items()):
             card = board.cards.get(metric, {})
+            checked = near.get(metric) if slice_type == "overall" else None
             note = caveat(e)
             rows.append(who | {"slice_type": slice_type, "slice": slice_, "metric": metric,
                                "metric_version": _text(card.get("version")), "direction": card.get("direction"),
                                "value": e.get("value"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high"),
                                "n_images": e.get("n_images"), "n_prompts": e.get("n_prompts"),
                                "coverage": e.get("coverage"), "n_refused": e.get("n_refused"),
+                               "near_reference_left_out": checked["left_out"] if checked and
+                               checked["threshold"] is not None else None,
                                "caveat": note["label"] if note else None} | made)
     return rows
 

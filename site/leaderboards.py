@@ -16,7 +16,7 @@ from cultureboard.errors import CultureboardError
 from cultureboard.evaluators.results.disparity import SIGNIFICANT, clears
 from cultureboard.evaluators.results.tiers import ranked_tier
 
-from . import beside, country_answer, country_sources, figures, gaming, held_out, written_share
+from . import beside, country_answer, country_sources, figures, gaming, held_out, near_reference, written_share
 from .board import Board, Group
 from .names import direction_text, slice_name, slice_path, sort_rule, standin_marks, type_label
 from .write import Column, Site, Table
@@ -121,6 +121,12 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
         columns.append(Column("spells", "Spells prompt", "pct", "Share of the submission's images (of those the OCR "
                               "could check) that spell their prompt's artifact or country in drawn text",
                               better="lower"))
+    near = slice_type == "overall" and any(near_reference.cell(r.summary) for r in members)
+    if near:
+        columns.append(Column("near_reference", "Near reference", "text", "Images left out of the similarity-to-"
+                              "reference metrics as near a reference photograph of their artifact (embedding cosine "
+                              "at or above the threshold measured for the scorer), of those compared; not checked "
+                              "where no threshold was measured for the scorer's checkpoint"))
     rows = []
     for r in members:
         row = {"rank": ranks.get(r.sid), "submission": {"text": r.display, "href": f"model/{r.sid}.html"},
@@ -138,6 +144,8 @@ def leaderboard(site: Site, board: Board, page: str, group: Group, slice_type: s
             row["held_out"] = None
         if slice_type == "overall":
             row["spells"] = written_share.share(r.summary)
+        if near:
+            row["near_reference"] = near_reference.cell(r.summary)
         if any(c.key == "spread" for c in columns):
             row["spread"] = board.spread(group, r, metrics[0])
             if badge := entangled_badge(e for v in variants for e in board.entangled(r, v)):

@@ -206,22 +206,27 @@ def test_values_are_the_scorers_own(world):
             continue
         image = _pil((world["submission"] / f"images/{p['prompt_id']}/0.png").read_bytes())
         photos = [_pil(refs.data[s]) for s in refs.by_artifact[p["artifact_id"]][:3]]
-        row = {m: scores[(scores.metric == m) & (scores.prompt_id == p["prompt_id"])].iloc[0] for m in METRICS}
+        rows = {m: scores[(scores.metric == m) & (scores.prompt_id == p["prompt_id"])].iloc[0] for m in METRICS}
+        # the copied reference photograph is left out as near_reference, its value kept in the detail
+        near = p["prompt_id"] == world["identical"]["prompt_id"]
+        assert {r.flag if isinstance(r.flag, str) else None for r in rows.values()} == (
+            {"near_reference"} if near else {None})
+        value = {m: json.loads(r.detail)["left_out_value"] if near else r.value for m, r in rows.items()}
         for metric, scorer in (("cultdiff.dino", dino), ("cultdiff.clip", clip)):
             vectors = scorer.embed_images([image, *photos])
             expected = vectors[1:] @ vectors[0]
-            np.testing.assert_allclose(json.loads(row[metric].detail)["per_reference"], expected, atol=1e-5)
-            assert row[metric].value == pytest.approx(expected.mean(), abs=1e-5)
+            np.testing.assert_allclose(json.loads(rows[metric].detail)["per_reference"], expected, atol=1e-5)
+            assert value[metric] == pytest.approx(expected.mean(), abs=1e-5)
         for metric, scorer in (("cultdiff.lpips", lpips), ("cultdiff.dreamsim", dreamsim),
                                ("cultdiff.learned", learned)):
             import torch
 
             a = torch.stack([scorer.image_transform(image)] * len(photos))
             b = torch.stack([scorer.image_transform(photo) for photo in photos])
-            assert row[metric].value == pytest.approx(float(scorer.compare(a, b).mean()), abs=1e-5)
+            assert value[metric] == pytest.approx(float(scorer.compare(a, b).mean()), abs=1e-5)
         grey = [core.luma((SquareResize(256)(x).permute(1, 2, 0).numpy().astype(float) + 1) * 127.5)
                 for x in (image, *photos)]
-        assert row["cultdiff.ssim"].value == pytest.approx(np.mean([core.ssim(grey[0], g) for g in grey[1:]]))
+        assert value["cultdiff.ssim"] == pytest.approx(np.mean([core.ssim(grey[0], g) for g in grey[1:]]))
         checked += 1
     assert checked >= 3
 
@@ -249,7 +254,9 @@ def test_an_image_identical_to_a_reference_scores_the_maximum(world):
     best = evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-best", scorers=world["config"],
                     device="cpu", n_boot=50, cache=world["root"] / "cache", options={"reduction": "best"})
     best_scores = pq.read_table(best / "scores.parquet").to_pandas()
-    mine = best_scores[best_scores.prompt_id == pid].set_index("metric")["value"]
+    # left out as near_reference: the value it would have had is in the detail
+    mine = best_scores[best_scores.prompt_id == pid].set_index("metric")["detail"].map(
+        lambda d: json.loads(d)["left_out_value"])
     assert mine["cultdiff.dino"] == pytest.approx(1.0, abs=1e-5) and mine["cultdiff.lpips"] == pytest.approx(0, abs=1e-6)
     assert (others[others.metric == "cultdiff.dino"]["value"] < 1 - 1e-3).all()
     summary = json.loads((best / "summary.json").read_text())
@@ -264,12 +271,13 @@ def test_images_without_references_are_flagged_and_counted(world):
     assert len(flagged) == len(bare) * len(METRICS) and flagged.value.isna().all()
     assert set(flagged.flag) == {"no reference photograph"}
     assert json.loads(flagged.iloc[0].detail)["artifact"] == world["bare"]
-    assert scores[~scores.prompt_id.isin(bare)].flag.isna().all()
+    copied = world["identical"]["prompt_id"]  # the reference photograph handed in: near_reference
+    assert scores[~scores.prompt_id.isin(bare + [copied])].flag.isna().all()
     overall = {e["metric"]: e for e in summary["metrics"] if e["slice_type"] == "overall"}
     for metric in METRICS:
-        assert overall[metric]["n_flagged"] == len(bare)
-        assert overall[metric]["flags"] == {"no reference photograph": len(bare)}
-        assert overall[metric]["n_prompts"] == len(world["prompts"]) - len(bare)
+        assert overall[metric]["n_flagged"] == len(bare) + 1
+        assert overall[metric]["flags"] == {"no reference photograph": len(bare), "near_reference": 1}
+        assert overall[metric]["n_prompts"] == len(world["prompts"]) - len(bare) - 1
     assert summary["provenance"]["dataset"]["references_revision"] == references_revision(world["dataset"])
     assert summary["provenance"]["family"] == "cultdiff"
     headline = [m for m in summary["metrics_info"] if m["primary"]]
@@ -303,7 +311,10 @@ def test_country_by_category_cells_are_the_engine_summary_of_each_cell(world):
     for (country, category), part in dino.groupby(["country", "category"]):
         entry = cells[("cultdiff.dino", f"{country} x {category}")]
         assert entry["value"] == pytest.approx(part["value"].mean())
-        assert entry["ci_low"] <= entry["value"] <= entry["ci_high"]
+        if len(part) > 1:
+            assert entry["ci_low"] <= entry["value"] <= entry["ci_high"]
+        else:  # the cell of the copied photograph keeps one scored prompt: no interval
+            assert entry["ci_low"] is None and entry["ci_note"] == "no CI: 1 prompt"
         total = sum(1 for p in world["prompts"] if (p["country"], p["category"]) == (country, category))
         assert entry["coverage"] == pytest.approx(len(part) / total)
     assert {e["slice_type"] for e in cells.values()} == {"country_x_category"}
@@ -399,8 +410,8 @@ def test_reference_photos_control_is_never_compared_with_itself(world):
         assert max(json.loads(row["cultdiff.ssim"].detail)["per_reference"]) < 0.99  # SSIM(x, x) = 1: not there
         checked += 1
     assert checked >= 2 and {m: metric_cards()[m].version for m in METRICS} == {
-        "cultdiff.dino": 2, "cultdiff.clip": 3, "cultdiff.lpips": 2, "cultdiff.dreamsim": 3, "cultdiff.ssim": 2,
-        "cultdiff.learned": 3}
+        "cultdiff.dino": 3, "cultdiff.clip": 4, "cultdiff.lpips": 3, "cultdiff.dreamsim": 4, "cultdiff.ssim": 3,
+        "cultdiff.learned": 4}
 
 
 # ------------------------------------------------------------------------------------------ learned scorer's own data
@@ -434,7 +445,8 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
     assert learned.loc[sorted(trained), "value"].isna().all()
     detail = json.loads(learned.loc[scored[2]["prompt_id"], "detail"])
     assert detail["images_trained_on"] == [photo_of_b] and not detail["artifact_trained_on"]
-    held = [p["prompt_id"] for p in scored if p["prompt_id"] not in trained]
+    copied = world["identical"]["prompt_id"]  # left out as near_reference, whatever the training data
+    held = [p["prompt_id"] for p in scored if p["prompt_id"] not in trained | {copied}]
     np.testing.assert_allclose(learned.loc[held, "value"], before.loc[held, "value"])
     summary = json.loads((out / "summary.json").read_text())
     overall = next(e for e in summary["metrics"] if e["metric"] == "cultdiff.learned" and e["slice_type"] == "overall")
@@ -453,7 +465,7 @@ def test_cultdiff_s_never_grades_its_own_training_data(world):
 
     validity = metric_validity(pd.DataFrame(rows), scores, n_boot=20)
     n = {r["metric"]: r["n"] for r in validity if r["slice_type"] == "overall"}
-    assert n["cultdiff.learned"] == len(held) and n["cultdiff.dino"] == len(scored)
+    assert n["cultdiff.learned"] == len(held) and n["cultdiff.dino"] == len(scored) - 1  # the copy left out
     (folder / "training.json").write_text(json.dumps({"losses": [1.0]}))  # a record that does not say
     with pytest.raises(CultureboardError, match="does not say what the model was trained on"):
         evaluate_allowing_copies(world["submission"], world["dataset"], world["root"] / "results-stale", scorers=config,

@@ -50,7 +50,7 @@ def test_cultdiff_s_evidence_is_the_papers_model_not_this_one():
     card = CARDS["cultdiff.learned"]
     assert card.validity[0].value == 0.1848 and "the paper's own CultDiff-S model (not this one" in card.validity[0].statement
     assert "the paper's own CultDiff-S model (not this one)" in card.direction_evidence
-    assert "in training set" in card.description and card.version == 3
+    assert "in training set" in card.description and card.version == 4  # 4: near_reference
 
 
 def test_the_headline_is_the_projects_choice():

@@ -388,7 +388,7 @@ def test_reference_photos_control_leaves_each_photograph_out_of_its_own_referenc
         assert row["value"] == pytest.approx(leave_one_out, abs=1e-5)
         assert row["value"] < float(np.mean(x @ g.T)) - 1e-3 and row["value"] < 1  # the self-matches are gone
         assert json.loads(row["detail"])["left_out"] == "each image's own photograph (leave-one-out)"
-    assert metric_cards()["cure.gt"].version == 2 and metric_cards()["cure.ps"].version == 2
+    assert metric_cards()["cure.gt"].version == 3 and metric_cards()["cure.ps"].version == 2  # 3: near_reference
     # a model's images are compared with every photograph (the world's own check): no detail of leaving out
     assert "left_out" not in json.loads(value(world["scores"], "cure.gt", JIAOZI)["detail"])
 

@@ -1207,3 +1207,37 @@ def test_the_evidence_page_lists_every_card_with_its_tier_and_the_rule(world):
     assert rows["cube.within.vs.artifact"]["tier"]["text"] == "diagnostic"
     assert " ".join(RULE.split()) in page.plain()
     assert 'href="evidence.html"' in (world["site"] / "index.html").read_text()
+
+
+def test_near_reference_images_are_counted_on_the_board_the_model_page_and_the_flat_file(world, tmp_path):
+    """CultDiff's results record the near-reference check (evaluators/engine/near_reference.py): a result that left
+    two images out says "2 of N" in its board row's Near reference cell and on its model page, the flat file's row
+    of each checked metric over all prompts holds the count, and the metric pages say what the flag does. A board
+    of a family without similarity-to-reference metrics has no such column."""
+    sid = world["base"]["ids"]["cultdiff"][0]
+    block = summaries(world)[sid]["near_reference"]
+    assert set(block) == {"cultdiff.dino", "cultdiff.clip", "cultdiff.lpips", "cultdiff.dreamsim", "cultdiff.ssim",
+                          "cultdiff.learned"} and {b["status"] for b in block.values()} == {"checked"}
+
+    def edit(s, summary):
+        if s == sid:
+            for entry in summary["near_reference"].values():
+                entry["left_out"] = 2
+
+    site = rebuild(world, tmp_path, edit)
+    page = Page(site / "leaderboard" / "cultdiff.html")
+    table = next(t for t in page.tables if t and t.startswith("cultdiff-g"))
+    cells = [row["near_reference"]["text"] for row in page.table(table)]
+    checked = block["cultdiff.dino"]["checked"]
+    assert f"2 of {checked}" in cells and all(c.endswith(f" of {checked}") for c in cells), cells
+    assert "near_reference" not in Page(site / "leaderboard" / f"{PROMPT_SET}.html").tables[f"{PROMPT_SET}-g1"]["keys"]
+    text = Page(site / "model" / f"{sid}.html").plain()
+    assert "left out of every similarity-to-reference metric as near_reference" in text and "cultdiff.dino (2)" in text
+    flat = pd.read_parquet(site / "data" / "scores.parquet")
+    mine = flat[(flat.submission == sid) & (flat.metric == "cultdiff.dino")]
+    assert mine[mine.slice_type == "overall"].near_reference_left_out.tolist() == [2]
+    assert mine[mine.slice_type != "overall"].near_reference_left_out.isna().all()
+    assert flat[flat.family == "cube"].near_reference_left_out.isna().all()
+    metric_page = (site / "metric" / "cultdiff.dino.html").read_text(encoding="utf-8")
+    assert "<em>near_reference</em> and left out of this metric" in metric_page and "checked (cosine at least" in metric_page
+    assert "near_reference" not in (site / "metric" / f"{MAIN}.html").read_text(encoding="utf-8")

@@ -5,7 +5,8 @@ typed options, scoring function, units and metric cards it uses. ``RESULTS/<subm
 holds one row per image x metric (or per unit of images x metric: a diversity pool, an edit chain, a ladder),
 with the prompt id, slice fields and a flag where the family could not score the row; ``summary.json`` holds
 ``provenance``, the metric cards, the family's notes and one entry per metric x slice (see
-:mod:`..results.aggregate`).
+:mod:`..results.aggregate`), the written-answers check (``written``) and the near-reference check of the
+similarity-to-reference metrics (``near_reference``, :mod:`.near_reference`).
 
 Model outputs go through the on-disk cache, so a run killed at any point (even SIGKILL) resumes from it and
 gives identical results, and a rerun of an unchanged submission loads no model; outputs are written to a
@@ -49,7 +50,7 @@ from .context import SLICE_FIELDS, Context, Image
 from .parity import is_parity
 from .registry import Family, PromptSetSpec, family_of, options_dict, parse_options
 from .scorers import Scorers
-from . import written
+from . import near_reference, written
 
 BASE_COLUMNS = [("metric", pa.string()), ("unit_id", pa.string()), ("prompt_id", pa.string()),
                 ("sample_idx", pa.int64()), ("file_name", pa.string()), ("sha256", pa.string()),
@@ -417,6 +418,7 @@ def _write_results(target: Path, table: pa.Table, provenance: dict, family: Fami
                              bounded={m: b for m in metrics if (b := family.card(m).bounded)}) if len(scores) else [],
     }
     summary["written"] = _without_written(scores, provenance["written"], units, expected, settings, refused, clusters)
+    summary["near_reference"] = near_reference.summary_block(provenance["notes"])
     progress.say(f"writing {target}")
     with atomic_dir(target, kind="results") as tmp:
         pq.write_table(table, tmp / "scores.parquet")

@@ -27,7 +27,9 @@ In the ``reference-photos`` control, whose images are those photographs, each im
 out of its K (leave-one-out, ``Context.references_of``), so the control is never compared with itself.
 
 An image whose artifact has no reference photograph is flagged ("no reference photograph"; the reason is in
-the row's detail), counted in the summary and never scored. These scores are automatic proxies of CultDiff's
+the row's detail), counted in the summary and never scored. An image whose DINOv2-base embedding is within the
+recorded threshold of one of its artifact's photographs (max cosine >= t, :mod:`...engine.near_reference`) is
+flagged ``near_reference`` in every metric (its value kept in the detail, never averaged) and counted. These scores are automatic proxies of CultDiff's
 human image-image similarity rating; the human study is imported by ``results/studies/cultdiff.py`` and
 analysed by :mod:`.human`. The summary has a country x category slice (CultDiff ranks models per cell); the
 countries a model under-represents come from :mod:`.leaderboard`.
@@ -45,6 +47,7 @@ from typing import Literal
 import numpy as np
 
 from ...engine.context import IN_TRAINING, Context, Image, score_row
+from ...engine import near_reference
 from ...engine.images import ImageSource
 from ...engine.pairwise import square_pixels
 from ...engine.parity import native_variant
@@ -94,11 +97,20 @@ def _table2(metric: str, whose: str, meaning: str) -> str:
             f"image-image similarity score (mean of Q1.1-Q1.4): {meaning}")
 
 
-def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE, version=2,
+#: Said on every card: what the near-reference check does to the metric's value (:mod:`...engine.near_reference`).
+NEAR_REFERENCE_NOTE = ("An image whose DINOv2-base embedding is at least as close to one of its artifact's reference "
+                       "photographs (cosine) as the threshold measured for that checkpoint is flagged near_reference "
+                       "and left out of this metric (counted in the summary and on the board, never averaged in); "
+                       "for a checkpoint with no measured threshold the check is recorded as not checked.")
+
+
+def _card(name, title, formula, direction, value_range, scorers, description, source=SOURCE, version=3,
           **kw) -> MetricCard:
-    # version 2: leave-one-out in the reference-photos control (only the control's values change)
+    # version 2: leave-one-out in the reference-photos control (only the control's values change); version 3 (and
+    # 4 where the card was at 3): near-reference images are left out (near_reference)
     return MetricCard(name, FAMILY, title, formula, direction, value_range, scorers, source, version=version,
-                      proxy_for=HUMAN, description=f"{description} {REFERENCES_NOTE}", validity=evidence(name), **kw)
+                      proxy_for=HUMAN, description=f"{description} {REFERENCES_NOTE} {NEAR_REFERENCE_NOTE}",
+                      validity=evidence(name), **kw)
 
 
 METRICS = (
@@ -113,7 +125,7 @@ METRICS = (
     _card("cultdiff.clip", "CLIP image similarity to real photographs",
           f"reduce_k cos(g(x), g(r_k)) {_REFS}; g = CLIP ViT-L/14 image embedding", "none", "[-1, 1]", (CLIP,),
           "How close the image is to real photographs of the artifact, by CLIP image embeddings." + _NOT_IN_CULTDIFF,
-          source="not in CultDiff: the project's addition (CLIP ViT-L/14 image embeddings)", version=3),
+          source="not in CultDiff: the project's addition (CLIP ViT-L/14 image embeddings)", version=4),
     _card("cultdiff.lpips", "LPIPS distance to real photographs",
           f"reduce_k LPIPS_alex(x, r_k) {_REFS} (best: the smallest)", "lower", "[0, inf), below 1 in practice",
           (LPIPS,),
@@ -127,7 +139,7 @@ METRICS = (
           "[0, 2]", (DREAMSIM,),
           "Perceptual distance (DreamSim, tuned to human similarity judgements of generic images) from real "
           "photographs of the artifact; 0 for an identical image." + _NOT_IN_CULTDIFF,
-          source="not in CultDiff: the project's addition (Fu et al., DreamSim, NeurIPS 2023)", version=3),
+          source="not in CultDiff: the project's addition (Fu et al., DreamSim, NeurIPS 2023)", version=4),
     _card("cultdiff.ssim", "SSIM with real photographs",
           f"reduce_k SSIM(Y(x), Y(r_k)) {_REFS}; Y = BT.601 luma after a shorter-side resize and centre crop to "
           "ssim_size; 11x11 Gaussian window, sigma 1.5, K1 0.01, K2 0.03, L 255", "higher", "[-1, 1]", (),
@@ -142,12 +154,15 @@ METRICS = (
           "artifact close together. No weights were released: its rows are flagged until a model trained with "
           "`cultureboard train cultdiff-s` is configured, and an image is scored only when neither its artifact "
           "nor any of its images was in that model's training data (others are flagged \"in training set\").",
-          source=f"{SOURCE}, section 3.3 (the model) and 4.2 (its evaluation)", version=3,
+          source=f"{SOURCE}, section 3.3 (the model) and 4.2 (its evaluation)", version=4,
           direction_evidence=_table2("cultdiff.learned", "the paper's own CultDiff-S model (not this one)",
                                      "positive, and the model is trained to score pairs rated more similar higher, so "
                                      "higher is more similar (this model's own held-out correlation is in its "
                                      "training.json)")),
 )
+
+
+METRIC_NAMES = tuple(m.name for m in METRICS)
 
 
 def _plan(ctx: Context) -> tuple[list[tuple[Image, list[ImageSource]]], list[dict]]:
@@ -211,10 +226,11 @@ def _grey(source: ImageSource, size: int) -> np.ndarray:
 
 def score_cultdiff(ctx: Context) -> list[dict]:
     opts = ctx.options
-    plan, rows = _plan(ctx)
+    plan, flagged = _plan(ctx)
     if not plan:
-        return rows
+        return flagged
     references = list({s.sha256: s for _, sources in plan for s in sources}.values())
+    rows = []
     for metric, scorer in (("cultdiff.dino", DINO), ("cultdiff.clip", CLIP)):
         images = ctx.image_embeddings(scorer, [im for im, _ in plan])
         refs = ctx.image_embeddings(scorer, references)
@@ -226,10 +242,24 @@ def score_cultdiff(ctx: Context) -> list[dict]:
     rows += _learned_rows(ctx, plan)
     grey = {s.sha256: _grey(s, opts.ssim_size) for s in [im.source for im, _ in plan] + references}
     values = {im: [core.ssim(grey[im.sha256], grey[s.sha256]) for s in sources] for im, sources in plan}
-    return rows + _rows("cultdiff.ssim", plan, values, True, opts.reduction)
+    rows += _rows("cultdiff.ssim", plan, values, True, opts.reduction)
+    return flagged + _near_reference(ctx, [im for im, _ in plan], rows)
 
 
-CULTDIFF = PromptSetSpec("cultdiff", score_cultdiff, tuple(m.name for m in METRICS),
+def _near_reference(ctx: Context, images: list[Image], rows: list[dict]) -> list[dict]:
+    """The near-reference check (:mod:`...engine.near_reference`) on the DINOv2-base embeddings of the images and of
+    all their artifact's photographs: a near-reference image's rows of every metric are flagged and counted."""
+    check = near_reference.check_for(ctx, DINO)
+    photos = list({s.sha256: s for im in images for s in ctx.references_of(im)}.values())
+    similarity = near_reference.similarities(images, ctx.references_of, ctx.image_embeddings(DINO, images),
+                                             ctx.image_embeddings(DINO, photos))
+    rows = near_reference.leave_out(rows, similarity, check, METRIC_NAMES)
+    near_reference.note(ctx, check, {m: sum(r["metric"] == m and r["flag"] == near_reference.FLAG for r in rows)
+                                     for m in METRIC_NAMES}, len(similarity))
+    return rows
+
+
+CULTDIFF = PromptSetSpec("cultdiff", score_cultdiff, METRIC_NAMES,
                          shard_unit=lambda prompt: prompt["prompt_id"],
                          cross_slices=(("country", "category"),))  # CultDiff ranks per country x category
 #: cultdiff in each country's own language(s), and its metrics' native-minus-English gaps (:mod:`...engine.parity`)

@@ -15,7 +15,9 @@ over S; ``centroid``: the cosine with S's mean direction), recorded with the res
 - ``cure.gt`` = phi_GT(n) = sim(I(n), G) (eq. 1) with G the artifact's reference photographs (the dataset's
   ``references`` config); an artifact without any is a flagged row (counted, never scored as zero). In the
   ``reference-photos`` control, whose images are those photographs, image x_i is compared with G minus its own
-  photograph (leave-one-out, ``Context.references_of``): (1/N) sum_i sim(x_i, G \\ {g_i}).
+  photograph (leave-one-out, ``Context.references_of``): (1/N) sum_i sim(x_i, G \\ {g_i}). An image whose
+  DINOv2-large embedding is within the recorded threshold of one of G (max cosine >= t,
+  :mod:`...engine.near_reference`) is left out of every ``cure.gt`` metric and counted (``near_reference``).
 - The image encoder is part of each metric's name: no suffix = SigLIP 2, ``.dinov2`` = DINOv2, ``.aimv2`` =
   AIMV2 (``cure.ps.dinov2``, ``cure.ps_delta.c.aimv2``, ``cure.gt.dinov2``...). One evaluation gives CuRe's
   three columns side by side (Table 1, Table 8), and two encoders' raw cosines, whose scales differ, can never
@@ -52,6 +54,7 @@ from typing import Literal
 import numpy as np
 from cultureboard.builder.prompts_cure import CATEGORY_LEVEL, LADDER, with_article
 
+from ...engine import near_reference
 from ...engine.context import SLICE_FIELDS, Context, Image, score_row
 from ...engine.registry import Evidence, Family, MetricCard, PromptSetSpec, register
 from ...submission.controls import REFERENCE_PHOTOS
@@ -124,6 +127,14 @@ def _evidence(values: list[str], gold: str, source: str) -> tuple[Evidence, ...]
                      float(values[0])),)
 
 
+#: Said on every cure.gt card (:mod:`...engine.near_reference`).
+NEAR_REFERENCE_NOTE = ("An image of P(n) whose DINOv2-large embedding is at least as close to one of the artifact's "
+                       "photographs (cosine) as the threshold measured for that checkpoint is flagged near_reference "
+                       "and left out of the ladder's value (counted in the row and the summary; a ladder left with "
+                       "no image is flagged); for a checkpoint with no measured threshold the check is recorded as "
+                       "not checked.")
+
+
 def _ps_cards(rho: dict, suffix: str, scorer: str) -> list[MetricCard]:
     enc = _ENCODER_TITLES[suffix]
 
@@ -156,9 +167,11 @@ def _ps_cards(rho: dict, suffix: str, scorer: str) -> list[MetricCard]:
                    description=f"How much the images of the artifact's name look like real photographs of it, "
                                f"by {enc} image embeddings (CuRe's ground-truth baseline). {_REFERENCES_NOTE} "
                                "Artifacts without photographs are counted as flagged, never scored. The "
-                               "reference-photos control compares each photograph with the others only.",
-                   # version 2: leave-one-out in the reference-photos control (only the control's values change)
-                   **(common | {"version": 2})),
+                               "reference-photos control compares each photograph with the others only. "
+                               f"{NEAR_REFERENCE_NOTE}",
+                   # version 2: leave-one-out in the reference-photos control (only the control's values change);
+                   # version 3: near-reference images are left out
+                   **(common | {"version": 3})),
     ]
     for level, key in (("n,c", "c"), ("n,c,r", "cr")):
         metric = f"cure.ps_delta.{key}"
@@ -338,8 +351,10 @@ def score_ladder(ctx: Context) -> list[dict]:
         rows[lid].add("cure.acceptance", core.acceptance(accepted, expected),
                       {"images": accepted, "accepted": accepted, "expected": expected,
                        "refused": sum(ladder.refused.values())})
+    near = _near_reference(ctx, ladders)
     for suffix, scorer in IMAGE_ENCODERS.items():
-        _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no_refs, suffix, scorer, reduction)
+        _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no_refs, suffix, scorer, reduction,
+                          near)
     _score_alignment(ctx, ladders, rows)
     _score_diversity(ctx, ladders, rows)
     for metric, variant in ITA.items():
@@ -353,8 +368,45 @@ def _vectors(emb: dict, images: list) -> np.ndarray:
     return np.stack([emb[im.sha256] for im in images]) if images else np.zeros((0, 0))
 
 
-def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no_refs, suffix, scorer, reduction):
-    """cure.ps / cure.ps_delta.* / cure.gt with one image encoder (metric-name ``suffix``)."""
+#: The embedder of the near-reference check (:mod:`...engine.near_reference`): DINOv2, which cure.gt.dinov2 computes
+#: for every image and photograph anyway; its verdict leaves an image out of every cure.gt metric.
+NEAR_REFERENCE_SCORER = IMAGE_ENCODERS[".dinov2"]
+GT_METRICS = tuple(f"cure.gt{suffix}" for suffix in IMAGE_ENCODERS)
+
+
+def _near_reference(ctx: Context, ladders: dict[str, _Ladder]) -> _Near:
+    """s(x) of every ladder image with reference photographs and the near-reference ones among them
+    (:class:`_Near`); the check is recorded on every cure.gt metric with the images of P(n) (those cure.gt reads)
+    it leaves out."""
+    check = near_reference.check_for(ctx, NEAR_REFERENCE_SCORER)
+    images = [im for ladder in ladders.values() for ims in ladder.images.values() for im in ims
+              if ctx.references_of(im)]
+    photos = list({p.sha256: p for im in images for p in ctx.references_of(im)}.values())
+    similarity = near_reference.similarities(images, ctx.references_of,
+                                             ctx.image_embeddings(NEAR_REFERENCE_SCORER, images) if images else {},
+                                             ctx.image_embeddings(NEAR_REFERENCE_SCORER, photos) if photos else {})
+    named = [im for im in images if im.prompt["level"] == "n"]
+    left_out = sum(check.near(similarity[im.sha256]) for im in named)
+    near_reference.note(ctx, check, dict.fromkeys(GT_METRICS, left_out), len(named))
+    return _Near(similarity, {sha for sha, v in similarity.items() if check.near(v)})
+
+
+@dataclass(frozen=True)
+class _Near:
+    similarity: dict[str, float]  # s(x) of each image with reference photographs
+    near: set[str]  # the near-reference images, left out of cure.gt
+
+    def detail(self, images: list[Image]) -> dict:
+        """What a cure.gt row says about its P(n) images: each one's s(x), and how many were left out."""
+        return {"nearest_reference": [round(self.similarity[im.sha256], 6) for im in images
+                                      if im.sha256 in self.similarity],
+                "near_reference": sum(im.sha256 in self.near for im in images)}
+
+
+def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no_refs, suffix, scorer, reduction,
+                      near: _Near):
+    """cure.ps / cure.ps_delta.* / cure.gt with one image encoder (metric-name ``suffix``); cure.gt leaves the
+    near-reference images out (``near``)."""
     emb = ctx.image_embeddings(scorer)
     references = {ladder.first["artifact_id"]: refs[ladder.first["artifact_id"]] for ladder in ladders.values()
                   if refs.get(ladder.first["artifact_id"])}
@@ -377,10 +429,12 @@ def _score_similarity(ctx, ladders, rows, categories, category_refused, refs, no
         else:
             if ctx.control == REFERENCE_PHOTOS:
                 detail["left_out"] = "each image's own photograph (leave-one-out)"
-            levels = {lvl: _phi_references(ctx, ref_emb, x[lvl], ims, reduction)
+            detail.update(near.detail(ladder.images["n"]))
+            levels = {lvl: _phi_references(ctx, ref_emb, x[lvl], ims, reduction, near.near)
                       for lvl, ims in ladder.images.items() if ims}
             if levels["n"] is None:
-                out.add(f"cure.gt{suffix}", None, detail, "no reference photograph besides the image's own")
+                out.add(f"cure.gt{suffix}", None, detail, near_reference.FLAG if detail["near_reference"]
+                        else "no reference photograph besides the image's own")
             else:
                 out.add(f"cure.gt{suffix}", levels["n"], {**detail, "levels": levels})
         # cure.ps and its divergences: the category's images I(c)
@@ -428,12 +482,13 @@ def _without_copies(emb: dict, images: list[Image], category: list[Image]) -> tu
     return np.asarray(x), sets
 
 
-def _phi_references(ctx: Context, ref_emb: dict, x: np.ndarray, images: list[Image], reduction: str) -> float | None:
+def _phi_references(ctx: Context, ref_emb: dict, x: np.ndarray, images: list[Image], reduction: str,
+                    near: set[str]) -> float | None:
     """phi_GT of one level's images (embeddings ``x``): (1/N) sum_i sim(x_i, G_i), G_i the photographs image i is
     compared with (all of the artifact's, or all but its own in the reference-photos control), over the images
-    left with any; None when none is."""
+    left with any and not near a reference photograph (sha256 in ``near``); None when none is."""
     sets = [_vectors(ref_emb, ctx.references_of(im)) for im in images]
-    kept = [i for i, g in enumerate(sets) if len(g)]
+    kept = [i for i, g in enumerate(sets) if len(g) and images[i].sha256 not in near]
     return core.phi_sets(x[kept], [sets[i] for i in kept], reduction) if kept else None
 
 
