@@ -23,7 +23,7 @@ served; no page requests anything from another site)::
     agreement.html                      do the benchmarks agree: Kendall's tau between families' rankings of models
     cache/validation.json               what validate found of each submission folder, reused by the next build
     data/<page>-<table>.csv|.json       every table of every page
-    data/scores.csv|.parquet            every (submission, metric, slice) value with CI, flags and provenance
+    data/scores.csv.gz|.parquet         every (submission, metric, slice) value with CI, flags and provenance
     plots/<page>-<plot>.svg             heatmaps, maps, bars, curves, frontier
     thumbs/<id>/<sha256>.webp           thumbnails, longer side ``thumb_px``; images/<id>/<sha256>.<ext> full size
                                         (with ``--media hub`` neither: the pages link them on the Hub, site/media_hub.py)
