@@ -8,6 +8,7 @@ generic family views, determinism and page size. No browser here: tests/test_sit
 from __future__ import annotations
 
 import csv
+import gzip
 import html
 import itertools
 import json
@@ -915,14 +916,20 @@ def test_downloads_match_the_tables(world):
     checked = 0
     targets = {c.name: c.target for f in load_families().values() for c in f.metrics if c.direction == "target"}
     for page in pages(site):
-        links = [a["href"] for t, a in page.tags if t == "a" and a.get("href", "").endswith((".csv", ".json"))]
+        links = [a["href"] for t, a in page.tags
+                 if t == "a" and a.get("href", "").endswith((".csv", ".csv.gz", ".json"))]
         for table_id in page.tables:
-            csv_href = next(h for h in links if h.endswith(f"-{table_id}.csv"))
+            csv_href = next(h for h in links if h.endswith((f"-{table_id}.csv", f"-{table_id}.csv.gz")))
             csv_path = (page.path.parent / csv_href).resolve()
-            downloaded = list(csv.DictReader(csv_path.open(encoding="utf-8")))
-            data = json.loads(csv_path.with_suffix(".json").read_text(encoding="utf-8"))
-            assert data["columns"] == list(downloaded[0]) and len(data["rows"]) == len(downloaded)
-            assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in data["rows"]] == downloaded
+            if csv_href.endswith(".gz"):  # a table of every image: one gzipped CSV, no JSON
+                assert table_id == "images" and not csv_path.with_name(f"{csv_path.name[:-7]}.json").exists()
+                with gzip.open(csv_path, "rt", encoding="utf-8") as fh:
+                    downloaded = list(csv.DictReader(fh))
+            else:
+                downloaded = list(csv.DictReader(csv_path.open(encoding="utf-8")))
+                data = json.loads(csv_path.with_suffix(".json").read_text(encoding="utf-8"))
+                assert data["columns"] == list(downloaded[0]) and len(data["rows"]) == len(downloaded)
+                assert [{k: "" if v is None else str(v) for k, v in r.items()} for r in data["rows"]] == downloaded
             rows = page.table(table_id)
             if "images-" in page.path.name:  # a page of the image browser shows a part of the download
                 offset = 48 * (int(page.path.stem.split("-")[1]) - 1)
